@@ -1,0 +1,33 @@
+//! Train AlexNetSmall on Fashion-MNIST with the library API (what `owt train` does), then
+//! evaluate the saved checkpoint. Run: `cargo run --example train_fashion_mnist -- [EPOCHS]`.
+//! Needs Debian's `dataset-fashion-mnist`.
+
+use burn::backend::{Autodiff, Flex};
+use owt::data::{open_splits, DataRequest, DatasetKind};
+use owt::train::{evaluate, load_model, train, RunOptions, TrainConfig};
+use owt_models::{Head, ModelKind, ModelSpec};
+
+fn main() -> Result<(), owt::OwtError> {
+    let epochs = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let config = TrainConfig {
+        model: ModelSpec::new(ModelKind::AlexNetSmall),
+        head: Head::Softmax,
+        dataset: DatasetKind::FashionMnist,
+        limit: None,
+        epochs,
+        batch: 128,
+        lr: 0.01,
+        momentum: 0.9,
+        weight_decay: 5e-4,
+        seed: 0,
+    };
+    let arch = config.model.architecture()?;
+    let splits = open_splits(&DataRequest { kind: config.dataset, dir: None, limit: None, model_input: arch.input, seed: 0 })?;
+    let out = std::path::Path::new("runs/example-fashion-mnist");
+    let device = Default::default();
+    train::<Autodiff<Flex>>(&config, &splits, &device, &RunOptions { out, resume: false, verbose: true })?;
+    let (model, state) = load_model::<Flex>(out, &device)?;
+    let e = evaluate(&model, state.config.head, splits.test.as_ref(), &device);
+    println!("reloaded checkpoint: test accuracy {:.2}%", 100.0 * e.accuracy);
+    Ok(())
+}

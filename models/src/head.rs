@@ -1,0 +1,65 @@
+//! Output heads: how logits become a loss and a prediction.
+
+use burn::prelude::*;
+use burn::tensor::activation::log_softmax;
+
+/// The output layer's loss. The models emit one logit per class; the head decides how they
+/// are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Head {
+    /// Softmax over the classes with cross-entropy (the 2012 paper).
+    #[default]
+    Softmax,
+    /// One independent logistic unit per class with binary cross-entropy (the 2014 paper's
+    /// choice: no normaliser across classes, so a column-split output layer needs no exchange).
+    Logistic,
+}
+
+impl Head {
+    /// All heads, for listings and tests.
+    pub const ALL: [Head; 2] = [Head::Softmax, Head::Logistic];
+
+    /// The CLI spelling of this head.
+    pub fn name(self) -> &'static str {
+        match self {
+            Head::Softmax => "softmax",
+            Head::Logistic => "logistic",
+        }
+    }
+
+    /// Mean loss over the batch. `logits`: `[batch, classes]`; `targets`: `[batch]` class ids.
+    ///
+    /// For the logistic head the per-image loss is the sum over classes of the binary
+    /// cross-entropy, computed stably as `max(z,0) - z*y + ln(1 + e^-|z|)`.
+    pub fn loss<B: Backend>(self, logits: Tensor<B, 2>, targets: Tensor<B, 1, Int>) -> Tensor<B, 1> {
+        let [batch, classes] = logits.dims();
+        match self {
+            Head::Softmax => {
+                let picked = log_softmax(logits, 1).gather(1, targets.reshape([batch, 1]));
+                picked.neg().mean()
+            }
+            Head::Logistic => {
+                let y = targets.one_hot::<2>(classes).float();
+                let per_unit = logits.clone().clamp_min(0.0) - logits.clone() * y
+                    + logits.abs().neg().exp().log1p();
+                per_unit.sum_dim(1).mean()
+            }
+        }
+    }
+
+    /// Predicted class per image (the largest logit, for either head).
+    pub fn predict<B: Backend>(self, logits: Tensor<B, 2>) -> Tensor<B, 1, Int> {
+        let [batch, _] = logits.dims();
+        logits.argmax(1).reshape([batch])
+    }
+}
+
+impl std::str::FromStr for Head {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Head::ALL
+            .into_iter()
+            .find(|h| h.name() == s)
+            .ok_or_else(|| format!("unknown head '{s}': expected one of softmax, logistic"))
+    }
+}

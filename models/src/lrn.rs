@@ -1,0 +1,94 @@
+//! Local response normalisation of the 2012 paper, computed within each tower.
+
+use burn::module::Module;
+use burn::prelude::*;
+
+/// Configuration of [`TowerLrn`]: the 2012 paper's response normalisation (section 3.3).
+///
+/// `b[i] = a[i] / (k + alpha * sum_{j in window(i)} a[j]^2)^beta`, the sum running over
+/// `size` adjacent channels *of the same tower*. This is the paper's summed form: Burn's
+/// `LocalResponseNorm` (and PyTorch's) divides alpha by `size`, which is a different layer.
+#[derive(Config, Debug)]
+pub struct TowerLrnConfig {
+    /// Number of adjacent channels summed over (the paper's n = 5); odd.
+    #[config(default = 5)]
+    pub size: usize,
+    /// Additive constant (the paper's k = 2).
+    #[config(default = 2.0)]
+    pub k: f64,
+    /// Scale of the summed squares (the paper's alpha = 1e-4, not divided by size).
+    #[config(default = 1e-4)]
+    pub alpha: f64,
+    /// Exponent (the paper's beta = 0.75).
+    #[config(default = 0.75)]
+    pub beta: f64,
+    /// Number of towers; channels are split into this many contiguous groups and the window
+    /// never crosses a group boundary (towers on two GPUs never see each other's maps here).
+    #[config(default = 1)]
+    pub towers: usize,
+}
+
+impl TowerLrnConfig {
+    /// Builds the (parameter-free) layer.
+    pub fn init(&self) -> TowerLrn {
+        assert!(self.size % 2 == 1, "TowerLrn: size must be odd (a window centred on its channel), got {}", self.size);
+        assert!(self.towers > 0, "TowerLrn: towers must be positive, got 0");
+        TowerLrn {
+            size: self.size,
+            k: self.k,
+            alpha: self.alpha,
+            beta: self.beta,
+            towers: self.towers,
+        }
+    }
+}
+
+/// Response normalisation across adjacent channels within each tower (no parameters).
+#[derive(Module, Clone, Debug)]
+pub struct TowerLrn {
+    size: usize,
+    k: f64,
+    alpha: f64,
+    beta: f64,
+    towers: usize,
+}
+
+impl TowerLrn {
+    /// Normalises `x` of shape `[batch, channels, height, width]`.
+    ///
+    /// Panics if `channels` is not a multiple of the tower count.
+    pub fn forward<B: Backend>(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let [n, c, h, w] = x.dims();
+        assert!(
+            c % self.towers == 0,
+            "TowerLrn: {c} channels cannot be split into {} towers",
+            self.towers
+        );
+        // The windowed sum over channels is linear: a block-diagonal band matrix (one block
+        // per tower, ones within size/2 of the diagonal) times the squares. One matmul forward
+        // and backward, and the block structure is exactly "never cross a tower edge".
+        let squares = (x.clone() * x.clone()).reshape([n, c, h * w]);
+        let band = self.band::<B>(c, &x.device()).unsqueeze::<3>().expand([n, c, c]);
+        let denominator = band
+            .matmul(squares)
+            .reshape([n, c, h, w])
+            .mul_scalar(self.alpha)
+            .add_scalar(self.k)
+            .powf_scalar(self.beta);
+        x / denominator
+    }
+
+    /// `[c, c]` matrix with `band[i][j] = 1` when channels i and j are in the same tower and
+    /// at most `size / 2` apart.
+    fn band<B: Backend>(&self, c: usize, device: &B::Device) -> Tensor<B, 2> {
+        let per_tower = c / self.towers;
+        let reach = self.size / 2;
+        let values: Vec<f32> = (0..c * c)
+            .map(|k| {
+                let (i, j) = (k / c, k % c);
+                (i / per_tower == j / per_tower && i.abs_diff(j) <= reach) as u8 as f32
+            })
+            .collect();
+        Tensor::from_data(TensorData::new(values, [c, c]), device)
+    }
+}

@@ -1,0 +1,136 @@
+//! Choosing a family member by name, as the CLI and checkpoints do.
+
+use serde::{Deserialize, Serialize};
+
+use crate::architecture::{Architecture, ArchitectureError};
+use crate::variants::{AlexNet2012Config, AlexNetOwtConfig, AlexNetSmallConfig};
+
+/// Which family member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModelKind {
+    /// [`AlexNet2012Config`].
+    AlexNet2012,
+    /// [`AlexNetOwtConfig`].
+    AlexNetOwt,
+    /// [`AlexNetSmallConfig`].
+    AlexNetSmall,
+}
+
+impl ModelKind {
+    /// Every member.
+    pub const ALL: [ModelKind; 3] = [ModelKind::AlexNet2012, ModelKind::AlexNetOwt, ModelKind::AlexNetSmall];
+
+    /// CLI spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::AlexNet2012 => "alexnet-2012",
+            ModelKind::AlexNetOwt => "alexnet-owt",
+            ModelKind::AlexNetSmall => "alexnet-small",
+        }
+    }
+}
+
+impl std::str::FromStr for ModelKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ModelKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            format!("unknown model '{s}': expected one of alexnet-2012, alexnet-owt, alexnet-small")
+        })
+    }
+}
+
+/// A member plus the geometry it is built for; `None` fields take the member's defaults.
+/// This is what a checkpoint stores to rebuild its network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// Which member.
+    pub kind: ModelKind,
+    /// Input side (square images).
+    pub input: Option<usize>,
+    /// Input channels.
+    pub channels: Option<usize>,
+    /// Output classes.
+    pub classes: Option<usize>,
+    /// Towers (only alexnet-small has a choice: 1 or 2).
+    pub towers: Option<usize>,
+    /// Dropout probability.
+    pub dropout: Option<f64>,
+}
+
+impl ModelSpec {
+    /// A member with all defaults.
+    pub fn new(kind: ModelKind) -> Self {
+        Self { kind, input: None, channels: None, classes: None, towers: None, dropout: None }
+    }
+
+    /// The architecture, checked: impossible geometry or options are errors that name the
+    /// expected and the given values.
+    pub fn architecture(&self) -> Result<Architecture, ArchitectureError> {
+        let arch = match self.kind {
+            ModelKind::AlexNet2012 => {
+                let d = AlexNet2012Config::new();
+                self.reject_towers(2)?;
+                AlexNet2012Config {
+                    classes: self.classes.unwrap_or(d.classes),
+                    input: self.input.unwrap_or(d.input),
+                    channels: self.channels.unwrap_or(d.channels),
+                    dropout: self.dropout.unwrap_or(d.dropout),
+                }
+                .architecture()
+            }
+            ModelKind::AlexNetOwt => {
+                let d = AlexNetOwtConfig::new();
+                self.reject_towers(1)?;
+                AlexNetOwtConfig {
+                    classes: self.classes.unwrap_or(d.classes),
+                    input: self.input.unwrap_or(d.input),
+                    channels: self.channels.unwrap_or(d.channels),
+                    dropout: self.dropout.unwrap_or(d.dropout),
+                }
+                .architecture()
+            }
+            ModelKind::AlexNetSmall => {
+                let d = AlexNetSmallConfig::new();
+                let towers = self.towers.unwrap_or(d.towers);
+                if towers != 1 && towers != 2 {
+                    return Err(ArchitectureError(format!(
+                        "alexnet-small has 1 or 2 towers, got {towers}"
+                    )));
+                }
+                AlexNetSmallConfig {
+                    classes: self.classes.unwrap_or(d.classes),
+                    input: self.input.unwrap_or(d.input),
+                    channels: self.channels.unwrap_or(d.channels),
+                    towers,
+                    dropout: self.dropout.unwrap_or(d.dropout),
+                }
+                .architecture()
+            }
+        };
+        let [c, side, _] = arch.input;
+        if c == 0 || side == 0 || arch.classes == 0 {
+            return Err(ArchitectureError(format!(
+                "{}: channels, input side and classes must be positive, got channels {c}, input {side}, classes {}",
+                arch.name, arch.classes
+            )));
+        }
+        if !(0.0..1.0).contains(&arch.dropout) {
+            return Err(ArchitectureError(format!(
+                "{}: dropout must be in [0, 1), got {}",
+                arch.name, arch.dropout
+            )));
+        }
+        arch.profile()?;
+        Ok(arch)
+    }
+
+    fn reject_towers(&self, fixed: usize) -> Result<(), ArchitectureError> {
+        match self.towers {
+            Some(t) if t != fixed => Err(ArchitectureError(format!(
+                "{} has exactly {fixed} tower(s), got --towers {t}",
+                self.kind.name()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Image sets: the common interface of every data source, and the in-memory implementation.
+
+use rand::Rng;
+
+/// One batch as flat host data: `images` is `[n, c, h, w]` row-major, normalised to [-1, 1].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// Pixels, `n * c * h * w`.
+    pub images: Vec<f32>,
+    /// Class ids, `n`.
+    pub labels: Vec<i64>,
+    /// `[n, c, h, w]`.
+    pub dims: [usize; 4],
+}
+
+/// A labelled image source: the training loop's only view of data.
+pub trait ImageSource: Send + Sync {
+    /// Number of images.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `[channels, height, width]` of every image this source yields.
+    fn image_dims(&self) -> [usize; 3];
+    /// Number of classes.
+    fn classes(&self) -> usize;
+    /// The images at `indices`; `augment` turns on random crops / flips where the source has
+    /// them (training), off gives the deterministic view (evaluation).
+    fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch;
+}
+
+/// Maps a byte pixel to the [-1, 1] range the models are trained on.
+pub fn normalise(pixel: u8) -> f32 {
+    pixel as f32 / 127.5 - 1.0
+}
+
+/// Images held in memory as bytes (MNIST, Fashion-MNIST, synthetic).
+#[derive(Debug, Clone)]
+pub struct InMemoryImages {
+    dims: [usize; 3],
+    classes: usize,
+    pixels: Vec<u8>,
+    labels: Vec<u8>,
+    flip: bool,
+}
+
+impl InMemoryImages {
+    /// Wraps `pixels` (`labels.len()` images of `dims`) and their labels (`< classes`).
+    /// `flip` enables random horizontal flips when augmenting.
+    pub fn new(dims: [usize; 3], classes: usize, pixels: Vec<u8>, labels: Vec<u8>, flip: bool) -> Self {
+        assert_eq!(pixels.len(), labels.len() * dims.iter().product::<usize>(), "pixel count does not match labels");
+        Self { dims, classes, pixels, labels, flip }
+    }
+
+    /// The first `n` images only (all of them if `n` is larger).
+    pub fn truncated(mut self, n: usize) -> Self {
+        let n = n.min(self.labels.len());
+        self.labels.truncate(n);
+        self.pixels.truncate(n * self.dims.iter().product::<usize>());
+        self
+    }
+
+    /// Labels, for class-balance checks.
+    pub fn labels(&self) -> &[u8] {
+        &self.labels
+    }
+}
+
+impl ImageSource for InMemoryImages {
+    fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    fn image_dims(&self) -> [usize; 3] {
+        self.dims
+    }
+
+    fn classes(&self) -> usize {
+        self.classes
+    }
+
+    fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch {
+        let [c, h, w] = self.dims;
+        let size = c * h * w;
+        let mut images = Vec::with_capacity(indices.len() * size);
+        for &i in indices {
+            let src = &self.pixels[i * size..(i + 1) * size];
+            let flip = augment && self.flip && rng.random_bool(0.5);
+            for row in src.chunks_exact(w) {
+                if flip {
+                    images.extend(row.iter().rev().map(|&p| normalise(p)));
+                } else {
+                    images.extend(row.iter().map(|&p| normalise(p)));
+                }
+            }
+        }
+        let labels = indices.iter().map(|&i| self.labels[i] as i64).collect();
+        Batch { images, labels, dims: [indices.len(), c, h, w] }
+    }
+}

@@ -1,0 +1,147 @@
+//! The `owt` binary: profiles, a train/eval round trip, and one-line errors for bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use owt::data::{encode_idx, IdxArray};
+
+fn owt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_owt")).args(args).output().expect("run owt")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a failed run with exactly one error line that contains every `needle`, and no panic.
+fn assert_one_line_error(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, got success; stderr: {err}");
+    assert!(!err.contains("panicked") && !err.contains("backtrace") && !err.contains("internal"), "panic output: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "'{n}' not in: {}", lines[0]);
+    }
+}
+
+/// An MNIST-layout directory of 28x28 images: `train` and `test` images whose class is the
+/// brightness band, so a model can learn something.
+fn write_fixture(dir: &Path, train: usize, test: usize) {
+    for (prefix, n) in [("train", train), ("t10k", test)] {
+        let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
+        let pixels: Vec<u8> = labels.iter().flat_map(|&l| (0..784).map(move |p| if p % 28 < 14 { l * 25 } else { 255 - l * 25 })).collect();
+        std::fs::write(dir.join(format!("{prefix}-images-idx3-ubyte")), encode_idx(&IdxArray { dims: vec![n, 28, 28], data: pixels })).unwrap();
+        std::fs::write(dir.join(format!("{prefix}-labels-idx1-ubyte")), encode_idx(&IdxArray { dims: vec![n], data: labels })).unwrap();
+    }
+}
+
+#[test]
+fn info_prints_the_profile_as_json_and_table() {
+    let o = owt(&["info", "--model", "alexnet-owt", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["model"], "alexnet-owt");
+    assert_eq!(v["total_params"], 61_100_840);
+    let layers = v["layers"].as_array().unwrap();
+    let fc6 = layers.iter().find(|l| l["name"] == "fc6").unwrap();
+    assert_eq!((fc6["params"].as_u64(), fc6["macs"].as_u64()), (Some(37_752_832), Some(37_748_736)));
+    assert_eq!(fc6["output_shape"], serde_json::json!([4096]));
+    let sum: u64 = layers.iter().map(|l| l["macs"].as_u64().unwrap()).sum();
+    assert_eq!(v["total_macs"].as_u64(), Some(sum));
+
+    let o = owt(&["info", "--model", "alexnet-2012"]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("60,965,224") && table.contains("conv3") && table.contains("256x6x6"), "{table}");
+    let o = owt(&["info", "--model", "alexnet-small", "--input", "32", "--channels", "3", "--towers", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["layers"][0]["output_shape"], serde_json::json!([32, 32, 32]));
+}
+
+#[test]
+fn train_then_eval_round_trip_agrees_with_metrics() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 60, 30);
+    let out = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let o_ = out.path().to_str().unwrap();
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--epochs", "1", "--batch", "16", "--out", o_]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("epoch 1/1: train loss") && stdout.contains("images/s"), "{stdout}");
+    let metrics: serde_json::Value = serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let acc = metrics[0]["test_accuracy"].as_f64().unwrap();
+    let o = owt(&["eval", "--checkpoint", o_, "--dataset", "mnist", "--data", d]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert!(line.contains(&format!("test accuracy {:.2}% (30 images)", 100.0 * acc)), "{line} vs {acc}");
+}
+
+#[test]
+fn wrong_input_geometry_is_one_line() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 10, 10);
+    let o = owt(&["train", "--model", "alexnet-2012", "--dataset", "mnist", "--data", data.path().to_str().unwrap()]);
+    assert_one_line_error(&o, &["[N, 3, 227, 227]", "[N, 1, 28, 28]"]);
+    let o = owt(&["train", "--model", "alexnet-small", "--channels", "3", "--dataset", "mnist", "--data", data.path().to_str().unwrap()]);
+    assert_one_line_error(&o, &["[N, 3, 28, 28]", "[N, 1, 28, 28]"]);
+    let o = owt(&["info", "--model", "alexnet-2012", "--input", "40"]);
+    assert_one_line_error(&o, &["too small"]);
+}
+
+#[test]
+fn empty_and_missing_datasets_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("train/cat")).unwrap();
+    std::fs::create_dir_all(dir.path().join("val/cat")).unwrap();
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "folder", "--data", dir.path().to_str().unwrap()]);
+    assert_one_line_error(&o, &["empty"]);
+    let empty = tempfile::tempdir().unwrap();
+    write_fixture(empty.path(), 0, 5);
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", empty.path().to_str().unwrap()]);
+    assert_one_line_error(&o, &["empty"]);
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "fashion-mnist", "--data", dir.path().to_str().unwrap()]);
+    assert_one_line_error(&o, &["Fashion-MNIST not found", "apt-get install dataset-fashion-mnist"]);
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "mnist"]);
+    assert_one_line_error(&o, &["MNIST needs --data DIR"]);
+}
+
+#[test]
+fn zero_batch_is_one_line() {
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--batch", "0"]);
+    assert_one_line_error(&o, &["--batch", "at least 1", "got 0"]);
+}
+
+#[test]
+fn unknown_backend_names_the_choices() {
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--backend", "tpu"]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("invalid value 'tpu'") && err.contains("flex") && err.contains("wgpu") && err.contains("cuda"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let o = owt(&["info", "--model", "alexnet-3000"]);
+    assert!(!o.status.success() && stderr(&o).contains("alexnet-small"), "{}", stderr(&o));
+}
+
+#[test]
+fn cuda_without_feature_or_gpu_is_one_line() {
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--limit", "8", "--epochs", "1", "--backend", "cuda"]);
+    if cfg!(feature = "cuda") {
+        if !Path::new("/proc/driver/nvidia/version").exists() {
+            assert_one_line_error(&o, &["--backend cuda", "no", "use --backend flex"]);
+        }
+    } else {
+        assert_one_line_error(&o, &["--backend cuda", "without the cuda feature", "--features cuda"]);
+    }
+    if !cfg!(feature = "wgpu") {
+        let o = owt(&["eval", "--checkpoint", "/nonexistent", "--dataset", "synthetic", "--backend", "wgpu"]);
+        assert_one_line_error(&o, &["--backend wgpu", "without the wgpu feature"]);
+    }
+}
+
+#[test]
+fn eval_without_checkpoint_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = owt(&["eval", "--checkpoint", dir.path().to_str().unwrap(), "--dataset", "synthetic"]);
+    assert_one_line_error(&o, &["checkpoint.owt", "train with --out"]);
+}

@@ -1,0 +1,148 @@
+//! Data loading: IDX parsing and its errors, MNIST-layout directories, image folders.
+
+use std::io::Write;
+use std::path::Path;
+
+use owt::data::{encode_idx, load_mnist_split, parse_idx, read_idx, synthetic_images, IdxArray, ImageFolder, ImageSource};
+use rand::SeedableRng;
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// Writes an MNIST-layout directory with `n_images` 4x3 images and `n_labels` labels.
+fn write_mnist(dir: &Path, prefix: &str, n_images: usize, n_labels: usize, compress: bool) {
+    let images = IdxArray { dims: vec![n_images, 4, 3], data: (0..n_images * 12).map(|i| (i % 256) as u8).collect() };
+    let labels = IdxArray { dims: vec![n_labels], data: (0..n_labels).map(|i| (i % 10) as u8).collect() };
+    for (name, arr) in [(format!("{prefix}-images-idx3-ubyte"), images), (format!("{prefix}-labels-idx1-ubyte"), labels)] {
+        let bytes = encode_idx(&arr);
+        if compress {
+            std::fs::write(dir.join(format!("{name}.gz")), gz(&bytes)).unwrap();
+        } else {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+    }
+}
+
+#[test]
+fn idx_round_trips_raw_and_gzip() {
+    let arr = IdxArray { dims: vec![2, 2, 3], data: (0..12).collect() };
+    let bytes = encode_idx(&arr);
+    assert_eq!(parse_idx(&bytes).unwrap(), arr);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.gz");
+    std::fs::write(&p, gz(&bytes)).unwrap();
+    assert_eq!(read_idx(&p).unwrap(), arr);
+}
+
+#[test]
+fn idx_errors_name_expected_and_actual() {
+    let mut bytes = encode_idx(&IdxArray { dims: vec![3, 2], data: vec![1; 6] });
+    let mut wrong = bytes.clone();
+    wrong[2] = 0x0d; // float IDX
+    let e = parse_idx(&wrong).unwrap_err();
+    assert!(e.contains("wrong magic number") && e.contains("00 00 08") && e.contains("0d"), "{e}");
+    bytes.truncate(bytes.len() - 2);
+    let e = parse_idx(&bytes).unwrap_err();
+    assert!(e.contains("truncated") && e.contains("need 6") && e.contains("has 4"), "{e}");
+    let e = parse_idx(&[0, 0, 8]).unwrap_err();
+    assert!(e.contains("truncated"), "{e}");
+}
+
+#[test]
+fn mnist_directories_load_and_report_count_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    write_mnist(dir.path(), "train", 7, 7, true);
+    write_mnist(dir.path(), "t10k", 5, 4, false);
+    let train = load_mnist_split(dir.path(), true, "Test-MNIST", "hint").unwrap();
+    assert_eq!((train.len(), train.image_dims(), train.classes()), (7, [1, 4, 3], 10));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let b = train.batch(&[1], false, &mut rng);
+    assert_eq!(b.dims, [1, 1, 4, 3]);
+    assert_eq!(b.labels, vec![1]);
+    assert_eq!(b.images[0], 12.0 / 127.5 - 1.0);
+    let e = load_mnist_split(dir.path(), false, "Test-MNIST", "hint").unwrap_err().to_string();
+    assert!(e.contains("mismatch") && e.contains("5 images") && e.contains("4 labels"), "{e}");
+}
+
+#[test]
+fn missing_dataset_says_how_to_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = load_mnist_split(dir.path(), true, "Fashion-MNIST", "Install it with apt-get install dataset-fashion-mnist").unwrap_err().to_string();
+    assert!(e.contains("Fashion-MNIST not found") && e.contains("apt-get install dataset-fashion-mnist"), "{e}");
+}
+
+#[test]
+fn empty_mnist_split_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write_mnist(dir.path(), "train", 0, 0, false);
+    let e = load_mnist_split(dir.path(), true, "X", "").unwrap_err().to_string();
+    assert!(e.contains("empty"), "{e}");
+}
+
+fn write_png(path: &Path, w: u32, h: u32, left: [u8; 3], right: [u8; 3]) {
+    let img = image::RgbImage::from_fn(w, h, |x, _| image::Rgb(if x < w / 2 { left } else { right }));
+    img.save(path).unwrap();
+}
+
+#[test]
+fn image_folder_resizes_crops_and_flips() {
+    let dir = tempfile::tempdir().unwrap();
+    for (class, colour) in [("cat", [255, 0, 0]), ("dog", [0, 0, 255])] {
+        std::fs::create_dir_all(dir.path().join(class)).unwrap();
+        for i in 0..3 {
+            write_png(&dir.path().join(class).join(format!("{i}.png")), 40, 20, colour, [0, 255, 0]);
+        }
+    }
+    std::fs::write(dir.path().join("cat").join("notes.txt"), "not an image").unwrap();
+    let folder = ImageFolder::open(dir.path(), 3, 16, 14).unwrap();
+    assert_eq!(folder.len(), 6);
+    assert_eq!(folder.class_names(), &["cat".to_string(), "dog".to_string()]);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let b = folder.batch(&[0, 4], false, &mut rng);
+    assert_eq!(b.dims, [2, 3, 14, 14]);
+    assert_eq!(b.labels, vec![0, 1]);
+    // Centre crop, unflipped: the left column of image 0 is red, the right column green.
+    let px = |img: usize, ch: usize, y: usize, x: usize| b.images[((img * 3 + ch) * 14 + y) * 14 + x];
+    assert_eq!((px(0, 0, 7, 0), px(0, 1, 7, 13)), (1.0, 1.0));
+    // Augmented batches flip about half of the time.
+    let flips = (0..40)
+        .map(|_| folder.batch(&[0], true, &mut rng))
+        .filter(|b| b.images[7 * 14] < 0.0 && b.images[7 * 14 + 13] > 0.0)
+        .count();
+    assert!((5..=35).contains(&flips), "{flips} flips of 40");
+}
+
+#[test]
+fn image_folder_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = ImageFolder::open(dir.path(), 3, 16, 14).unwrap_err().to_string();
+    assert!(e.contains("no class sub-directories"), "{e}");
+    std::fs::create_dir_all(dir.path().join("a")).unwrap();
+    let e = ImageFolder::open(dir.path(), 3, 16, 14).unwrap_err().to_string();
+    assert!(e.contains("empty"), "{e}");
+    let e = ImageFolder::open(dir.path(), 2, 16, 14).unwrap_err().to_string();
+    assert!(e.contains("1 or 3 channels, got 2"), "{e}");
+}
+
+#[test]
+fn synthetic_data_is_deterministic_and_class_dependent() {
+    let a = synthetic_images([1, 8, 8], 4, 64, 3);
+    let b = synthetic_images([1, 8, 8], 4, 64, 3);
+    assert_eq!(a.labels(), b.labels());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let all: Vec<usize> = (0..64).collect();
+    let batch = a.batch(&all, false, &mut rng);
+    // Images of the same class are closer to each other than to other classes on average.
+    let img = |i: usize| &batch.images[i * 64..(i + 1) * 64];
+    let dist = |i: usize, j: usize| img(i).iter().zip(img(j)).map(|(x, y)| (x - y).powi(2)).sum::<f32>();
+    let (mut same, mut diff, mut ns, mut nd) = (0.0, 0.0, 0, 0);
+    for i in 0..64 {
+        for j in i + 1..64 {
+            if batch.labels[i] == batch.labels[j] { same += dist(i, j); ns += 1 } else { diff += dist(i, j); nd += 1 }
+        }
+    }
+    assert!(same / (ns as f32) < 0.5 * diff / (nd as f32));
+}

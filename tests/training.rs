@@ -1,0 +1,137 @@
+//! Training on one device: it learns, checkpoints are atomic, and resume continues exactly.
+
+use std::sync::Arc;
+
+use burn::backend::{Autodiff, Flex};
+use owt::data::{synthetic_images, Splits};
+use owt::train::{load_model, train, Checkpoint, RunOptions, TrainConfig, CHECKPOINT_FILE};
+use owt::data::DatasetKind;
+use owt_models::{Head, ModelKind, ModelSpec};
+
+type B = Autodiff<Flex>;
+
+/// Flex's random generator is process-global: runs that must be reproducible take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn splits(n: usize) -> Splits {
+    Splits {
+        train: Arc::new(synthetic_images([1, 28, 28], 10, n, 1)),
+        test: Arc::new(synthetic_images([1, 28, 28], 10, 100, 2)),
+    }
+}
+
+fn config(epochs: usize, head: Head) -> TrainConfig {
+    TrainConfig {
+        model: ModelSpec::new(ModelKind::AlexNetSmall),
+        head,
+        dataset: DatasetKind::Synthetic,
+        limit: None,
+        epochs,
+        batch: 32,
+        lr: 0.01,
+        momentum: 0.9,
+        weight_decay: 5e-4,
+        seed: 7,
+    }
+}
+
+fn quiet(out: &std::path::Path, resume: bool) -> RunOptions<'_> {
+    RunOptions { out, resume, verbose: false }
+}
+
+#[test]
+fn small_network_learns_synthetic_classes_with_either_head() {
+    let _turn = serial();
+    for head in Head::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(3, head);
+        c.batch = 16;
+        let m = train::<B>(&c, &splits(320), &Default::default(), &quiet(dir.path(), false)).unwrap();
+        assert_eq!(m.len(), 3);
+        assert!(m[2].train_loss < m[0].train_loss, "{head:?}: loss {} -> {}", m[0].train_loss, m[2].train_loss);
+        assert!(m[2].test_accuracy > 0.5, "{head:?}: test accuracy {} (chance 0.1)", m[2].test_accuracy);
+        // metrics.json holds the same epochs.
+        let json: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(dir.path().join("metrics.json")).unwrap()).unwrap();
+        assert_eq!(json.len(), 3);
+        for key in ["epoch", "train_loss", "train_accuracy", "test_accuracy", "test_loss", "images_per_second", "seconds"] {
+            assert!(json[2].get(key).is_some(), "metrics.json lacks {key}");
+        }
+    }
+}
+
+#[test]
+fn resume_continues_exactly() {
+    let _turn = serial();
+    let data = splits(96);
+    let straight = tempfile::tempdir().unwrap();
+    let full = train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(straight.path(), false)).unwrap();
+
+    let split = tempfile::tempdir().unwrap();
+    train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(split.path(), false)).unwrap();
+    let resumed = train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(split.path(), true)).unwrap();
+
+    // Equal up to the order of Flex's multi-threaded float reductions (a few ulp).
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(1.0);
+    assert_eq!(resumed.len(), 3);
+    for (a, b) in full.iter().zip(&resumed) {
+        assert!(close(a.train_loss, b.train_loss) && close(a.test_loss, b.test_loss), "epoch {}: {a:?} vs {b:?}", a.epoch);
+        assert_eq!(a.test_accuracy, b.test_accuracy, "epoch {}", a.epoch);
+    }
+    let (ma, _) = load_model::<Flex>(straight.path(), &Default::default()).unwrap();
+    let (mb, _) = load_model::<Flex>(split.path(), &Default::default()).unwrap();
+    let wa = ma.fc6.weight.val().into_data().to_vec::<f32>().unwrap();
+    let wb = mb.fc6.weight.val().into_data().to_vec::<f32>().unwrap();
+    let scale = wa.iter().fold(0f32, |m, w| m.max(w.abs()));
+    let diff = wa.iter().zip(&wb).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(diff <= 1e-6 * scale, "resumed fc6 differs by {diff} (scale {scale})");
+}
+
+#[test]
+fn resume_refuses_a_different_run() {
+    let _turn = serial();
+    let data = splits(32);
+    let dir = tempfile::tempdir().unwrap();
+    train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(dir.path(), false)).unwrap();
+    let mut other = config(2, Head::Softmax);
+    other.batch = 16;
+    let e = train::<B>(&other, &data, &Default::default(), &quiet(dir.path(), true)).unwrap_err().to_string();
+    assert!(e.contains("batch: 32 vs 16"), "{e}");
+}
+
+#[test]
+fn checkpoints_are_written_atomically_and_validated_on_read() {
+    let _turn = serial();
+    let data = splits(32);
+    let dir = tempfile::tempdir().unwrap();
+    train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(dir.path(), false)).unwrap();
+    let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().all(|n| !n.contains(".tmp")), "temporary files left behind: {names:?}");
+    let path = dir.path().join(CHECKPOINT_FILE);
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(Checkpoint::load(dir.path()).unwrap().state.epochs_done, 1);
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let e = Checkpoint::load(dir.path()).err().unwrap().to_string();
+    assert!(e.contains("truncated"), "{e}");
+    std::fs::write(&path, b"PK\x03\x04 something else").unwrap();
+    let e = Checkpoint::load(dir.path()).err().unwrap().to_string();
+    assert!(e.contains("not an owt checkpoint"), "{e}");
+}
+
+#[test]
+fn bad_settings_are_rejected_before_training() {
+    let _turn = serial();
+    let data = splits(32);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(1, Head::Softmax);
+    c.batch = 0;
+    let e = train::<B>(&c, &data, &Default::default(), &quiet(dir.path(), false)).unwrap_err().to_string();
+    assert!(e.contains("--batch must be at least 1, got 0"), "{e}");
+    let mut c = config(1, Head::Softmax);
+    c.model = ModelSpec::new(ModelKind::AlexNetOwt);
+    let e = train::<B>(&c, &data, &Default::default(), &quiet(dir.path(), false)).unwrap_err().to_string();
+    assert!(e.contains("[N, 3, 224, 224]") && e.contains("[N, 1, 28, 28]"), "{e}");
+}
