@@ -1,39 +1,28 @@
 //! # owt-hybrid
 //!
-//! `Hybrid<B>`: a Burn backend wrapper whose device is a mesh of K devices and whose tensors
-//! carry a placement (Replicate, Shard(dim), Partial). Conv ops on batch-sharded inputs run as
-//! data-parallel replicas, matmuls against column-split weights run model-parallel, and every
-//! byte that crosses devices goes through one collectives module that accounts for it.
-//!
-//! This crate is a skeleton until the Hybrid<B> issue lands; see `backend/README.md` and
-//! `DESIGN.md` for the design. Placement names are fixed here already so plans can refer to them.
+//! `Hybrid<B>`: a Burn backend wrapper whose device is a mesh of K devices ([`MeshDevice`])
+//! and whose tensors carry a placement ([`Placement`]: Replicate, Shard(dim), Partial). Conv
+//! ops on batch-sharded inputs run as data-parallel replicas, matmuls against column-split
+//! weights run model-parallel, and every byte that crosses ranks goes through
+//! [`collectives`], which records it in the mesh's ledger ([`LedgerSnapshot`]). Knows
+//! nothing about AlexNet: the rules are per op and per placement (`backend/README.md`).
 
-/// Where the pieces of a distributed tensor live across the ranks of a mesh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Placement {
-    /// Every rank holds the whole tensor.
-    Replicate,
-    /// Rank r holds the r-th slice along this dimension (uneven splits allowed).
-    Shard(usize),
-    /// Every rank holds a summand; the value is their sum.
-    Partial,
-}
+mod api;
+mod backend;
+pub mod collectives;
+mod dtensor;
+mod kind;
+mod ledger;
+mod mesh;
+pub mod ops;
+mod placement;
+mod rules;
+mod shape_rules;
 
-/// Sizes of the slices of `len` elements split over `ranks` ranks: the first `len % ranks`
-/// ranks get one extra (10 over 4 is 3, 3, 2, 2).
-pub fn shard_sizes(len: usize, ranks: usize) -> Vec<usize> {
-    assert!(ranks > 0, "a mesh has at least one rank");
-    (0..ranks).map(|r| len / ranks + usize::from(r < len % ranks)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uneven_shards_follow_the_design() {
-        assert_eq!(shard_sizes(10, 4), vec![3, 3, 2, 2]);
-        assert_eq!(shard_sizes(8, 2), vec![4, 4]);
-        assert_eq!(shard_sizes(1, 3), vec![1, 0, 0]);
-    }
-}
+pub use api::Distributed;
+pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
+pub use dtensor::DTensor;
+pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
+pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
+pub use mesh::{MeshDevice, PhaseGuard};
+pub use placement::{shard_ranges, shard_sizes, Placement};

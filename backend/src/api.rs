@@ -1,0 +1,61 @@
+//! The public face of placements on Burn tensors: distribute a tensor, read its placement,
+//! look at its per-rank pieces. Works on `Hybrid<B>` and `Autodiff<Hybrid<B>>` tensors.
+
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorMetadata, TensorPrimitive};
+
+use crate::backend::{Hybrid, HybridFloat};
+use crate::collectives::redistribute;
+use crate::placement::Placement;
+
+/// Placement control on float tensors of a `Hybrid` backend.
+pub trait Distributed: Sized {
+    /// This tensor laid out as `placement` (moving data through the collectives as needed;
+    /// Replicate to Shard is free).
+    fn distribute(self, placement: Placement) -> Self;
+    /// The current placement.
+    fn placement(&self) -> Placement;
+    /// The shape each rank holds, in rank order.
+    fn local_shapes(&self) -> Vec<Vec<usize>>;
+}
+
+fn float_of<B: Backend, const D: usize>(t: &Tensor<Hybrid<B>, D>) -> HybridFloat<B> {
+    match t.clone().into_primitive() {
+        TensorPrimitive::Float(p) => p,
+        TensorPrimitive::QFloat(_) => unreachable!("Hybrid has no quantized tensors"),
+    }
+}
+
+impl<B: Backend, const D: usize> Distributed for Tensor<Hybrid<B>, D> {
+    fn distribute(self, placement: Placement) -> Self {
+        let t = float_of(&self);
+        Tensor::from_primitive(TensorPrimitive::Float(redistribute(t, placement)))
+    }
+
+    fn placement(&self) -> Placement {
+        float_of(self).placement()
+    }
+
+    fn local_shapes(&self) -> Vec<Vec<usize>> {
+        float_of(self).shards().iter().map(|s| s.shape().to_vec()).collect()
+    }
+}
+
+impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> {
+    /// Distributes the value; the result is a new leaf that keeps the require-grad flag
+    /// (how parameters are placed before training).
+    fn distribute(self, placement: Placement) -> Self {
+        let require_grad = self.is_require_grad();
+        let t = Tensor::from_inner(self.inner().distribute(placement));
+        if require_grad { t.require_grad() } else { t }
+    }
+
+    fn placement(&self) -> Placement {
+        self.clone().inner().placement()
+    }
+
+    fn local_shapes(&self) -> Vec<Vec<usize>> {
+        self.clone().inner().local_shapes()
+    }
+}

@@ -1,0 +1,86 @@
+//! `Hybrid<B>`: the backend type, its associated types and the backend-level calls.
+
+use std::marker::PhantomData;
+
+use burn::tensor::backend::{Backend, BackendTypes, DTypeUsageSet, ExecutionError};
+use burn::tensor::{DType, TensorData};
+
+use crate::dtensor::DTensor;
+use crate::kind::{BoolKind, FloatKind, IntKind};
+use crate::mesh::MeshDevice;
+
+/// A Burn backend over a mesh of `B` devices. Tensors carry a placement; each op picks a rule
+/// from its inputs' placements (see `backend/README.md`), and every cross-rank byte goes
+/// through [`crate::collectives`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Hybrid<B> {
+    _inner: PhantomData<B>,
+}
+
+/// Float tensors of `Hybrid<B>`.
+pub type HybridFloat<B> = DTensor<B, FloatKind>;
+/// Int tensors of `Hybrid<B>`.
+pub type HybridInt<B> = DTensor<B, IntKind>;
+/// Bool tensors of `Hybrid<B>`.
+pub type HybridBool<B> = DTensor<B, BoolKind>;
+
+impl<B: Backend> BackendTypes for Hybrid<B> {
+    type Device = MeshDevice<B::Device>;
+    type FloatTensorPrimitive = HybridFloat<B>;
+    type FloatElem = B::FloatElem;
+    type IntTensorPrimitive = HybridInt<B>;
+    type IntElem = B::IntElem;
+    type BoolTensorPrimitive = HybridBool<B>;
+    type BoolElem = B::BoolElem;
+    type QuantizedTensorPrimitive = crate::ops::qtensor::NoQuantization;
+}
+
+impl<B: Backend> Backend for Hybrid<B> {
+    fn name(device: &Self::Device) -> String {
+        format!("hybrid<{}>[{} ranks]", B::name(device.rank_device(0)), device.size())
+    }
+
+    /// Seeds every rank's device with the same seed: replicated random tensors are drawn on
+    /// rank 0 and broadcast, sharded ones per rank (see `float_random`).
+    fn seed(device: &Self::Device, seed: u64) {
+        for d in device.rank_devices() {
+            B::seed(d, seed);
+        }
+    }
+
+    fn sync(device: &Self::Device) -> Result<(), ExecutionError> {
+        for d in device.rank_devices() {
+            B::sync(d)?;
+        }
+        Ok(())
+    }
+
+    fn dtype_usage(device: &Self::Device, dtype: DType) -> DTypeUsageSet {
+        B::dtype_usage(device.rank_device(0), dtype)
+    }
+
+    fn supports_dtype(device: &Self::Device, dtype: DType) -> bool {
+        device.rank_devices().iter().all(|d| B::supports_dtype(d, dtype))
+    }
+
+    fn device_count(_type_id: u16) -> usize {
+        1
+    }
+
+    fn ad_enabled(device: &Self::Device) -> bool {
+        B::ad_enabled(device.rank_device(0))
+    }
+
+    fn memory_cleanup(device: &Self::Device) {
+        for d in device.rank_devices() {
+            B::memory_cleanup(d);
+        }
+    }
+
+    fn staging<'a, Iter>(data: Iter, device: &Self::Device)
+    where
+        Iter: Iterator<Item = &'a mut TensorData>,
+    {
+        B::staging(data, device.rank_device(0))
+    }
+}

@@ -1,0 +1,186 @@
+//! Every transfer between ranks, in one place: all_gather, reduce_scatter, all_reduce,
+//! broadcast and send, built on the inner backend's device transfers and recorded in the
+//! mesh's ledger (bytes = elements x element size of every piece that lands on another rank;
+//! one message per piece). Placement changes without communication (Replicate to Shard by
+//! local slicing) live here too, so the full redistribution table is in one file.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::TensorMetadata;
+
+use crate::dtensor::{bytes_of, slices_along, DTensor};
+use crate::kind::ShardKind;
+use crate::ledger::Traffic;
+use crate::mesh::MeshDevice;
+use crate::placement::{shard_ranges, Placement};
+
+/// How partial values combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Elementwise sum.
+    Sum,
+    /// Elementwise maximum.
+    Max,
+}
+
+/// Collective names as they appear in the ledger.
+pub mod names {
+    /// [`super::all_gather`].
+    pub const ALL_GATHER: &str = "all_gather";
+    /// [`super::reduce_scatter`].
+    pub const REDUCE_SCATTER: &str = "reduce_scatter";
+    /// [`super::all_reduce`].
+    pub const ALL_REDUCE: &str = "all_reduce";
+    /// [`super::broadcast`].
+    pub const BROADCAST: &str = "broadcast";
+    /// [`super::send`].
+    pub const SEND: &str = "send";
+}
+
+/// Moves `p` from rank `from` to rank `to`, counting it under `collective` unless from == to.
+fn transfer<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Prim, from: usize, to: usize, traffic: &mut Traffic) -> K::Prim {
+    if from == to {
+        return p;
+    }
+    traffic.bytes += bytes_of(&p);
+    traffic.messages += 1;
+    K::to_device(p, mesh.rank_device(to))
+}
+
+/// Concatenates pieces along `dim`, leaving out empty ones (uneven shards of tiny tensors).
+fn cat_nonempty<B: Backend, K: ShardKind<B>>(mut parts: Vec<K::Prim>, dim: usize) -> K::Prim {
+    if parts.len() > 1 {
+        let nonempty: Vec<K::Prim> = parts.iter().filter(|p| p.shape().num_elements() > 0).cloned().collect();
+        if !nonempty.is_empty() {
+            parts = nonempty;
+        }
+    }
+    if parts.len() == 1 { parts.pop().expect("one part") } else { K::cat(parts, dim) }
+}
+
+/// `Shard(dim)` to `Replicate`: every rank receives every other rank's slice and concatenates.
+pub fn all_gather<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+    assert_eq!(t.placement, Placement::Shard(dim), "all_gather({dim}) needs Shard({dim}), got {}", t.placement);
+    let k = t.ranks();
+    let mut traffic = Traffic::default();
+    let shards: Vec<K::Prim> = (0..k)
+        .map(|dst| {
+            let parts = (0..k).map(|src| transfer::<B, K>(&t.mesh, t.shards[src].clone(), src, dst, &mut traffic)).collect();
+            cat_nonempty::<B, K>(parts, dim)
+        })
+        .collect();
+    t.mesh.record(names::ALL_GATHER, traffic);
+    DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
+}
+
+fn combine<B: Backend, K: ShardKind<B>>(a: K::Prim, b: K::Prim, op: ReduceOp) -> K::Prim {
+    match op {
+        ReduceOp::Sum => K::add(a, b),
+        ReduceOp::Max => K::max(a, b),
+    }
+}
+
+/// `Partial` to `Shard(dim)`: rank r receives every other rank's r-th slice and reduces.
+pub fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+    assert_eq!(t.placement, Placement::Partial, "reduce_scatter needs Partial, got {}", t.placement);
+    let mut traffic = Traffic::default();
+    let out = reduce_scatter_op(t, dim, ReduceOp::Sum, &mut traffic);
+    out.mesh.record(names::REDUCE_SCATTER, traffic);
+    out
+}
+
+fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize, op: ReduceOp, traffic: &mut Traffic) -> DTensor<B, K> {
+    let k = t.ranks();
+    let ranges = shard_ranges(t.shape[dim], k);
+    let shards: Vec<K::Prim> = (0..k)
+        .map(|dst| {
+            let slices = slices_along(&t.shape, dim, ranges[dst].clone());
+            (0..k)
+                .map(|src| {
+                    let piece = K::slice(t.shards[src].clone(), &slices);
+                    if ranges[dst].is_empty() { piece } else { transfer::<B, K>(&t.mesh, piece, src, dst, traffic) }
+                })
+                .reduce(|a, b| combine::<B, K>(a, b, op))
+                .expect("at least one rank")
+        })
+        .collect();
+    DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Shard(dim), shards)
+}
+
+/// `Partial` to `Replicate`: a ring all-reduce (reduce-scatter, then all-gather, over the
+/// flattened tensor), moving 2(K-1)/K of the tensor per rank.
+pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
+    assert_eq!(t.placement, Placement::Partial, "all_reduce needs Partial, got {}", t.placement);
+    let shape = t.shape.clone();
+    let flat = burn::tensor::Shape::new([shape.num_elements()]);
+    let flat_t = t.map::<K>(flat.clone(), |_, p| K::reshape(p, flat.clone()));
+    let mut traffic = Traffic::default();
+    let scattered = reduce_scatter_op(flat_t, 0, op, &mut traffic);
+    let k = scattered.ranks();
+    let shards: Vec<K::Prim> = (0..k)
+        .map(|dst| {
+            let parts = (0..k).map(|src| transfer::<B, K>(&scattered.mesh, scattered.shards[src].clone(), src, dst, &mut traffic)).collect();
+            K::reshape(cat_nonempty::<B, K>(parts, 0), shape.clone())
+        })
+        .collect();
+    scattered.mesh.record(names::ALL_REDUCE, traffic);
+    DTensor::from_parts(scattered.mesh, shape, scattered.dtype, Placement::Replicate, shards)
+}
+
+/// One rank's tensor to every rank: `Replicate` from `root`'s copy.
+pub fn broadcast<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Prim, root: usize) -> DTensor<B, K> {
+    let mut traffic = Traffic::default();
+    let out = DTensor::replicated(mesh.clone(), |dst| transfer::<B, K>(mesh, p.clone(), root, dst, &mut traffic));
+    mesh.record(names::BROADCAST, traffic);
+    out
+}
+
+/// Point-to-point: `p` from rank `from` to rank `to`.
+pub fn send<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Prim, from: usize, to: usize) -> K::Prim {
+    let mut traffic = Traffic::default();
+    let out = transfer::<B, K>(mesh, p, from, to, &mut traffic);
+    mesh.record(names::SEND, traffic);
+    out
+}
+
+/// `Replicate` to `Shard(dim)`: each rank keeps its slice. No communication.
+pub fn shard_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+    assert_eq!(t.placement, Placement::Replicate, "local sharding needs Replicate, got {}", t.placement);
+    let ranges = shard_ranges(t.shape[dim], t.ranks());
+    let shape = t.shape.clone();
+    t.map_placed::<K>(shape.clone(), Placement::Shard(dim), |r, p| K::slice(p, &slices_along(&shape, dim, ranges[r].clone())))
+}
+
+/// `Replicate` to `Partial`: rank 0 keeps the value, the others hold zeros. No communication.
+pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
+    assert_eq!(t.placement, Placement::Replicate, "local partial needs Replicate, got {}", t.placement);
+    let shape = t.shape.clone();
+    t.map_placed::<K>(shape, Placement::Partial, |r, p| if r == 0 { p } else { K::zeros_like(&p) })
+}
+
+/// Any placement to `target`, by the cheapest route this module knows:
+///
+/// | from \ to | Replicate | Shard(d) | Partial |
+/// |---|---|---|---|
+/// | Replicate | - | local slice | local (rank 0 keeps it) |
+/// | Shard(e) | all_gather(e) | all_gather(e) + local slice (d != e) | all_gather + local |
+/// | Partial | all_reduce | reduce_scatter(d) | - |
+pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Placement) -> DTensor<B, K> {
+    if t.placement == target {
+        return t;
+    }
+    if t.ranks() == 1 {
+        let mut t = t;
+        t.placement = target;
+        return t;
+    }
+    match (t.placement, target) {
+        (Placement::Replicate, Placement::Shard(d)) => shard_locally(t, d),
+        (Placement::Replicate, Placement::Partial) => partial_locally(t),
+        (Placement::Shard(e), Placement::Replicate) => all_gather(t, e),
+        (Placement::Shard(e), Placement::Shard(d)) => shard_locally(all_gather(t, e), d),
+        (Placement::Shard(e), Placement::Partial) => partial_locally(all_gather(t, e)),
+        (Placement::Partial, Placement::Replicate) => all_reduce(t, ReduceOp::Sum),
+        (Placement::Partial, Placement::Shard(d)) => reduce_scatter(t, d),
+        (from, to) => unreachable!("redistribute {from} -> {to}"),
+    }
+}

@@ -1,0 +1,130 @@
+//! The distributed tensor: a global shape, a placement and one inner tensor per rank.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{DType, Shape, Slice, TensorMetadata};
+
+use crate::kind::ShardKind;
+use crate::mesh::MeshDevice;
+use crate::placement::{shard_ranges, Placement};
+
+/// A tensor of `Hybrid<B>`: what it is globally (shape, dtype), how it is laid out
+/// (placement) and the per-rank pieces, `shards[r]` on the mesh's rank-r device.
+pub struct DTensor<B: Backend, K: ShardKind<B>> {
+    pub(crate) mesh: MeshDevice<B::Device>,
+    pub(crate) shape: Shape,
+    pub(crate) dtype: DType,
+    pub(crate) placement: Placement,
+    pub(crate) shards: Vec<K::Prim>,
+}
+
+impl<B: Backend, K: ShardKind<B>> Clone for DTensor<B, K> {
+    fn clone(&self) -> Self {
+        Self {
+            mesh: self.mesh.clone(),
+            shape: self.shape.clone(),
+            dtype: self.dtype,
+            placement: self.placement,
+            shards: self.shards.clone(),
+        }
+    }
+}
+
+impl<B: Backend, K: ShardKind<B>> std::fmt::Debug for DTensor<B, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DTensor<{}>{:?} {} on {:?}", K::NAME, &self.shape[..], self.placement, self.mesh)
+    }
+}
+
+impl<B: Backend, K: ShardKind<B>> TensorMetadata for DTensor<B, K> {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn shape(&self) -> Shape {
+        self.shape.clone()
+    }
+}
+
+/// Bytes of an inner tensor (what a transfer of it moves).
+pub(crate) fn bytes_of<P: TensorMetadata>(p: &P) -> u64 {
+    (p.shape().num_elements() * p.dtype().size()) as u64
+}
+
+/// Slices covering all of `shape` except `range` on `dim`.
+pub(crate) fn slices_along(shape: &Shape, dim: usize, range: std::ops::Range<usize>) -> Vec<Slice> {
+    (0..shape.num_dims())
+        .map(|d| {
+            if d == dim {
+                Slice::new(range.start as isize, Some(range.end as isize), 1)
+            } else {
+                Slice::new(0, Some(shape[d] as isize), 1)
+            }
+        })
+        .collect()
+}
+
+impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
+    /// Assembles a tensor from its parts; checks the shard count and per-rank shapes.
+    pub(crate) fn from_parts(mesh: MeshDevice<B::Device>, shape: Shape, dtype: DType, placement: Placement, shards: Vec<K::Prim>) -> Self {
+        assert_eq!(shards.len(), mesh.size(), "Hybrid: {} shards for a mesh of {} ranks", shards.len(), mesh.size());
+        let t = Self { mesh, shape, dtype, placement, shards };
+        debug_assert!(
+            (0..t.shards.len()).all(|r| t.shards[r].shape() == t.local_shape(r)),
+            "Hybrid: shard shapes {:?} do not match {:?} {}",
+            t.shards.iter().map(|s| s.shape()).collect::<Vec<_>>(),
+            &t.shape[..],
+            t.placement
+        );
+        t
+    }
+
+    /// The same value on every rank (each rank's copy made by `make(rank)`).
+    pub(crate) fn replicated(mesh: MeshDevice<B::Device>, make: impl FnMut(usize) -> K::Prim) -> Self {
+        let shards: Vec<K::Prim> = (0..mesh.size()).map(make).collect();
+        let (shape, dtype) = (shards[0].shape(), shards[0].dtype());
+        Self::from_parts(mesh, shape, dtype, Placement::Replicate, shards)
+    }
+
+    /// The mesh.
+    pub fn mesh(&self) -> &MeshDevice<B::Device> {
+        &self.mesh
+    }
+
+    /// The placement.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// The per-rank inner tensors.
+    pub fn shards(&self) -> &[K::Prim] {
+        &self.shards
+    }
+
+    /// Number of ranks.
+    pub fn ranks(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shape rank `rank` holds under the placement.
+    pub fn local_shape(&self, rank: usize) -> Shape {
+        let mut s = self.shape.clone();
+        if let Placement::Shard(d) = self.placement {
+            let range = &shard_ranges(self.shape[d], self.ranks())[rank];
+            s[d] = range.len();
+        }
+        s
+    }
+
+    /// Applies `f` to every rank's piece, keeping the placement; `shape` is the new global shape.
+    pub(crate) fn map<K2: ShardKind<B>>(self, shape: Shape, mut f: impl FnMut(usize, K::Prim) -> K2::Prim) -> DTensor<B, K2> {
+        let shards: Vec<K2::Prim> = self.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).collect();
+        let dtype = shards[0].dtype();
+        DTensor::from_parts(self.mesh, shape, dtype, self.placement, shards)
+    }
+
+    /// Like [`DTensor::map`] with a new placement as well.
+    pub(crate) fn map_placed<K2: ShardKind<B>>(self, shape: Shape, placement: Placement, mut f: impl FnMut(usize, K::Prim) -> K2::Prim) -> DTensor<B, K2> {
+        let shards: Vec<K2::Prim> = self.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).collect();
+        let dtype = shards[0].dtype();
+        DTensor::from_parts(self.mesh, shape, dtype, placement, shards)
+    }
+}

@@ -1,0 +1,140 @@
+//! The three kinds of inner tensor a distributed tensor can hold (float, int, bool), behind one
+//! interface, so placements and collectives are written once.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{DType, Shape, Slice, TensorMetadata};
+
+/// What the placement machinery needs from an inner tensor kind.
+pub trait ShardKind<B: Backend>: 'static {
+    /// The inner backend's primitive of this kind.
+    type Prim: TensorMetadata + 'static;
+    /// "float", "int" or "bool", for messages.
+    const NAME: &'static str;
+    /// Moves a tensor to another inner device.
+    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim;
+    /// The inner device a tensor lives on.
+    fn device(p: &Self::Prim) -> B::Device;
+    /// Concatenates along `dim`.
+    fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim;
+    /// Slices.
+    fn slice(p: Self::Prim, slices: &[Slice]) -> Self::Prim;
+    /// Reshapes.
+    fn reshape(p: Self::Prim, shape: Shape) -> Self::Prim;
+    /// Elementwise sum (logical or for bool), for reductions of partial values.
+    fn add(a: Self::Prim, b: Self::Prim) -> Self::Prim;
+    /// Elementwise maximum (logical or for bool).
+    fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim;
+    /// A zero tensor like `p` (the neutral summand).
+    fn zeros_like(p: &Self::Prim) -> Self::Prim;
+}
+
+/// Float tensors.
+#[derive(Debug, Clone, Copy)]
+pub struct FloatKind;
+/// Int tensors.
+#[derive(Debug, Clone, Copy)]
+pub struct IntKind;
+/// Bool tensors.
+#[derive(Debug, Clone, Copy)]
+pub struct BoolKind;
+
+fn float_dtype(dtype: DType) -> burn::tensor::FloatDType {
+    dtype.into()
+}
+
+fn bool_dtype<B: Backend>() -> burn::tensor::BoolDType {
+    <B::BoolElem as burn::tensor::Element>::dtype().into()
+}
+
+fn int_dtype(dtype: DType) -> burn::tensor::IntDType {
+    dtype.into()
+}
+
+impl<B: Backend> ShardKind<B> for FloatKind {
+    type Prim = B::FloatTensorPrimitive;
+    const NAME: &'static str = "float";
+    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
+        B::float_to_device(p, device)
+    }
+    fn device(p: &Self::Prim) -> B::Device {
+        B::float_device(p)
+    }
+    fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
+        B::float_cat(ps, dim)
+    }
+    fn slice(p: Self::Prim, slices: &[Slice]) -> Self::Prim {
+        B::float_slice(p, slices)
+    }
+    fn reshape(p: Self::Prim, shape: Shape) -> Self::Prim {
+        B::float_reshape(p, shape)
+    }
+    fn add(a: Self::Prim, b: Self::Prim) -> Self::Prim {
+        B::float_add(a, b)
+    }
+    fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim {
+        let a_smaller = B::float_lower(a.clone(), b.clone(), bool_dtype::<B>());
+        B::float_mask_where(a, a_smaller, b)
+    }
+    fn zeros_like(p: &Self::Prim) -> Self::Prim {
+        B::float_zeros(p.shape(), &B::float_device(p), float_dtype(p.dtype()))
+    }
+}
+
+impl<B: Backend> ShardKind<B> for IntKind {
+    type Prim = B::IntTensorPrimitive;
+    const NAME: &'static str = "int";
+    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
+        B::int_to_device(p, device)
+    }
+    fn device(p: &Self::Prim) -> B::Device {
+        B::int_device(p)
+    }
+    fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
+        B::int_cat(ps, dim)
+    }
+    fn slice(p: Self::Prim, slices: &[Slice]) -> Self::Prim {
+        B::int_slice(p, slices)
+    }
+    fn reshape(p: Self::Prim, shape: Shape) -> Self::Prim {
+        B::int_reshape(p, shape)
+    }
+    fn add(a: Self::Prim, b: Self::Prim) -> Self::Prim {
+        B::int_add(a, b)
+    }
+    fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim {
+        let a_smaller = B::int_lower(a.clone(), b.clone(), bool_dtype::<B>());
+        B::int_mask_where(a, a_smaller, b)
+    }
+    fn zeros_like(p: &Self::Prim) -> Self::Prim {
+        B::int_zeros(p.shape(), &B::int_device(p), int_dtype(p.dtype()))
+    }
+}
+
+impl<B: Backend> ShardKind<B> for BoolKind {
+    type Prim = B::BoolTensorPrimitive;
+    const NAME: &'static str = "bool";
+    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
+        B::bool_to_device(p, device)
+    }
+    fn device(p: &Self::Prim) -> B::Device {
+        B::bool_device(p)
+    }
+    fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
+        B::bool_cat(ps, dim)
+    }
+    fn slice(p: Self::Prim, slices: &[Slice]) -> Self::Prim {
+        B::bool_slice(p, slices)
+    }
+    fn reshape(p: Self::Prim, shape: Shape) -> Self::Prim {
+        B::bool_reshape(p, shape)
+    }
+    fn add(a: Self::Prim, b: Self::Prim) -> Self::Prim {
+        B::bool_or(a, b)
+    }
+    fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim {
+        B::bool_or(a, b)
+    }
+    fn zeros_like(p: &Self::Prim) -> Self::Prim {
+        B::bool_zeros(p.shape(), &B::bool_device(p), p.dtype().into())
+    }
+}

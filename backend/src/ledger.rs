@@ -1,0 +1,111 @@
+//! The communication ledger: every byte that crosses ranks, by collective and by phase.
+
+use std::collections::BTreeMap;
+
+/// Bytes and messages of one kind of transfer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Bytes received by ranks from other ranks.
+    pub bytes: u64,
+    /// Point-to-point messages (one per source, destination and transfer).
+    pub messages: u64,
+}
+
+impl std::ops::AddAssign for Traffic {
+    fn add_assign(&mut self, other: Traffic) {
+        self.bytes += other.bytes;
+        self.messages += other.messages;
+    }
+}
+
+/// The phase recorded when the caller set none.
+pub const UNLABELLED: &str = "-";
+
+/// What moved between ranks since the last reset: traffic per (phase, collective), and the
+/// ops that had no placement rule and ran gathered (fallbacks), by op name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerSnapshot {
+    /// Traffic keyed by (phase, collective name).
+    pub traffic: BTreeMap<(String, String), Traffic>,
+    /// Fallback count by op name.
+    pub fallbacks: BTreeMap<String, u64>,
+}
+
+impl LedgerSnapshot {
+    /// Total over all phases and collectives.
+    pub fn total(&self) -> Traffic {
+        let mut t = Traffic::default();
+        for v in self.traffic.values() {
+            t += *v;
+        }
+        t
+    }
+
+    /// Total of one collective over all phases.
+    pub fn by_collective(&self, collective: &str) -> Traffic {
+        let mut t = Traffic::default();
+        for ((_, c), v) in &self.traffic {
+            if c == collective {
+                t += *v;
+            }
+        }
+        t
+    }
+
+    /// Total of one phase over all collectives.
+    pub fn by_phase(&self, phase: &str) -> Traffic {
+        let mut t = Traffic::default();
+        for ((p, _), v) in &self.traffic {
+            if p == phase {
+                t += *v;
+            }
+        }
+        t
+    }
+
+    /// Number of fallbacks of all ops.
+    pub fn total_fallbacks(&self) -> u64 {
+        self.fallbacks.values().sum()
+    }
+}
+
+/// The mutable ledger a mesh owns.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    snapshot: LedgerSnapshot,
+    phases: Vec<String>,
+}
+
+impl Ledger {
+    pub(crate) fn record(&mut self, collective: &str, traffic: Traffic) {
+        if traffic == Traffic::default() {
+            return;
+        }
+        let phase = self.phases.last().map(String::as_str).unwrap_or(UNLABELLED).to_string();
+        *self.snapshot.traffic.entry((phase, collective.to_string())).or_default() += traffic;
+    }
+
+    pub(crate) fn fallback(&mut self, op: &str) {
+        *self.snapshot.fallbacks.entry(op.to_string()).or_default() += 1;
+    }
+
+    pub(crate) fn snapshot(&self) -> LedgerSnapshot {
+        self.snapshot.clone()
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.snapshot = LedgerSnapshot::default();
+    }
+
+    pub(crate) fn push_phase(&mut self, phase: &str) {
+        self.phases.push(phase.to_string());
+    }
+
+    pub(crate) fn pop_phase(&mut self) {
+        self.phases.pop();
+    }
+
+    pub(crate) fn current_phase(&self) -> Option<&str> {
+        self.phases.last().map(String::as_str)
+    }
+}

@@ -1,0 +1,182 @@
+//! The mesh: K ranks, each mapped to an inner-backend device. It is `Hybrid<B>`'s device.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+use burn::tensor::backend::{Device, DeviceId, DeviceOps};
+
+use crate::ledger::{Ledger, LedgerSnapshot};
+
+/// Device-type id `Hybrid` devices report to Burn ("HY").
+const MESH_TYPE_ID: u16 = 0x4859;
+
+struct MeshInner<D> {
+    id: u16,
+    ranks: Vec<D>,
+    ledger: Mutex<Ledger>,
+}
+
+/// A mesh of ranks, each on an inner-backend device; several ranks may share one physical
+/// device (virtual ranks). Cloning is cheap and clones compare equal; two meshes made by
+/// separate calls are different meshes, and tensors of different meshes never meet in one op.
+pub struct MeshDevice<D> {
+    inner: Arc<MeshInner<D>>,
+}
+
+type Registry = Mutex<HashMap<u16, Box<dyn Any + Send + Sync>>>;
+
+/// Every mesh ever made, by id, so Burn's `from_id` can find it again.
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// The default (1-rank) mesh of each inner device type.
+static DEFAULTS: LazyLock<Mutex<HashMap<TypeId, u16>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+static NEXT_ID: Mutex<u16> = Mutex::new(0);
+
+impl<D: DeviceOps> MeshDevice<D> {
+    /// A mesh with one rank per entry of `ranks`, in rank order. Panics on an empty list.
+    pub fn new(ranks: Vec<D>) -> Self {
+        assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
+        let id = {
+            let mut next = NEXT_ID.lock().unwrap_or_else(|e| e.into_inner());
+            let id = *next;
+            *next = next.checked_add(1).expect("more than 65535 meshes in one process");
+            id
+        };
+        let mesh = Self { inner: Arc::new(MeshInner { id, ranks, ledger: Mutex::new(Ledger::default()) }) };
+        REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Box::new(mesh.clone()));
+        mesh
+    }
+
+    /// `k` virtual ranks all on `device` (how tests and CPU runs get a K-rank mesh).
+    pub fn virtual_ranks(device: D, k: usize) -> Self {
+        Self::new(vec![device; k])
+    }
+
+    /// Number of ranks (K).
+    pub fn size(&self) -> usize {
+        self.inner.ranks.len()
+    }
+
+    /// The inner device of rank `rank`.
+    pub fn rank_device(&self, rank: usize) -> &D {
+        &self.inner.ranks[rank]
+    }
+
+    /// The inner devices in rank order.
+    pub fn rank_devices(&self) -> &[D] {
+        &self.inner.ranks
+    }
+
+    /// This mesh's id (unique in the process).
+    pub fn id(&self) -> u16 {
+        self.inner.id
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.inner.ledger.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What has moved between this mesh's ranks since the last reset.
+    pub fn ledger_snapshot(&self) -> LedgerSnapshot {
+        self.ledger().snapshot()
+    }
+
+    /// Clears the ledger.
+    pub fn reset_ledger(&self) {
+        self.ledger().reset()
+    }
+
+    /// Labels the traffic recorded until the returned guard drops with `phase` (e.g. "fc6");
+    /// phases nest, the innermost wins.
+    pub fn phase(&self, phase: &str) -> PhaseGuard<D> {
+        self.ledger().push_phase(phase);
+        PhaseGuard { mesh: self.clone() }
+    }
+
+    /// The innermost phase label set now, if any.
+    pub fn current_phase(&self) -> Option<String> {
+        self.ledger().current_phase().map(str::to_string)
+    }
+
+    pub(crate) fn record(&self, collective: &str, traffic: crate::ledger::Traffic) {
+        self.ledger().record(collective, traffic)
+    }
+
+    pub(crate) fn record_fallback(&self, op: &str) {
+        self.ledger().fallback(op)
+    }
+
+    /// Panics unless `other` is this mesh: tensors from two meshes cannot meet in one op.
+    pub(crate) fn check_same(&self, other: &Self, op: &str) {
+        if self.inner.id != other.inner.id {
+            panic!(
+                "Hybrid: {op} got tensors from two different meshes (mesh {} with {} ranks and mesh {} with {} ranks); move one with Tensor::to_device first",
+                self.inner.id,
+                self.size(),
+                other.inner.id,
+                other.size()
+            );
+        }
+    }
+}
+
+/// Ends a ledger phase when dropped.
+pub struct PhaseGuard<D: DeviceOps> {
+    mesh: MeshDevice<D>,
+}
+
+impl<D: DeviceOps> Drop for PhaseGuard<D> {
+    fn drop(&mut self) {
+        self.mesh.ledger().pop_phase();
+    }
+}
+
+impl<D> Clone for MeshDevice<D> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone() }
+    }
+}
+
+impl<D> PartialEq for MeshDevice<D> {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.id == other.inner.id
+    }
+}
+
+impl<D> Eq for MeshDevice<D> {}
+
+impl<D: std::fmt::Debug> std::fmt::Debug for MeshDevice<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mesh#{}{:?}", self.inner.id, self.inner.ranks)
+    }
+}
+
+impl<D: DeviceOps> Default for MeshDevice<D> {
+    /// The 1-rank mesh on the inner backend's default device (the same mesh every time).
+    fn default() -> Self {
+        let existing = DEFAULTS.lock().unwrap_or_else(|e| e.into_inner()).get(&TypeId::of::<D>()).copied();
+        if let Some(id) = existing {
+            return Self::from_id(DeviceId::new(MESH_TYPE_ID, id));
+        }
+        let mesh = Self::new(vec![D::default()]);
+        DEFAULTS.lock().unwrap_or_else(|e| e.into_inner()).insert(TypeId::of::<D>(), mesh.id());
+        mesh
+    }
+}
+
+impl<D: DeviceOps> Device for MeshDevice<D> {
+    fn from_id(device_id: DeviceId) -> Self {
+        let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        registry
+            .get(&device_id.index_id)
+            .and_then(|m| m.downcast_ref::<Self>())
+            .cloned()
+            .unwrap_or_else(|| panic!("Hybrid: no mesh with id {} for this inner device type", device_id.index_id))
+    }
+
+    fn to_id(&self) -> DeviceId {
+        DeviceId::new(MESH_TYPE_ID, self.inner.id)
+    }
+}
+
+impl<D: DeviceOps> DeviceOps for MeshDevice<D> {}

@@ -1,0 +1,9 @@
+//! Burn's op traits for `Hybrid<B>`, one file per trait.
+
+pub mod activation;
+pub mod bool;
+pub mod float;
+pub mod int;
+pub mod module;
+pub mod qtensor;
+pub mod transaction;
