@@ -9,6 +9,7 @@ pub mod backends;
 pub mod cli;
 pub mod data;
 pub mod error;
+pub mod parallel;
 pub mod train;
 
 pub use error::OwtError;

@@ -59,3 +59,31 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> 
         self.clone().inner().local_shapes()
     }
 }
+
+impl<B: Backend, const D: usize> Distributed for Tensor<Hybrid<B>, D, burn::tensor::Int> {
+    fn distribute(self, placement: Placement) -> Self {
+        Tensor::from_primitive(redistribute(self.into_primitive(), placement))
+    }
+
+    fn placement(&self) -> Placement {
+        self.clone().into_primitive().placement()
+    }
+
+    fn local_shapes(&self) -> Vec<Vec<usize>> {
+        self.clone().into_primitive().shards().iter().map(|s| s.shape().to_vec()).collect()
+    }
+}
+
+impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D, burn::tensor::Int> {
+    fn distribute(self, placement: Placement) -> Self {
+        Tensor::from_primitive(redistribute(self.into_primitive(), placement))
+    }
+
+    fn placement(&self) -> Placement {
+        self.clone().into_primitive().placement()
+    }
+
+    fn local_shapes(&self) -> Vec<Vec<usize>> {
+        self.clone().into_primitive().shards().iter().map(|s| s.shape().to_vec()).collect()
+    }
+}

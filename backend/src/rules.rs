@@ -96,6 +96,12 @@ fn align<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(lhs: DTensor<B, K>, rhs:
         (Partial, Replicate) if matches!(linearity, Linearity::Scaling | Linearity::LeftScaling) => Ok((lhs, rhs, Partial)),
         (Replicate, Partial) if linearity == Linearity::Scaling => Ok((lhs, rhs, Partial)),
         (Shard(d), Shard(e)) if d == e && lhs.shape[d] == rhs.shape[d] => Ok((lhs, rhs, Shard(d))),
+        // Same shape, different shard dims: re-shard the right to the left's layout
+        // (all-gather + local slice, counted), so the op itself stays rank-local.
+        (Shard(d), Shard(_)) if lhs.shape == rhs.shape => {
+            let rhs = crate::collectives::redistribute(rhs, Shard(d));
+            Ok((lhs, rhs, Shard(d)))
+        }
         (Shard(d), Replicate) => {
             if rhs.shape[d] == 1 {
                 Ok((lhs, rhs, Shard(d)))

@@ -57,7 +57,7 @@ impl Architecture {
         let fc_in = [features, self.hidden[0], self.hidden[1]];
         let fc_out = [self.hidden[0], self.hidden[1], self.classes];
         let [fc6, fc7, fc8] = std::array::from_fn(|j| linear_layer(fc_in[j], fc_out[j], self.init, j < 2, device));
-        Ok(AlexNet {
+        let model = AlexNet {
             conv1,
             conv2,
             conv3,
@@ -71,7 +71,11 @@ impl Architecture {
             fc7,
             fc8,
             architecture: self.clone(),
-        })
+        };
+        // Burn initialises parameters lazily, on first use; a clone taken before that would
+        // draw its own values. Materialise now so clones, records and the model agree.
+        model.visit(&mut Materialise);
+        Ok(model)
     }
 
     /// Builds the network on `device`. Panics where [`Architecture::try_init`] errs.
@@ -82,6 +86,15 @@ impl Architecture {
 
 /// The weight initialiser of a scheme (`None`: the layer's own default) and the bias value
 /// (`None`: the layer's own default); `bias_one` marks the layers the 2012 paper starts at 1.
+/// Touches every parameter so its lazy initialiser runs.
+struct Materialise;
+
+impl<B: Backend> burn::module::ModuleVisitor<B> for Materialise {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let _ = param.val();
+    }
+}
+
 fn init_rule(init: InitScheme, bias_one: bool) -> (Option<Initializer>, Option<f64>) {
     match init {
         InitScheme::Paper2012 => (Some(Initializer::Normal { mean: 0.0, std: 0.01 }), Some(if bias_one { 1.0 } else { 0.0 })),

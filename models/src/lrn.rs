@@ -64,11 +64,13 @@ impl TowerLrn {
             "TowerLrn: {c} channels cannot be split into {} towers",
             self.towers
         );
-        // The windowed sum over channels is linear: a block-diagonal band matrix (one block
-        // per tower, ones within size/2 of the diagonal) times the squares. One matmul forward
-        // and backward, and the block structure is exactly "never cross a tower edge".
-        let squares = (x.clone() * x.clone()).reshape([n, c, h * w]);
-        let band = self.band::<B>(c, &x.device()).unsqueeze::<3>().expand([n, c, c]);
+        // The windowed sum over channels is linear: per tower, a band matrix (ones within
+        // size/2 of the diagonal) times that tower's squares. Towers are a batch dimension of
+        // the matmul, so the window never crosses a tower edge and each tower's work only
+        // touches its own channels (tower-local on a channel-split mesh).
+        let per_tower = c / self.towers;
+        let squares = (x.clone() * x.clone()).reshape([n, self.towers, per_tower, h * w]);
+        let band = self.band::<B>(per_tower, &x.device()).reshape([1, 1, per_tower, per_tower]).expand([n, self.towers, per_tower, per_tower]);
         let denominator = band
             .matmul(squares)
             .reshape([n, c, h, w])
@@ -78,17 +80,10 @@ impl TowerLrn {
         x / denominator
     }
 
-    /// `[c, c]` matrix with `band[i][j] = 1` when channels i and j are in the same tower and
-    /// at most `size / 2` apart.
+    /// `[c, c]` matrix with `band[i][j] = 1` when channels i and j are at most `size / 2` apart.
     fn band<B: Backend>(&self, c: usize, device: &B::Device) -> Tensor<B, 2> {
-        let per_tower = c / self.towers;
         let reach = self.size / 2;
-        let values: Vec<f32> = (0..c * c)
-            .map(|k| {
-                let (i, j) = (k / c, k % c);
-                (i / per_tower == j / per_tower && i.abs_diff(j) <= reach) as u8 as f32
-            })
-            .collect();
+        let values: Vec<f32> = (0..c * c).map(|k| ((k / c).abs_diff(k % c) <= reach) as u8 as f32).collect();
         Tensor::from_data(TensorData::new(values, [c, c]), device)
     }
 }

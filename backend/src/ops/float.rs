@@ -106,6 +106,8 @@ fn matmul<B: Backend>(lhs: F<B>, rhs: F<B>) -> F<B> {
         }
         // Batched matmul with the same batch shards on both sides.
         (Shard(d), Shard(e)) if d == e && d < row => (lhs, rhs, Shard(d)),
+        // Batched matmul, whole left against batch shards on the right: slice the left.
+        (Replicate, Shard(d)) if d < row => (crate::collectives::shard_locally(lhs, d), rhs, Shard(d)),
         // Model parallel: whole input against column-split weight.
         (Replicate, Shard(d)) if d == n - 1 => (lhs, rhs, Shard(n - 1)),
         // Contraction dimension split on both sides: each rank holds a summand.
@@ -293,6 +295,13 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     }
 
     fn float_scatter_add(dim: usize, tensor: F<B>, indices: I<B>, value: F<B>) -> F<B> {
+        // Whole float operands stay whole: gather the (small, integer) indices instead of
+        // slicing the floats to the indices' shards, so the result can meet any layout later.
+        let indices = if tensor.placement == Placement::Replicate && value.placement == Placement::Replicate {
+            redistribute(resolve_partial(indices), Placement::Replicate)
+        } else {
+            indices
+        };
         let (tensor, indices, placement) = align_indexed("float_scatter_add", tensor, indices, dim);
         let value = match placement {
             Placement::Shard(d) if value.shape[d] == tensor.shape[d] => redistribute(resolve_partial(value), placement),

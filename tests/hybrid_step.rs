@@ -1,0 +1,133 @@
+//! A full training step (forward, loss, backward, SGD with momentum and weight decay) of the
+//! AlexNet family on `Autodiff<Hybrid<Flex>>` under the weird-trick and two-tower placements:
+//! no fallbacks, and the same loss and updated weights as one device.
+
+use burn::backend::{Autodiff, Flex};
+use burn::module::{AutodiffModule, Module};
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::{GradientsParams, Optimizer, SgdConfig};
+use burn::prelude::*;
+use burn::tensor::Distribution;
+use owt::parallel::place_parameters;
+use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
+use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
+use owt_models::{AlexNet, Architecture, Head, ModelKind, ModelSpec};
+
+type Ref = Autodiff<Flex>;
+type H = Autodiff<Hybrid<Flex>>;
+
+fn weird_trick(path: &str, _shape: &[usize]) -> Placement {
+    match (path.starts_with("fc"), path.ends_with("weight")) {
+        (true, true) => Placement::Shard(1),
+        (true, false) => Placement::Shard(0),
+        _ => Placement::Replicate,
+    }
+}
+
+fn two_tower(path: &str, _shape: &[usize]) -> Placement {
+    match (path.starts_with("fc"), path.ends_with("weight")) {
+        (true, true) => Placement::Shard(1),
+        _ => Placement::Shard(0),
+    }
+}
+
+fn sgd<B: burn::tensor::backend::AutodiffBackend>() -> impl Optimizer<AlexNet<B>, B> {
+    SgdConfig::new()
+        .with_momentum(Some(MomentumConfig { momentum: 0.9, dampening: 0.0, nesterov: false }))
+        .with_weight_decay(Some(WeightDecayConfig::new(5e-4)))
+        .init::<B, AlexNet<B>>()
+}
+
+fn flat(model: AlexNet<Flex>) -> Vec<f32> {
+    let mut out = Vec::new();
+    for (_, t) in owt::parallel::parameter_values(&model) {
+        out.extend(t);
+    }
+    out
+}
+
+struct Case {
+    arch: Architecture,
+    k: usize,
+    plan: fn(&str, &[usize]) -> Placement,
+    input: Placement,
+    head: Head,
+    batch: usize,
+}
+
+fn run(case: Case) {
+    let rd = Default::default();
+    let [c, h, w] = case.arch.input;
+    let x = Tensor::<Flex, 4>::random([case.batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd).into_data();
+    let y = TensorData::new((0..case.batch as i64).map(|i| (i * 7) % case.arch.classes as i64).collect::<Vec<_>>(), [case.batch]);
+
+    let model: AlexNet<Ref> = case.arch.init(&rd);
+    let bytes = record_to_bytes::<Ref, _>(model.clone().into_record()).unwrap();
+    let mut opt = sgd::<Ref>();
+    let loss = case.head.loss(model.forward(Tensor::from_data(x.clone(), &rd)), Tensor::from_data(y.clone(), &rd));
+    let ref_loss = loss.clone().into_scalar();
+    let grads = GradientsParams::from_grads(loss.backward(), &model);
+    let ref_model = opt.step(0.01, model, grads);
+
+    let mesh = MeshDevice::virtual_ranks(rd, case.k);
+    let hmodel: AlexNet<H> = case.arch.init(&mesh);
+    let hmodel = hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap());
+    let hmodel = place_parameters(hmodel, case.plan);
+    let mut hopt = sgd::<H>();
+    mesh.reset_ledger();
+    let xs = Tensor::<H, 4>::from_data(x, &mesh).distribute(case.input);
+    let ys = Tensor::<H, 1, Int>::from_data(y, &mesh).distribute(case.input);
+    let loss = case.head.loss(hmodel.forward(xs), ys);
+    let hy_loss = loss.clone().into_scalar();
+    let grads = GradientsParams::from_grads(loss.backward(), &hmodel);
+    let hmodel = hopt.step(0.01, hmodel, grads);
+    let ledger = mesh.ledger_snapshot();
+
+    let what = format!("{} K={} {:?} input {}", case.arch.name, case.k, case.head, case.input);
+    assert!(ledger.fallbacks.is_empty(), "{what}: fallbacks {:?}", ledger.fallbacks);
+    assert!((hy_loss - ref_loss).abs() <= 1e-5 * ref_loss.abs().max(1.0), "{what}: loss {hy_loss} vs {ref_loss}");
+    let back: AlexNet<Flex> = case.arch.init(&rd);
+    let back = back.load_record(record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap());
+    let (a, b) = (flat(back), flat(ref_model.valid()));
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let diff = a.iter().zip(&b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+    assert!(diff <= 1e-5 * scale, "{what}: updated weights differ by {diff} (scale {scale})");
+}
+
+fn small(towers: usize) -> Architecture {
+    ModelSpec { towers: Some(towers), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetSmall) }.architecture().unwrap()
+}
+
+#[test]
+fn alexnet_small_weird_trick_step_matches_one_device() {
+    for k in [1, 2, 3, 4] {
+        for head in Head::ALL {
+            run(Case { arch: small(1), k, plan: weird_trick, input: Placement::Shard(0), head, batch: 8 });
+        }
+    }
+}
+
+#[test]
+fn alexnet_small_two_tower_step_matches_one_device() {
+    for head in Head::ALL {
+        run(Case { arch: small(2), k: 2, plan: two_tower, input: Placement::Replicate, head, batch: 6 });
+    }
+}
+
+#[test]
+fn alexnet_owt_weird_trick_step_matches_one_device() {
+    // Reduced input (the adaptive 6x6 pool keeps fc6 at 9216 inputs) and 10 classes.
+    let arch = ModelSpec { input: Some(67), classes: Some(10), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetOwt) }.architecture().unwrap();
+    for head in Head::ALL {
+        run(Case { arch: arch.clone(), k: 2, plan: weird_trick, input: Placement::Shard(0), head, batch: 4 });
+    }
+}
+
+#[test]
+fn alexnet_2012_two_tower_step_matches_one_device() {
+    let arch = ModelSpec { input: Some(67), classes: Some(10), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNet2012) }.architecture().unwrap();
+    for head in Head::ALL {
+        run(Case { arch: arch.clone(), k: 2, plan: two_tower, input: Placement::Replicate, head, batch: 4 });
+    }
+}
