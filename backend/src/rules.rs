@@ -161,6 +161,9 @@ pub(crate) fn reduce_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     on_sharded: ShardedReduce,
     mut f: impl FnMut(K::Prim) -> K2::Prim,
 ) -> DTensor<B, K2> {
+    // A rank with no rows of the reduced dimension has nothing to reduce (tiny tensors on
+    // many ranks): reduce the gathered tensor instead.
+    let on_sharded = if t.placement == Placement::Shard(dim) && t.shape[dim] < t.ranks() { ShardedReduce::Gather } else { on_sharded };
     match (t.placement, on_sharded) {
         (Placement::Shard(d), ShardedReduce::Sum) if d == dim => {
             let mesh = t.mesh.clone();
