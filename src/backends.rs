@@ -94,10 +94,10 @@ fn probe<B: burn::tensor::backend::Backend>(device: &B::Device) -> Result<(), St
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let device = device.clone();
-    let result = std::panic::catch_unwind(move || {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         let t = Tensor::<B, 1>::ones([4], &device);
         t.sum().into_scalar()
-    });
+    }));
     std::panic::set_hook(hook);
     result.map(|_| ()).map_err(|payload| {
         payload

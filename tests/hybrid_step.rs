@@ -131,3 +131,46 @@ fn alexnet_2012_two_tower_step_matches_one_device() {
         run(Case { arch: arch.clone(), k: 2, plan: two_tower, input: Placement::Replicate, head, batch: 4 });
     }
 }
+
+/// Dropout on: replicated random masks are drawn once on rank 0 and broadcast, so with the same
+/// seed the mesh draws exactly what one device draws. Adam instead of SGD: optimizers need
+/// nothing from the backend beyond its ops.
+#[test]
+fn dropout_and_adam_match_one_device() {
+    use burn::optim::AdamConfig;
+    let arch = ModelSpec { towers: Some(1), dropout: Some(0.5), ..ModelSpec::new(ModelKind::AlexNetSmall) }.architecture().unwrap();
+    let rd = Default::default();
+    let x = Tensor::<Flex, 4>::random([8, 1, 28, 28], Distribution::Normal(0.0, 1.0), &rd).into_data();
+    let y = TensorData::new((0..8i64).map(|i| i % 10).collect::<Vec<_>>(), [8]);
+    let model: AlexNet<Ref> = arch.init(&rd);
+    let bytes = record_to_bytes::<Ref, _>(model.clone().into_record()).unwrap();
+
+    let mut opt = AdamConfig::new().init::<Ref, AlexNet<Ref>>();
+    Ref::seed(&rd, 42);
+    let loss = Head::Softmax.loss(model.forward(Tensor::from_data(x.clone(), &rd)), Tensor::from_data(y.clone(), &rd));
+    let ref_loss = loss.clone().into_scalar();
+    let grads = GradientsParams::from_grads(loss.backward(), &model);
+    let ref_model = opt.step(1e-3, model, grads).valid();
+
+    let mesh = MeshDevice::virtual_ranks(rd, 2);
+    let hmodel: AlexNet<H> = arch.init(&mesh);
+    let hmodel = place_parameters(hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap()), weird_trick);
+    let mut hopt = AdamConfig::new().init::<H, AlexNet<H>>();
+    H::seed(&mesh, 42);
+    mesh.reset_ledger();
+    let xs = Tensor::<H, 4>::from_data(x, &mesh).distribute(Placement::Shard(0));
+    let loss = Head::Softmax.loss(hmodel.forward(xs), Tensor::from_data(y, &mesh));
+    let hy_loss = loss.clone().into_scalar();
+    let grads = GradientsParams::from_grads(loss.backward(), &hmodel);
+    let hmodel = hopt.step(1e-3, hmodel, grads);
+    let ledger = mesh.ledger_snapshot();
+    assert!(ledger.fallbacks.is_empty(), "fallbacks {:?}", ledger.fallbacks);
+    assert!(ledger.by_collective("broadcast").bytes > 0, "dropout masks are broadcast from rank 0");
+    assert!((hy_loss - ref_loss).abs() <= 1e-5 * ref_loss.abs().max(1.0), "loss {hy_loss} vs {ref_loss}");
+    let back: AlexNet<Flex> = arch.init(&rd);
+    let back = back.load_record(record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap());
+    let (a, b) = (flat(back), flat(ref_model));
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let diff = a.iter().zip(&b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+    assert!(diff <= 1e-5 * scale, "updated weights differ by {diff} (scale {scale})");
+}
