@@ -22,14 +22,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const BATCH: usize = 128;
 const ROUNDS: usize = 6;
 
-struct Runner<B: AutodiffBackend> {
+struct Runner<B: AutodiffBackend, O> {
     model: Option<AlexNet<B>>,
-    optim: Box<dyn Optimizer<AlexNet<B>, B>>,
+    optim: O,
     x: Tensor<B, 4>,
     y: Tensor<B, 1, Int>,
 }
 
-impl<B: AutodiffBackend> Runner<B> {
+impl<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>> Runner<B, O> {
     fn step(&mut self) {
         let model = self.model.take().expect("model");
         let loss = Head::Softmax.loss(model.forward(self.x.clone()), self.y.clone());
@@ -55,12 +55,12 @@ fn data() -> (TensorData, TensorData) {
     (x, y)
 }
 
-fn flex_runner() -> Runner<Autodiff<Flex>> {
+fn flex_runner() -> Runner<Autodiff<Flex>, impl Optimizer<AlexNet<Autodiff<Flex>>, Autodiff<Flex>>> {
     let (x, y) = data();
     let d = Default::default();
     Runner {
         model: Some(AlexNetSmallConfig::new().with_dropout(0.0).init(&d)),
-        optim: Box::new(SgdConfig::new().init::<Autodiff<Flex>, AlexNet<Autodiff<Flex>>>()),
+        optim: SgdConfig::new().init::<Autodiff<Flex>, AlexNet<Autodiff<Flex>>>(),
         x: Tensor::from_data(x, &d),
         y: Tensor::from_data(y, &d),
     }
@@ -68,13 +68,13 @@ fn flex_runner() -> Runner<Autodiff<Flex>> {
 
 type H = Autodiff<Hybrid<Flex>>;
 
-fn hybrid_runner(k: usize) -> (Runner<H>, MeshDevice<burn::backend::flex::FlexDevice>) {
+fn hybrid_runner(k: usize) -> (Runner<H, impl Optimizer<AlexNet<H>, H>>, MeshDevice<burn::backend::flex::FlexDevice>) {
     let (x, y) = data();
     let mesh = MeshDevice::virtual_ranks(Default::default(), k);
     let model = place_parameters(AlexNetSmallConfig::new().with_dropout(0.0).init::<H>(&mesh), weird_trick);
     let runner = Runner {
         model: Some(model),
-        optim: Box::new(SgdConfig::new().init::<H, AlexNet<H>>()),
+        optim: SgdConfig::new().init::<H, AlexNet<H>>(),
         x: Tensor::<H, 4>::from_data(x, &mesh).distribute(Placement::Shard(0)),
         y: Tensor::<H, 1, Int>::from_data(y, &mesh).distribute(Placement::Shard(0)),
     };
