@@ -50,7 +50,8 @@ fn weird_trick(path: &str, _shape: &[usize]) -> Placement {
 }
 
 fn data() -> (TensorData, TensorData) {
-    let x = Tensor::<Flex, 4>::random([BATCH, 1, 28, 28], Distribution::Normal(0.0, 1.0), &Default::default()).into_data();
+    let x =
+        Tensor::<Flex, 4>::random([BATCH, 1, 28, 28], Distribution::Normal(0.0, 1.0), &Default::default()).into_data();
     let y = TensorData::new((0..BATCH as i64).map(|i| i % 10).collect::<Vec<_>>(), [BATCH]);
     (x, y)
 }

@@ -23,7 +23,10 @@ fn main() {
         let mut optim = SgdConfig::new().init::<B, owt_models::AlexNet<B>>();
         let batch = 128;
         let x = Tensor::<B, 4>::random([batch, 1, 28, 28], Distribution::Normal(0.0, 1.0), &device);
-        let y = Tensor::<B, 1, Int>::from_data(TensorData::new((0..batch as i64).map(|i| i % 10).collect::<Vec<_>>(), [batch]), &device);
+        let y = Tensor::<B, 1, Int>::from_data(
+            TensorData::new((0..batch as i64).map(|i| i % 10).collect::<Vec<_>>(), [batch]),
+            &device,
+        );
         let mut step = |model: owt_models::AlexNet<B>| {
             let loss = Head::Softmax.loss(model.forward(x.clone()), y.clone());
             let grads = GradientsParams::from_grads(loss.backward(), &model);
@@ -37,6 +40,10 @@ fn main() {
         }
         let secs = t.elapsed().as_secs_f64();
         let _ = model.valid();
-        println!("alexnet-small towers={towers} batch={batch}: {:.1} ms/step, {:.0} images/s", 1e3 * secs / steps as f64, (steps * batch) as f64 / secs);
+        println!(
+            "alexnet-small towers={towers} batch={batch}: {:.1} ms/step, {:.0} images/s",
+            1e3 * secs / steps as f64,
+            (steps * batch) as f64 / secs
+        );
     }
 }

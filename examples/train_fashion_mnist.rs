@@ -22,7 +22,8 @@ fn main() -> Result<(), owt::OwtError> {
         seed: 0,
     };
     let arch = config.model.architecture()?;
-    let splits = open_splits(&DataRequest { kind: config.dataset, dir: None, limit: None, model_input: arch.input, seed: 0 })?;
+    let splits =
+        open_splits(&DataRequest { kind: config.dataset, dir: None, limit: None, model_input: arch.input, seed: 0 })?;
     let out = std::path::Path::new("runs/example-fashion-mnist");
     let device = Default::default();
     train::<Autodiff<Flex>>(&config, &splits, &device, &RunOptions { out, resume: false, verbose: true })?;

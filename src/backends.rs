@@ -69,13 +69,16 @@ fn run_wgpu<J: BackendJob>(_job: J) -> Result<J::Output, OwtError> {
 #[cfg(feature = "cuda")]
 fn run_cuda<J: BackendJob>(job: J) -> Result<J::Output, OwtError> {
     use burn::backend::cuda::{Cuda, CudaDevice};
-    if !std::path::Path::new("/proc/driver/nvidia/version").exists() && std::env::var_os("OWT_SKIP_DRIVER_CHECK").is_none() {
+    if !std::path::Path::new("/proc/driver/nvidia/version").exists()
+        && std::env::var_os("OWT_SKIP_DRIVER_CHECK").is_none()
+    {
         return Err(OwtError::backend(
             "--backend cuda: expected an NVIDIA GPU with its driver, found none (/proc/driver/nvidia/version is missing); use --backend flex",
         ));
     }
     let device = CudaDevice::default();
-    probe::<Cuda>(&device).map_err(|why| OwtError::backend(format!("--backend cuda: the GPU is not usable ({why})")))?;
+    probe::<Cuda>(&device)
+        .map_err(|why| OwtError::backend(format!("--backend cuda: the GPU is not usable ({why})")))?;
     job.run::<Autodiff<Cuda>>(device)
 }
 

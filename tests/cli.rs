@@ -17,7 +17,10 @@ fn stderr(o: &Output) -> String {
 fn assert_one_line_error(o: &Output, needles: &[&str]) {
     let err = stderr(o);
     assert!(!o.status.success(), "expected failure, got success; stderr: {err}");
-    assert!(!err.contains("panicked") && !err.contains("backtrace") && !err.contains("internal"), "panic output: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace") && !err.contains("internal"),
+        "panic output: {err}"
+    );
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "expected one line, got: {err}");
     for n in needles {
@@ -30,9 +33,20 @@ fn assert_one_line_error(o: &Output, needles: &[&str]) {
 fn write_fixture(dir: &Path, train: usize, test: usize) {
     for (prefix, n) in [("train", train), ("t10k", test)] {
         let labels: Vec<u8> = (0..n).map(|i| (i % 10) as u8).collect();
-        let pixels: Vec<u8> = labels.iter().flat_map(|&l| (0..784).map(move |p| if p % 28 < 14 { l * 25 } else { 255 - l * 25 })).collect();
-        std::fs::write(dir.join(format!("{prefix}-images-idx3-ubyte")), encode_idx(&IdxArray { dims: vec![n, 28, 28], data: pixels })).unwrap();
-        std::fs::write(dir.join(format!("{prefix}-labels-idx1-ubyte")), encode_idx(&IdxArray { dims: vec![n], data: labels })).unwrap();
+        let pixels: Vec<u8> = labels
+            .iter()
+            .flat_map(|&l| (0..784).map(move |p| if p % 28 < 14 { l * 25 } else { 255 - l * 25 }))
+            .collect();
+        std::fs::write(
+            dir.join(format!("{prefix}-images-idx3-ubyte")),
+            encode_idx(&IdxArray { dims: vec![n, 28, 28], data: pixels }),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(format!("{prefix}-labels-idx1-ubyte")),
+            encode_idx(&IdxArray { dims: vec![n], data: labels }),
+        )
+        .unwrap();
     }
 }
 
@@ -65,11 +79,26 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
     let out = tempfile::tempdir().unwrap();
     let d = data.path().to_str().unwrap();
     let o_ = out.path().to_str().unwrap();
-    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--epochs", "1", "--batch", "16", "--out", o_]);
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "mnist",
+        "--data",
+        d,
+        "--epochs",
+        "1",
+        "--batch",
+        "16",
+        "--out",
+        o_,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("epoch 1/1: train loss") && stdout.contains("images/s"), "{stdout}");
-    let metrics: serde_json::Value = serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
     let acc = metrics[0]["test_accuracy"].as_f64().unwrap();
     let o = owt(&["eval", "--checkpoint", o_, "--dataset", "mnist", "--data", d]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -83,7 +112,17 @@ fn wrong_input_geometry_is_one_line() {
     write_fixture(data.path(), 10, 10);
     let o = owt(&["train", "--model", "alexnet-2012", "--dataset", "mnist", "--data", data.path().to_str().unwrap()]);
     assert_one_line_error(&o, &["[N, 3, 227, 227]", "[N, 1, 28, 28]"]);
-    let o = owt(&["train", "--model", "alexnet-small", "--channels", "3", "--dataset", "mnist", "--data", data.path().to_str().unwrap()]);
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--channels",
+        "3",
+        "--dataset",
+        "mnist",
+        "--data",
+        data.path().to_str().unwrap(),
+    ]);
     assert_one_line_error(&o, &["[N, 3, 28, 28]", "[N, 1, 28, 28]"]);
     let o = owt(&["info", "--model", "alexnet-2012", "--input", "40"]);
     assert_one_line_error(&o, &["too small"]);
@@ -100,7 +139,15 @@ fn empty_and_missing_datasets_are_one_line() {
     write_fixture(empty.path(), 0, 5);
     let o = owt(&["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", empty.path().to_str().unwrap()]);
     assert_one_line_error(&o, &["empty"]);
-    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "fashion-mnist", "--data", dir.path().to_str().unwrap()]);
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "fashion-mnist",
+        "--data",
+        dir.path().to_str().unwrap(),
+    ]);
     assert_one_line_error(&o, &["Fashion-MNIST not found", "apt-get install dataset-fashion-mnist"]);
     let o = owt(&["train", "--model", "alexnet-small", "--dataset", "mnist"]);
     assert_one_line_error(&o, &["MNIST needs --data DIR"]);
@@ -117,7 +164,10 @@ fn unknown_backend_names_the_choices() {
     let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--backend", "tpu"]);
     let err = stderr(&o);
     assert!(!o.status.success());
-    assert!(err.contains("invalid value 'tpu'") && err.contains("flex") && err.contains("wgpu") && err.contains("cuda"), "{err}");
+    assert!(
+        err.contains("invalid value 'tpu'") && err.contains("flex") && err.contains("wgpu") && err.contains("cuda"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     let o = owt(&["info", "--model", "alexnet-3000"]);
     assert!(!o.status.success() && stderr(&o).contains("alexnet-small"), "{}", stderr(&o));
@@ -125,7 +175,19 @@ fn unknown_backend_names_the_choices() {
 
 #[test]
 fn cuda_without_feature_or_gpu_is_one_line() {
-    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--limit", "8", "--epochs", "1", "--backend", "cuda"]);
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "synthetic",
+        "--limit",
+        "8",
+        "--epochs",
+        "1",
+        "--backend",
+        "cuda",
+    ]);
     if cfg!(feature = "cuda") {
         if !Path::new("/proc/driver/nvidia/version").exists() {
             assert_one_line_error(&o, &["--backend cuda", "no", "use --backend flex"]);

@@ -3,7 +3,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use owt::data::{encode_idx, load_mnist_split, parse_idx, read_idx, synthetic_images, IdxArray, ImageFolder, ImageSource};
+use owt::data::{
+    encode_idx, load_mnist_split, parse_idx, read_idx, synthetic_images, IdxArray, ImageFolder, ImageSource,
+};
 use rand::SeedableRng;
 
 fn gz(bytes: &[u8]) -> Vec<u8> {
@@ -16,7 +18,9 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
 fn write_mnist(dir: &Path, prefix: &str, n_images: usize, n_labels: usize, compress: bool) {
     let images = IdxArray { dims: vec![n_images, 4, 3], data: (0..n_images * 12).map(|i| (i % 256) as u8).collect() };
     let labels = IdxArray { dims: vec![n_labels], data: (0..n_labels).map(|i| (i % 10) as u8).collect() };
-    for (name, arr) in [(format!("{prefix}-images-idx3-ubyte"), images), (format!("{prefix}-labels-idx1-ubyte"), labels)] {
+    for (name, arr) in
+        [(format!("{prefix}-images-idx3-ubyte"), images), (format!("{prefix}-labels-idx1-ubyte"), labels)]
+    {
         let bytes = encode_idx(&arr);
         if compress {
             std::fs::write(dir.join(format!("{name}.gz")), gz(&bytes)).unwrap();
@@ -70,7 +74,10 @@ fn mnist_directories_load_and_report_count_mismatch() {
 #[test]
 fn missing_dataset_says_how_to_get_it() {
     let dir = tempfile::tempdir().unwrap();
-    let e = load_mnist_split(dir.path(), true, "Fashion-MNIST", "Install it with apt-get install dataset-fashion-mnist").unwrap_err().to_string();
+    let e =
+        load_mnist_split(dir.path(), true, "Fashion-MNIST", "Install it with apt-get install dataset-fashion-mnist")
+            .unwrap_err()
+            .to_string();
     assert!(e.contains("Fashion-MNIST not found") && e.contains("apt-get install dataset-fashion-mnist"), "{e}");
 }
 
@@ -141,7 +148,13 @@ fn synthetic_data_is_deterministic_and_class_dependent() {
     let (mut same, mut diff, mut ns, mut nd) = (0.0, 0.0, 0, 0);
     for i in 0..64 {
         for j in i + 1..64 {
-            if batch.labels[i] == batch.labels[j] { same += dist(i, j); ns += 1 } else { diff += dist(i, j); nd += 1 }
+            if batch.labels[i] == batch.labels[j] {
+                same += dist(i, j);
+                ns += 1
+            } else {
+                diff += dist(i, j);
+                nd += 1
+            }
         }
     }
     assert!(same / (ns as f32) < 0.5 * diff / (nd as f32));

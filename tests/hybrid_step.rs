@@ -4,8 +4,8 @@
 
 use burn::backend::{Autodiff, Flex};
 use burn::module::{AutodiffModule, Module};
-use burn::optim::momentum::MomentumConfig;
 use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::Distribution;
@@ -16,6 +16,13 @@ use owt_models::{AlexNet, Architecture, Head, ModelKind, ModelSpec};
 
 type Ref = Autodiff<Flex>;
 type H = Autodiff<Hybrid<Flex>>;
+
+/// Flex's random generator is process-global: tests whose draws must line up take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn weird_trick(path: &str, _shape: &[usize]) -> Placement {
     match (path.starts_with("fc"), path.ends_with("weight")) {
@@ -57,10 +64,14 @@ struct Case {
 }
 
 fn run(case: Case) {
+    let _turn = serial();
     let rd = Default::default();
     let [c, h, w] = case.arch.input;
     let x = Tensor::<Flex, 4>::random([case.batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd).into_data();
-    let y = TensorData::new((0..case.batch as i64).map(|i| (i * 7) % case.arch.classes as i64).collect::<Vec<_>>(), [case.batch]);
+    let y = TensorData::new(
+        (0..case.batch as i64).map(|i| (i * 7) % case.arch.classes as i64).collect::<Vec<_>>(),
+        [case.batch],
+    );
 
     let model: AlexNet<Ref> = case.arch.init(&rd);
     let bytes = record_to_bytes::<Ref, _>(model.clone().into_record()).unwrap();
@@ -88,7 +99,9 @@ fn run(case: Case) {
     assert!(ledger.fallbacks.is_empty(), "{what}: fallbacks {:?}", ledger.fallbacks);
     assert!((hy_loss - ref_loss).abs() <= 1e-5 * ref_loss.abs().max(1.0), "{what}: loss {hy_loss} vs {ref_loss}");
     let back: AlexNet<Flex> = case.arch.init(&rd);
-    let back = back.load_record(record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap());
+    let back = back.load_record(
+        record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap(),
+    );
     let (a, b) = (flat(back), flat(ref_model.valid()));
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
     let diff = a.iter().zip(&b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
@@ -96,7 +109,9 @@ fn run(case: Case) {
 }
 
 fn small(towers: usize) -> Architecture {
-    ModelSpec { towers: Some(towers), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetSmall) }.architecture().unwrap()
+    ModelSpec { towers: Some(towers), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetSmall) }
+        .architecture()
+        .unwrap()
 }
 
 #[test]
@@ -118,7 +133,10 @@ fn alexnet_small_two_tower_step_matches_one_device() {
 #[test]
 fn alexnet_owt_weird_trick_step_matches_one_device() {
     // Reduced input (the adaptive 6x6 pool keeps fc6 at 9216 inputs) and 10 classes.
-    let arch = ModelSpec { input: Some(67), classes: Some(10), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetOwt) }.architecture().unwrap();
+    let arch =
+        ModelSpec { input: Some(67), classes: Some(10), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetOwt) }
+            .architecture()
+            .unwrap();
     for head in Head::ALL {
         run(Case { arch: arch.clone(), k: 2, plan: weird_trick, input: Placement::Shard(0), head, batch: 4 });
     }
@@ -126,7 +144,10 @@ fn alexnet_owt_weird_trick_step_matches_one_device() {
 
 #[test]
 fn alexnet_2012_two_tower_step_matches_one_device() {
-    let arch = ModelSpec { input: Some(67), classes: Some(10), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNet2012) }.architecture().unwrap();
+    let arch =
+        ModelSpec { input: Some(67), classes: Some(10), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNet2012) }
+            .architecture()
+            .unwrap();
     for head in Head::ALL {
         run(Case { arch: arch.clone(), k: 2, plan: two_tower, input: Placement::Replicate, head, batch: 4 });
     }
@@ -137,8 +158,11 @@ fn alexnet_2012_two_tower_step_matches_one_device() {
 /// nothing from the backend beyond its ops.
 #[test]
 fn dropout_and_adam_match_one_device() {
+    let _turn = serial();
     use burn::optim::AdamConfig;
-    let arch = ModelSpec { towers: Some(1), dropout: Some(0.5), ..ModelSpec::new(ModelKind::AlexNetSmall) }.architecture().unwrap();
+    let arch = ModelSpec { towers: Some(1), dropout: Some(0.5), ..ModelSpec::new(ModelKind::AlexNetSmall) }
+        .architecture()
+        .unwrap();
     let rd = Default::default();
     let x = Tensor::<Flex, 4>::random([8, 1, 28, 28], Distribution::Normal(0.0, 1.0), &rd).into_data();
     let y = TensorData::new((0..8i64).map(|i| i % 10).collect::<Vec<_>>(), [8]);
@@ -168,7 +192,9 @@ fn dropout_and_adam_match_one_device() {
     assert!(ledger.by_collective("broadcast").bytes > 0, "dropout masks are broadcast from rank 0");
     assert!((hy_loss - ref_loss).abs() <= 1e-5 * ref_loss.abs().max(1.0), "loss {hy_loss} vs {ref_loss}");
     let back: AlexNet<Flex> = arch.init(&rd);
-    let back = back.load_record(record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap());
+    let back = back.load_record(
+        record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap(),
+    );
     let (a, b) = (flat(back), flat(ref_model));
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
     let diff = a.iter().zip(&b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use burn::backend::{Autodiff, Flex};
+use owt::data::DatasetKind;
 use owt::data::{synthetic_images, Splits};
 use owt::train::{load_model, train, Checkpoint, RunOptions, TrainConfig, CHECKPOINT_FILE};
-use owt::data::DatasetKind;
 use owt_models::{Head, ModelKind, ModelSpec};
 
 type B = Autodiff<Flex>;
@@ -55,9 +55,12 @@ fn small_network_learns_synthetic_classes_with_either_head() {
         assert!(m[2].train_loss < m[0].train_loss, "{head:?}: loss {} -> {}", m[0].train_loss, m[2].train_loss);
         assert!(m[2].test_accuracy > 0.5, "{head:?}: test accuracy {} (chance 0.1)", m[2].test_accuracy);
         // metrics.json holds the same epochs.
-        let json: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(dir.path().join("metrics.json")).unwrap()).unwrap();
+        let json: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(dir.path().join("metrics.json")).unwrap()).unwrap();
         assert_eq!(json.len(), 3);
-        for key in ["epoch", "train_loss", "train_accuracy", "test_accuracy", "test_loss", "images_per_second", "seconds"] {
+        for key in
+            ["epoch", "train_loss", "train_accuracy", "test_accuracy", "test_loss", "images_per_second", "seconds"]
+        {
             assert!(json[2].get(key).is_some(), "metrics.json lacks {key}");
         }
     }
@@ -68,17 +71,23 @@ fn resume_continues_exactly() {
     let _turn = serial();
     let data = splits(96);
     let straight = tempfile::tempdir().unwrap();
-    let full = train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(straight.path(), false)).unwrap();
+    let full =
+        train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(straight.path(), false)).unwrap();
 
     let split = tempfile::tempdir().unwrap();
     train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(split.path(), false)).unwrap();
-    let resumed = train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(split.path(), true)).unwrap();
+    let resumed =
+        train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(split.path(), true)).unwrap();
 
     // Equal up to the order of Flex's multi-threaded float reductions (a few ulp).
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(1.0);
     assert_eq!(resumed.len(), 3);
     for (a, b) in full.iter().zip(&resumed) {
-        assert!(close(a.train_loss, b.train_loss) && close(a.test_loss, b.test_loss), "epoch {}: {a:?} vs {b:?}", a.epoch);
+        assert!(
+            close(a.train_loss, b.train_loss) && close(a.test_loss, b.test_loss),
+            "epoch {}: {a:?} vs {b:?}",
+            a.epoch
+        );
         assert_eq!(a.test_accuracy, b.test_accuracy, "epoch {}", a.epoch);
     }
     let (ma, _) = load_model::<Flex>(straight.path(), &Default::default()).unwrap();
@@ -108,7 +117,8 @@ fn checkpoints_are_written_atomically_and_validated_on_read() {
     let data = splits(32);
     let dir = tempfile::tempdir().unwrap();
     train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(dir.path(), false)).unwrap();
-    let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(names.iter().all(|n| !n.contains(".tmp")), "temporary files left behind: {names:?}");
     let path = dir.path().join(CHECKPOINT_FILE);
     let bytes = std::fs::read(&path).unwrap();

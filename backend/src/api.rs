@@ -48,7 +48,11 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> 
     fn distribute(self, placement: Placement) -> Self {
         let require_grad = self.is_require_grad();
         let t = Tensor::from_inner(self.inner().distribute(placement));
-        if require_grad { t.require_grad() } else { t }
+        if require_grad {
+            t.require_grad()
+        } else {
+            t
+        }
     }
 
     fn placement(&self) -> Placement {
@@ -60,30 +64,23 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> 
     }
 }
 
-impl<B: Backend, const D: usize> Distributed for Tensor<Hybrid<B>, D, burn::tensor::Int> {
-    fn distribute(self, placement: Placement) -> Self {
-        Tensor::from_primitive(redistribute(self.into_primitive(), placement))
-    }
+/// Int tensors (labels, indices): the same primitive on `Hybrid<B>` and `Autodiff<Hybrid<B>>`.
+macro_rules! int_distributed {
+    ($($backend:ty),*) => {$(
+        impl<B: Backend, const D: usize> Distributed for Tensor<$backend, D, burn::tensor::Int> {
+            fn distribute(self, placement: Placement) -> Self {
+                Tensor::from_primitive(redistribute(self.into_primitive(), placement))
+            }
 
-    fn placement(&self) -> Placement {
-        self.clone().into_primitive().placement()
-    }
+            fn placement(&self) -> Placement {
+                self.clone().into_primitive().placement()
+            }
 
-    fn local_shapes(&self) -> Vec<Vec<usize>> {
-        self.clone().into_primitive().shards().iter().map(|s| s.shape().to_vec()).collect()
-    }
+            fn local_shapes(&self) -> Vec<Vec<usize>> {
+                self.clone().into_primitive().shards().iter().map(|s| s.shape().to_vec()).collect()
+            }
+        }
+    )*};
 }
 
-impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D, burn::tensor::Int> {
-    fn distribute(self, placement: Placement) -> Self {
-        Tensor::from_primitive(redistribute(self.into_primitive(), placement))
-    }
-
-    fn placement(&self) -> Placement {
-        self.clone().into_primitive().placement()
-    }
-
-    fn local_shapes(&self) -> Vec<Vec<usize>> {
-        self.clone().into_primitive().shards().iter().map(|s| s.shape().to_vec()).collect()
-    }
-}
+int_distributed!(Hybrid<B>, Autodiff<Hybrid<B>>);

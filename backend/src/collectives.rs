@@ -37,7 +37,13 @@ pub mod names {
 }
 
 /// Moves `p` from rank `from` to rank `to`, counting it under `collective` unless from == to.
-fn transfer<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Prim, from: usize, to: usize, traffic: &mut Traffic) -> K::Prim {
+fn transfer<B: Backend, K: ShardKind<B>>(
+    mesh: &MeshDevice<B::Device>,
+    p: K::Prim,
+    from: usize,
+    to: usize,
+    traffic: &mut Traffic,
+) -> K::Prim {
     if from == to {
         return p;
     }
@@ -54,7 +60,11 @@ fn cat_nonempty<B: Backend, K: ShardKind<B>>(mut parts: Vec<K::Prim>, dim: usize
             parts = nonempty;
         }
     }
-    if parts.len() == 1 { parts.pop().expect("one part") } else { K::cat(parts, dim) }
+    if parts.len() == 1 {
+        parts.pop().expect("one part")
+    } else {
+        K::cat(parts, dim)
+    }
 }
 
 /// `Shard(dim)` to `Replicate`: every rank receives every other rank's slice and concatenates.
@@ -64,7 +74,8 @@ pub fn all_gather<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> 
     let mut traffic = Traffic::default();
     let shards: Vec<K::Prim> = (0..k)
         .map(|dst| {
-            let parts = (0..k).map(|src| transfer::<B, K>(&t.mesh, t.shards[src].clone(), src, dst, &mut traffic)).collect();
+            let parts =
+                (0..k).map(|src| transfer::<B, K>(&t.mesh, t.shards[src].clone(), src, dst, &mut traffic)).collect();
             cat_nonempty::<B, K>(parts, dim)
         })
         .collect();
@@ -88,7 +99,12 @@ pub fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize)
     out
 }
 
-fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize, op: ReduceOp, traffic: &mut Traffic) -> DTensor<B, K> {
+fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(
+    t: DTensor<B, K>,
+    dim: usize,
+    op: ReduceOp,
+    traffic: &mut Traffic,
+) -> DTensor<B, K> {
     let k = t.ranks();
     let ranges = shard_ranges(t.shape[dim], k);
     let shards: Vec<K::Prim> = (0..k)
@@ -97,7 +113,11 @@ fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize, 
             (0..k)
                 .map(|src| {
                     let piece = K::slice(t.shards[src].clone(), &slices);
-                    if ranges[dst].is_empty() { piece } else { transfer::<B, K>(&t.mesh, piece, src, dst, traffic) }
+                    if ranges[dst].is_empty() {
+                        piece
+                    } else {
+                        transfer::<B, K>(&t.mesh, piece, src, dst, traffic)
+                    }
                 })
                 .reduce(|a, b| combine::<B, K>(a, b, op))
                 .expect("at least one rank")
@@ -118,7 +138,9 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -
     let k = scattered.ranks();
     let shards: Vec<K::Prim> = (0..k)
         .map(|dst| {
-            let parts = (0..k).map(|src| transfer::<B, K>(&scattered.mesh, scattered.shards[src].clone(), src, dst, &mut traffic)).collect();
+            let parts = (0..k)
+                .map(|src| transfer::<B, K>(&scattered.mesh, scattered.shards[src].clone(), src, dst, &mut traffic))
+                .collect();
             K::reshape(cat_nonempty::<B, K>(parts, 0), shape.clone())
         })
         .collect();
@@ -147,7 +169,9 @@ pub fn shard_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) 
     assert_eq!(t.placement, Placement::Replicate, "local sharding needs Replicate, got {}", t.placement);
     let ranges = shard_ranges(t.shape[dim], t.ranks());
     let shape = t.shape.clone();
-    t.map_placed::<K>(shape.clone(), Placement::Shard(dim), |r, p| K::slice(p, &slices_along(&shape, dim, ranges[r].clone())))
+    t.map_placed::<K>(shape.clone(), Placement::Shard(dim), |r, p| {
+        K::slice(p, &slices_along(&shape, dim, ranges[r].clone()))
+    })
 }
 
 /// `Replicate` to `Partial`: rank 0 keeps the value, the others hold zeros. No communication.

@@ -64,7 +64,13 @@ pub(crate) fn slices_along(shape: &Shape, dim: usize, range: std::ops::Range<usi
 
 impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
     /// Assembles a tensor from its parts; checks the shard count and per-rank shapes.
-    pub(crate) fn from_parts(mesh: MeshDevice<B::Device>, shape: Shape, dtype: DType, placement: Placement, shards: Vec<K::Prim>) -> Self {
+    pub(crate) fn from_parts(
+        mesh: MeshDevice<B::Device>,
+        shape: Shape,
+        dtype: DType,
+        placement: Placement,
+        shards: Vec<K::Prim>,
+    ) -> Self {
         assert_eq!(shards.len(), mesh.size(), "Hybrid: {} shards for a mesh of {} ranks", shards.len(), mesh.size());
         let t = Self { mesh, shape, dtype, placement, shards };
         debug_assert!(
@@ -115,14 +121,23 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
     }
 
     /// Applies `f` to every rank's piece, keeping the placement; `shape` is the new global shape.
-    pub(crate) fn map<K2: ShardKind<B>>(self, shape: Shape, mut f: impl FnMut(usize, K::Prim) -> K2::Prim) -> DTensor<B, K2> {
+    pub(crate) fn map<K2: ShardKind<B>>(
+        self,
+        shape: Shape,
+        mut f: impl FnMut(usize, K::Prim) -> K2::Prim,
+    ) -> DTensor<B, K2> {
         let shards: Vec<K2::Prim> = self.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).collect();
         let dtype = shards[0].dtype();
         DTensor::from_parts(self.mesh, shape, dtype, self.placement, shards)
     }
 
     /// Like [`DTensor::map`] with a new placement as well.
-    pub(crate) fn map_placed<K2: ShardKind<B>>(self, shape: Shape, placement: Placement, mut f: impl FnMut(usize, K::Prim) -> K2::Prim) -> DTensor<B, K2> {
+    pub(crate) fn map_placed<K2: ShardKind<B>>(
+        self,
+        shape: Shape,
+        placement: Placement,
+        mut f: impl FnMut(usize, K::Prim) -> K2::Prim,
+    ) -> DTensor<B, K2> {
         let shards: Vec<K2::Prim> = self.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).collect();
         let dtype = shards[0].dtype();
         DTensor::from_parts(self.mesh, shape, dtype, placement, shards)

@@ -70,7 +70,11 @@ pub(crate) fn reshape<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, new: Shape)
 }
 
 /// A permutation of dimensions (`axes[i]` = old dim placed at i): the shard dim moves with it.
-pub(crate) fn permute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, axes: &[usize], f: impl FnMut(K::Prim) -> K::Prim) -> DTensor<B, K> {
+pub(crate) fn permute<B: Backend, K: ShardKind<B>>(
+    t: DTensor<B, K>,
+    axes: &[usize],
+    f: impl FnMut(K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
     let placement = match t.placement {
         Placement::Shard(d) => Placement::Shard(axes.iter().position(|&a| a == d).expect("axes is a permutation")),
         p => p,
@@ -121,13 +125,16 @@ pub(crate) fn slice<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, slices: &[Sli
 /// Concatenation: local when all inputs share a placement that does not shard `dim`;
 /// Replicate inputs are sliced to a sharded partner's layout for free; otherwise gathered.
 pub(crate) fn cat<B: Backend, K: ShardKind<B>>(tensors: Vec<DTensor<B, K>>, dim: usize) -> DTensor<B, K> {
-    let target = tensors.iter().map(|t| t.placement).find(|p| matches!(p, Placement::Shard(_))).unwrap_or(tensors[0].placement);
+    let target =
+        tensors.iter().map(|t| t.placement).find(|p| matches!(p, Placement::Shard(_))).unwrap_or(tensors[0].placement);
     let mesh = tensors[0].mesh.clone();
     for t in &tensors[1..] {
         mesh.check_same(&t.mesh, "cat");
     }
     let local_ok = match target {
-        Placement::Shard(d) => d != dim && tensors.iter().all(|t| t.placement == target || t.placement == Placement::Replicate),
+        Placement::Shard(d) => {
+            d != dim && tensors.iter().all(|t| t.placement == target || t.placement == Placement::Replicate)
+        }
         Placement::Replicate => tensors.iter().all(|t| t.placement == Placement::Replicate),
         Placement::Partial => tensors.iter().all(|t| t.placement == Placement::Partial),
     };
@@ -149,7 +156,11 @@ pub(crate) fn cat<B: Backend, K: ShardKind<B>>(tensors: Vec<DTensor<B, K>>, dim:
 }
 
 /// Expansion (broadcast to `shape`): local unless the sharded dimension is the one expanded.
-pub(crate) fn expand<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, shape: Shape, mut f: impl FnMut(K::Prim, Shape) -> K::Prim) -> DTensor<B, K> {
+pub(crate) fn expand<B: Backend, K: ShardKind<B>>(
+    t: DTensor<B, K>,
+    shape: Shape,
+    mut f: impl FnMut(K::Prim, Shape) -> K::Prim,
+) -> DTensor<B, K> {
     let offset = shape.num_dims() - t.shape.num_dims();
     match t.placement {
         Placement::Shard(d) if shape[d + offset] == t.shape[d] => {

@@ -81,8 +81,16 @@ fn run_case(k: usize, fc_placement: Placement) {
     let hy_grads = hy_loss.backward();
 
     let what = format!("K={k} fc {fc_placement}");
-    close(&hy_loss.to_data().to_vec::<f32>().unwrap(), &ref_loss.to_data().to_vec::<f32>().unwrap(), &format!("{what} loss"));
-    close(&hy_logits.to_data().to_vec::<f32>().unwrap(), &ref_logits.to_data().to_vec::<f32>().unwrap(), &format!("{what} logits"));
+    close(
+        &hy_loss.to_data().to_vec::<f32>().unwrap(),
+        &ref_loss.to_data().to_vec::<f32>().unwrap(),
+        &format!("{what} loss"),
+    );
+    close(
+        &hy_logits.to_data().to_vec::<f32>().unwrap(),
+        &ref_logits.to_data().to_vec::<f32>().unwrap(),
+        &format!("{what} logits"),
+    );
     let g = |t: &Tensor<Hy, 4>| t.grad(&hy_grads).unwrap().to_data().to_vec::<f32>().unwrap();
     let r = |t: &Tensor<Ref, 4>| t.grad(&ref_grads).unwrap().to_data().to_vec::<f32>().unwrap();
     close(&g(&hybrid.w1), &r(&reference.w1), &format!("{what} dw1"));

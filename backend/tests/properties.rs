@@ -51,10 +51,37 @@ enum Op {
 }
 
 const OPS: [Op; 31] = [
-    Op::Exp, Op::Relu, Op::Tanh, Op::AddScalar, Op::MulScalar, Op::Add, Op::Sub, Op::Mul, Op::Div, Op::AddRowBias,
-    Op::AddColBias, Op::Sum, Op::SumDim0, Op::SumDim1, Op::MeanDim1, Op::MaxDim0, Op::MaxDim1, Op::Argmax1, Op::Flatten,
-    Op::Transpose, Op::ReshapeSwap, Op::Matmul, Op::MatmulT, Op::SliceRows, Op::SliceCols, Op::CatRows, Op::CatCols,
-    Op::GatherCols, Op::LogSoftmax, Op::Softmax0, Op::MaskWhere,
+    Op::Exp,
+    Op::Relu,
+    Op::Tanh,
+    Op::AddScalar,
+    Op::MulScalar,
+    Op::Add,
+    Op::Sub,
+    Op::Mul,
+    Op::Div,
+    Op::AddRowBias,
+    Op::AddColBias,
+    Op::Sum,
+    Op::SumDim0,
+    Op::SumDim1,
+    Op::MeanDim1,
+    Op::MaxDim0,
+    Op::MaxDim1,
+    Op::Argmax1,
+    Op::Flatten,
+    Op::Transpose,
+    Op::ReshapeSwap,
+    Op::Matmul,
+    Op::MatmulT,
+    Op::SliceRows,
+    Op::SliceCols,
+    Op::CatRows,
+    Op::CatCols,
+    Op::GatherCols,
+    Op::LogSoftmax,
+    Op::Softmax0,
+    Op::MaskWhere,
 ];
 
 fn apply<B: Backend>(op: Op, a: Tensor<B, 2>, b: Tensor<B, 2>, w: Tensor<B, 2>) -> Tensor<B, 2> {
@@ -106,7 +133,12 @@ fn conv_net<B: Backend>(x: Tensor<B, 4>, w: Tensor<B, 4>, b: Tensor<B, 1>, group
 }
 
 fn placement() -> impl Strategy<Value = Placement> {
-    prop_oneof![Just(Placement::Replicate), Just(Placement::Shard(0)), Just(Placement::Shard(1)), Just(Placement::Partial)]
+    prop_oneof![
+        Just(Placement::Replicate),
+        Just(Placement::Shard(0)),
+        Just(Placement::Shard(1)),
+        Just(Placement::Partial)
+    ]
 }
 
 fn values(seed: u64, len: usize) -> Vec<f32> {

@@ -97,8 +97,12 @@ impl<B: Backend> burn::module::ModuleVisitor<B> for Materialise {
 
 fn init_rule(init: InitScheme, bias_one: bool) -> (Option<Initializer>, Option<f64>) {
     match init {
-        InitScheme::Paper2012 => (Some(Initializer::Normal { mean: 0.0, std: 0.01 }), Some(if bias_one { 1.0 } else { 0.0 })),
-        InitScheme::He => (Some(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: false }), Some(0.0)),
+        InitScheme::Paper2012 => {
+            (Some(Initializer::Normal { mean: 0.0, std: 0.01 }), Some(if bias_one { 1.0 } else { 0.0 }))
+        }
+        InitScheme::He => {
+            (Some(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: false }), Some(0.0))
+        }
         InitScheme::TorchDefault => (None, None),
     }
 }
@@ -107,7 +111,13 @@ fn constant_bias<B: Backend>(value: f64, len: usize, device: &B::Device) -> Para
     Initializer::Constant { value }.init([len], device)
 }
 
-fn conv_layer<B: Backend>(in_channels: usize, layer: &ConvLayer, init: InitScheme, bias_one: bool, device: &B::Device) -> Conv2d<B> {
+fn conv_layer<B: Backend>(
+    in_channels: usize,
+    layer: &ConvLayer,
+    init: InitScheme,
+    bias_one: bool,
+    device: &B::Device,
+) -> Conv2d<B> {
     let (weights, bias) = init_rule(init, bias_one);
     let mut config = Conv2dConfig::new([in_channels, layer.filters], [layer.kernel, layer.kernel])
         .with_stride([layer.stride, layer.stride])
@@ -123,7 +133,13 @@ fn conv_layer<B: Backend>(in_channels: usize, layer: &ConvLayer, init: InitSchem
     conv
 }
 
-fn linear_layer<B: Backend>(d_in: usize, d_out: usize, init: InitScheme, bias_one: bool, device: &B::Device) -> Linear<B> {
+fn linear_layer<B: Backend>(
+    d_in: usize,
+    d_out: usize,
+    init: InitScheme,
+    bias_one: bool,
+    device: &B::Device,
+) -> Linear<B> {
     let (weights, bias) = init_rule(init, bias_one);
     let mut config = LinearConfig::new(d_in, d_out);
     if let Some(w) = weights {

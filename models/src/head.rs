@@ -40,8 +40,7 @@ impl Head {
             }
             Head::Logistic => {
                 let y = targets.one_hot::<2>(classes).float();
-                let per_unit = logits.clone().clamp_min(0.0) - logits.clone() * y
-                    + logits.abs().neg().exp().log1p();
+                let per_unit = logits.clone().clamp_min(0.0) - logits.clone() * y + logits.abs().neg().exp().log1p();
                 per_unit.sum_dim(1).mean()
             }
         }

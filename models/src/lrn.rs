@@ -33,13 +33,7 @@ impl TowerLrnConfig {
     pub fn init(&self) -> TowerLrn {
         assert!(self.size % 2 == 1, "TowerLrn: size must be odd (a window centred on its channel), got {}", self.size);
         assert!(self.towers > 0, "TowerLrn: towers must be positive, got 0");
-        TowerLrn {
-            size: self.size,
-            k: self.k,
-            alpha: self.alpha,
-            beta: self.beta,
-            towers: self.towers,
-        }
+        TowerLrn { size: self.size, k: self.k, alpha: self.alpha, beta: self.beta, towers: self.towers }
     }
 }
 
@@ -59,24 +53,21 @@ impl TowerLrn {
     /// Panics if `channels` is not a multiple of the tower count.
     pub fn forward<B: Backend>(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let [n, c, h, w] = x.dims();
-        assert!(
-            c % self.towers == 0,
-            "TowerLrn: {c} channels cannot be split into {} towers",
-            self.towers
-        );
+        assert!(c % self.towers == 0, "TowerLrn: {c} channels cannot be split into {} towers", self.towers);
         // The windowed sum over channels is linear: per tower, a band matrix (ones within
         // size/2 of the diagonal) times that tower's squares. Towers are a batch dimension of
         // the matmul, so the window never crosses a tower edge and each tower's work only
         // touches its own channels (tower-local on a channel-split mesh).
         let per_tower = c / self.towers;
         let squares = (x.clone() * x.clone()).reshape([n, self.towers, per_tower, h * w]);
-        let band = self.band::<B>(per_tower, &x.device()).reshape([1, 1, per_tower, per_tower]).expand([n, self.towers, per_tower, per_tower]);
-        let denominator = band
-            .matmul(squares)
-            .reshape([n, c, h, w])
-            .mul_scalar(self.alpha)
-            .add_scalar(self.k)
-            .powf_scalar(self.beta);
+        let band = self.band::<B>(per_tower, &x.device()).reshape([1, 1, per_tower, per_tower]).expand([
+            n,
+            self.towers,
+            per_tower,
+            per_tower,
+        ]);
+        let denominator =
+            band.matmul(squares).reshape([n, c, h, w]).mul_scalar(self.alpha).add_scalar(self.k).powf_scalar(self.beta);
         x / denominator
     }
 

@@ -38,10 +38,7 @@ impl ModelProfile {
 
     /// Parameters and MACs of the layers whose name starts with `prefix` (e.g. "conv", "fc").
     pub fn sum_by_prefix(&self, prefix: &str) -> (usize, u64) {
-        self.layers
-            .iter()
-            .filter(|l| l.name.starts_with(prefix))
-            .fold((0, 0), |(p, m), l| (p + l.params, m + l.macs))
+        self.layers.iter().filter(|l| l.name.starts_with(prefix)).fold((0, 0), |(p, m), l| (p + l.params, m + l.macs))
     }
 }
 
@@ -62,15 +59,16 @@ impl ProfileBuilder {
     }
 
     fn push(&mut self, name: &str, params: usize, macs: u64) {
-        self.layers.push(LayerProfile {
-            name: name.to_string(),
-            params,
-            macs,
-            output_shape: self.shape.clone(),
-        });
+        self.layers.push(LayerProfile { name: name.to_string(), params, macs, output_shape: self.shape.clone() });
     }
 
-    fn spatial(&self, name: &str, kernel: usize, stride: usize, padding: usize) -> Result<[usize; 2], ArchitectureError> {
+    fn spatial(
+        &self,
+        name: &str,
+        kernel: usize,
+        stride: usize,
+        padding: usize,
+    ) -> Result<[usize; 2], ArchitectureError> {
         let [h, w] = [self.shape[1], self.shape[2]];
         match (output_side(h, kernel, stride, padding), output_side(w, kernel, stride, padding)) {
             (Some(oh), Some(ow)) if oh > 0 && ow > 0 => Ok([oh, ow]),

@@ -33,9 +33,10 @@ impl ModelKind {
 impl std::str::FromStr for ModelKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ModelKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            format!("unknown model '{s}': expected one of alexnet-2012, alexnet-owt, alexnet-small")
-        })
+        ModelKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown model '{s}': expected one of alexnet-2012, alexnet-owt, alexnet-small"))
     }
 }
 
@@ -93,9 +94,7 @@ impl ModelSpec {
                 let d = AlexNetSmallConfig::new();
                 let towers = self.towers.unwrap_or(d.towers);
                 if towers != 1 && towers != 2 {
-                    return Err(ArchitectureError(format!(
-                        "alexnet-small has 1 or 2 towers, got {towers}"
-                    )));
+                    return Err(ArchitectureError(format!("alexnet-small has 1 or 2 towers, got {towers}")));
                 }
                 AlexNetSmallConfig {
                     classes: self.classes.unwrap_or(d.classes),
@@ -115,10 +114,7 @@ impl ModelSpec {
             )));
         }
         if !(0.0..1.0).contains(&arch.dropout) {
-            return Err(ArchitectureError(format!(
-                "{}: dropout must be in [0, 1), got {}",
-                arch.name, arch.dropout
-            )));
+            return Err(ArchitectureError(format!("{}: dropout must be in [0, 1), got {}", arch.name, arch.dropout)));
         }
         arch.profile()?;
         Ok(arch)
@@ -126,10 +122,9 @@ impl ModelSpec {
 
     fn reject_towers(&self, fixed: usize) -> Result<(), ArchitectureError> {
         match self.towers {
-            Some(t) if t != fixed => Err(ArchitectureError(format!(
-                "{} has exactly {fixed} tower(s), got --towers {t}",
-                self.kind.name()
-            ))),
+            Some(t) if t != fixed => {
+                Err(ArchitectureError(format!("{} has exactly {fixed} tower(s), got --towers {t}", self.kind.name())))
+            }
             _ => Ok(()),
         }
     }

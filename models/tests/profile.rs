@@ -72,7 +72,8 @@ fn assert_module_matches_profile(arch: &Architecture, batch: usize) {
     let profile = arch.profile().unwrap();
     assert_eq!(model.num_params(), profile.total_params, "{}: module vs profile parameters", arch.name);
     let (seen, out) = observed_shapes(&model, batch);
-    let listed: Vec<(String, Vec<usize>)> = profile.layers.iter().map(|l| (l.name.clone(), l.output_shape.clone())).collect();
+    let listed: Vec<(String, Vec<usize>)> =
+        profile.layers.iter().map(|l| (l.name.clone(), l.output_shape.clone())).collect();
     assert_eq!(seen, listed, "{}: observed activations vs profile", arch.name);
     assert_eq!(out, [batch, arch.classes]);
 }
@@ -87,7 +88,8 @@ fn full_size_modules_match_their_profiles() {
 fn small_models_match_their_profiles_for_both_geometries_and_tower_counts() {
     for (input, channels) in [(28, 1), (32, 3)] {
         for towers in [1, 2] {
-            let arch = AlexNetSmallConfig::new().with_input(input).with_channels(channels).with_towers(towers).architecture();
+            let arch =
+                AlexNetSmallConfig::new().with_input(input).with_channels(channels).with_towers(towers).architecture();
             assert_module_matches_profile(&arch, 3);
         }
     }
@@ -123,11 +125,16 @@ fn wrong_geometry_is_an_error_naming_expected_and_actual() {
     let arch = AlexNet2012Config::new().architecture();
     let err = arch.check_input([8, 1, 28, 28]).unwrap_err().to_string();
     assert!(err.contains("[N, 3, 227, 227]") && err.contains("[N, 1, 28, 28]"), "{err}");
-    let err = ModelSpec { input: Some(28), ..ModelSpec::new(ModelKind::AlexNet2012) }.architecture().unwrap_err().to_string();
+    let err =
+        ModelSpec { input: Some(28), ..ModelSpec::new(ModelKind::AlexNet2012) }.architecture().unwrap_err().to_string();
     assert!(err.contains("too small"), "{err}");
-    let err = ModelSpec { towers: Some(3), ..ModelSpec::new(ModelKind::AlexNetSmall) }.architecture().unwrap_err().to_string();
+    let err = ModelSpec { towers: Some(3), ..ModelSpec::new(ModelKind::AlexNetSmall) }
+        .architecture()
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("got 3"), "{err}");
-    let err = ModelSpec { towers: Some(2), ..ModelSpec::new(ModelKind::AlexNetOwt) }.architecture().unwrap_err().to_string();
+    let err =
+        ModelSpec { towers: Some(2), ..ModelSpec::new(ModelKind::AlexNetOwt) }.architecture().unwrap_err().to_string();
     assert!(err.contains("exactly 1"), "{err}");
     assert!("alexnet-9000".parse::<ModelKind>().unwrap_err().contains("alexnet-small"));
 }

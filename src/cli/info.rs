@@ -46,9 +46,20 @@ pub fn render_table(p: &ModelProfile) -> String {
     let mut out = format!("{}\n{:<8} {:>12} {:>15}  {}\n", p.model, "layer", "params", "MACs/image", "output");
     for l in &p.layers {
         let shape = l.output_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x");
-        out += &format!("{:<8} {:>12} {:>15}  {}\n", l.name, group_thousands(l.params as u64), group_thousands(l.macs), shape);
+        out += &format!(
+            "{:<8} {:>12} {:>15}  {}\n",
+            l.name,
+            group_thousands(l.params as u64),
+            group_thousands(l.macs),
+            shape
+        );
     }
-    out += &format!("{:<8} {:>12} {:>15}\n", "total", group_thousands(p.total_params as u64), group_thousands(p.total_macs));
+    out += &format!(
+        "{:<8} {:>12} {:>15}\n",
+        "total",
+        group_thousands(p.total_params as u64),
+        group_thousands(p.total_macs)
+    );
     let (conv_p, conv_m) = p.sum_by_prefix("conv");
     out += &format!(
         "conv layers: {:.1}% of parameters, {:.1}% of MACs\n",

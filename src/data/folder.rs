@@ -33,11 +33,14 @@ impl ImageFolder {
             return Err(OwtError::data(format!("image folders give 1 or 3 channels, got {channels}")));
         }
         if crop == 0 || resize < crop {
-            return Err(OwtError::data(format!("resize side ({resize}) must be at least the crop side ({crop}) and positive")));
+            return Err(OwtError::data(format!(
+                "resize side ({resize}) must be at least the crop side ({crop}) and positive"
+            )));
         }
         let entries = std::fs::read_dir(root)
             .map_err(|e| OwtError::data(format!("cannot read image folder {}: {e}", root.display())))?;
-        let mut class_dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        let mut class_dirs: Vec<PathBuf> =
+            entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
         class_dirs.sort();
         let mut files = Vec::new();
         let mut class_names = Vec::new();
@@ -86,7 +89,10 @@ impl ImageFolder {
         };
         let (w, h) = (decoded.width().max(1) as usize, decoded.height().max(1) as usize);
         let scale = self.resize as f64 / w.min(h) as f64;
-        let (nw, nh) = (((w as f64 * scale).round() as u32).max(side as u32), ((h as f64 * scale).round() as u32).max(side as u32));
+        let (nw, nh) = (
+            ((w as f64 * scale).round() as u32).max(side as u32),
+            ((h as f64 * scale).round() as u32).max(side as u32),
+        );
         let resized = decoded.resize_exact(nw, nh, FilterType::Triangle);
         let (x0, y0) = if augment {
             (rng.random_range(0..=(nw as usize - side)), rng.random_range(0..=(nh as usize - side)))

@@ -50,16 +50,12 @@ pub fn parse_idx(bytes: &[u8]) -> Result<IdxArray, String> {
             bytes.len()
         ));
     }
-    let dims: Vec<usize> = bytes[4..header]
-        .chunks_exact(4)
-        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize)
-        .collect();
+    let dims: Vec<usize> =
+        bytes[4..header].chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize).collect();
     let expected = dims.iter().product::<usize>();
     let actual = bytes.len() - header;
     if actual < expected {
-        return Err(format!(
-            "truncated: dimensions {dims:?} need {expected} data bytes, the file has {actual}"
-        ));
+        return Err(format!("truncated: dimensions {dims:?} need {expected} data bytes, the file has {actual}"));
     }
     if actual > expected {
         return Err(format!(

@@ -14,7 +14,11 @@ fn split_files(dir: &Path, train: bool) -> (PathBuf, PathBuf) {
     let prefix = if train { "train" } else { "t10k" };
     let find = |stem: String| -> PathBuf {
         let gz = dir.join(format!("{stem}.gz"));
-        if gz.exists() { gz } else { dir.join(stem) }
+        if gz.exists() {
+            gz
+        } else {
+            dir.join(stem)
+        }
     };
     (find(format!("{prefix}-images-idx3-ubyte")), find(format!("{prefix}-labels-idx1-ubyte")))
 }
@@ -60,10 +64,7 @@ pub fn load_mnist_split(dir: &Path, train: bool, name: &str, install_hint: &str)
         return Err(OwtError::data(format!("{}: the dataset is empty (0 images)", images_path.display())));
     }
     if let Some(bad) = labels.data.iter().find(|&&l| l >= 10) {
-        return Err(OwtError::data(format!(
-            "{}: labels must be 0..=9, found {bad}",
-            labels_path.display()
-        )));
+        return Err(OwtError::data(format!("{}: labels must be 0..=9, found {bad}", labels_path.display())));
     }
     let dims = [1, images.dims[1], images.dims[2]];
     Ok(InMemoryImages::new(dims, 10, images.data, labels.data, false))

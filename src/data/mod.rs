@@ -74,7 +74,9 @@ pub fn open_splits(req: &DataRequest) -> Result<Splits, OwtError> {
         }
         DatasetKind::Folder => {
             let dir = req.dir.clone().ok_or_else(|| {
-                OwtError::data("--dataset folder needs --data DIR with DIR/train/<class>/*.jpg and DIR/val/<class>/*.jpg")
+                OwtError::data(
+                    "--dataset folder needs --data DIR with DIR/train/<class>/*.jpg and DIR/val/<class>/*.jpg",
+                )
             })?;
             folder_splits(&dir, req.model_input)?
         }

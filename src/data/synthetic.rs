@@ -1,8 +1,8 @@
 //! A synthetic labelled dataset: learnable, deterministic, any geometry. For benchmarks and
 //! tests where real images are not the point.
 
-use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 use crate::data::images::InMemoryImages;
 

@@ -21,7 +21,10 @@ impl<IB: Backend> ModuleMapper<Autodiff<Hybrid<IB>>> for Placer<'_> {
         self.path.pop();
     }
 
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<Autodiff<Hybrid<IB>>, D>>) -> Param<Tensor<Autodiff<Hybrid<IB>>, D>> {
+    fn map_float<const D: usize>(
+        &mut self,
+        param: Param<Tensor<Autodiff<Hybrid<IB>>, D>>,
+    ) -> Param<Tensor<Autodiff<Hybrid<IB>>, D>> {
         let (id, tensor, mapper) = param.consume();
         let placement = (self.rule)(&self.path.join("."), &tensor.dims());
         Param::from_mapped_value(id, tensor.distribute(placement), mapper)
@@ -29,17 +32,21 @@ impl<IB: Backend> ModuleMapper<Autodiff<Hybrid<IB>>> for Placer<'_> {
 }
 
 /// Gives every float parameter of `module` the placement `rule(path, shape)` returns.
-pub fn place_parameters<IB: Backend, M: Module<Autodiff<Hybrid<IB>>>>(module: M, mut rule: impl FnMut(&str, &[usize]) -> Placement) -> M {
+pub fn place_parameters<IB: Backend, M: Module<Autodiff<Hybrid<IB>>>>(
+    module: M,
+    mut rule: impl FnMut(&str, &[usize]) -> Placement,
+) -> M {
     let mut placer = Placer { path: Vec::new(), rule: &mut rule };
     module.map(&mut placer)
 }
 
-struct Paths {
+/// Visits every float parameter with its dotted path.
+struct Walker<F> {
     path: Vec<String>,
-    found: Vec<(String, Vec<usize>)>,
+    visit: F,
 }
 
-impl<B: Backend> ModuleVisitor<B> for Paths {
+impl<B: Backend, F: FnMut(String, &dyn ParamView)> ModuleVisitor<B> for Walker<F> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -49,40 +56,41 @@ impl<B: Backend> ModuleVisitor<B> for Paths {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        self.found.push((self.path.join("."), param.dims().to_vec()));
+        (self.visit)(self.path.join("."), &ParamOf(param));
     }
+}
+
+/// What a walker callback may ask of a parameter of any rank.
+trait ParamView {
+    fn dims(&self) -> Vec<usize>;
+    fn values(&self) -> Vec<f32>;
+}
+
+struct ParamOf<'a, B: Backend, const D: usize>(&'a Param<Tensor<B, D>>);
+
+impl<B: Backend, const D: usize> ParamView for ParamOf<'_, B, D> {
+    fn dims(&self) -> Vec<usize> {
+        self.0.dims().to_vec()
+    }
+
+    fn values(&self) -> Vec<f32> {
+        self.0.val().into_data().convert::<f32>().to_vec::<f32>().expect("f32 data")
+    }
+}
+
+fn walk<B: Backend, M: Module<B>, T>(module: &M, mut f: impl FnMut(&dyn ParamView) -> T) -> Vec<(String, T)> {
+    let mut found = Vec::new();
+    let mut walker = Walker { path: Vec::new(), visit: |path: String, p: &dyn ParamView| found.push((path, f(p))) };
+    module.visit(&mut walker);
+    found
 }
 
 /// Every float parameter's path and shape, in module order.
 pub fn parameter_paths<B: Backend, M: Module<B>>(module: &M) -> Vec<(String, Vec<usize>)> {
-    let mut v = Paths { path: Vec::new(), found: Vec::new() };
-    module.visit(&mut v);
-    v.found
-}
-
-struct Values {
-    path: Vec<String>,
-    found: Vec<(String, Vec<f32>)>,
-}
-
-impl<B: Backend> ModuleVisitor<B> for Values {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let values = param.val().into_data().convert::<f32>().to_vec::<f32>().expect("f32 data");
-        self.found.push((self.path.join("."), values));
-    }
+    walk(module, |p| p.dims())
 }
 
 /// Every float parameter's path and values (read back whole), in module order.
 pub fn parameter_values<B: Backend, M: Module<B>>(module: &M) -> Vec<(String, Vec<f32>)> {
-    let mut v = Values { path: Vec::new(), found: Vec::new() };
-    module.visit(&mut v);
-    v.found
+    walk(module, |p| p.values())
 }

@@ -50,12 +50,14 @@ fn recorder() -> NamedMpkBytesRecorder<FullPrecisionSettings> {
 
 /// Serialises a record (module or optimizer state) to bytes.
 pub fn record_to_bytes<B: Backend, R: Record<B>>(record: R) -> Result<Vec<u8>, OwtError> {
-    Recorder::<B>::record(&recorder(), record, ()).map_err(|e| OwtError::checkpoint(format!("cannot encode record: {e}")))
+    Recorder::<B>::record(&recorder(), record, ())
+        .map_err(|e| OwtError::checkpoint(format!("cannot encode record: {e}")))
 }
 
 /// Decodes a record from bytes onto `device`.
 pub fn record_from_bytes<B: Backend, R: Record<B>>(bytes: &[u8], device: &B::Device) -> Result<R, OwtError> {
-    Recorder::<B>::load(&recorder(), bytes.to_vec(), device).map_err(|e| OwtError::checkpoint(format!("cannot decode record: {e}")))
+    Recorder::<B>::load(&recorder(), bytes.to_vec(), device)
+        .map_err(|e| OwtError::checkpoint(format!("cannot decode record: {e}")))
 }
 
 impl Checkpoint {
@@ -75,10 +77,17 @@ impl Checkpoint {
     pub fn load(dir: &Path) -> Result<Checkpoint, OwtError> {
         let path = checkpoint_path(dir);
         let bytes = std::fs::read(&path).map_err(|e| {
-            OwtError::checkpoint(format!("cannot read {}: {e} (train with --out {} first)", path.display(), dir.display()))
+            OwtError::checkpoint(format!(
+                "cannot read {}: {e} (train with --out {} first)",
+                path.display(),
+                dir.display()
+            ))
         })?;
         if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-            return Err(OwtError::checkpoint(format!("{} is not an owt checkpoint (expected it to start with OWTCKPT1)", path.display())));
+            return Err(OwtError::checkpoint(format!(
+                "{} is not an owt checkpoint (expected it to start with OWTCKPT1)",
+                path.display()
+            )));
         }
         let mut rest = &bytes[MAGIC.len()..];
         let mut sections = Vec::with_capacity(3);

@@ -5,14 +5,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
-use burn::optim::momentum::MomentumConfig;
 use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
+use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use rand::rngs::StdRng;
 
 use owt_models::{AlexNet, Head};
 
@@ -58,7 +58,12 @@ pub fn batch_tensors<B: Backend>(batch: Batch, device: &B::Device) -> (Tensor<B,
 }
 
 /// Loss and accuracy of `model` on `source` (deterministic view, no augmentation).
-pub fn evaluate<B: Backend>(model: &AlexNet<B>, head: Head, source: &dyn ImageSource, device: &B::Device) -> Evaluation {
+pub fn evaluate<B: Backend>(
+    model: &AlexNet<B>,
+    head: Head,
+    source: &dyn ImageSource,
+    device: &B::Device,
+) -> Evaluation {
     let mut rng = StdRng::seed_from_u64(0);
     let (mut loss_sum, mut correct) = (0.0, 0usize);
     let indices: Vec<usize> = (0..source.len()).collect();
@@ -84,7 +89,12 @@ fn epoch_seed(seed: u64, epoch: usize) -> u64 {
 
 /// Trains `config` on `splits` with backend `B` on `device`, writing metrics and a
 /// checkpoint to `opts.out` after each epoch. Returns all epochs' metrics (resumed ones included).
-pub fn train<B: AutodiffBackend>(config: &TrainConfig, splits: &Splits, device: &B::Device, opts: &RunOptions) -> Result<Vec<EpochMetrics>, OwtError> {
+pub fn train<B: AutodiffBackend>(
+    config: &TrainConfig,
+    splits: &Splits,
+    device: &B::Device,
+    opts: &RunOptions,
+) -> Result<Vec<EpochMetrics>, OwtError> {
     config.validate()?;
     let arch = config.model.architecture()?;
     let [c, h, w] = splits.train.image_dims();

@@ -7,7 +7,7 @@ use burn::tensor::{BoolDType, FloatDType, IntDType, Scalar, Shape, Slice, Tensor
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
-use crate::ops::float::{align_indexed, replicate_with, to_mesh, whole};
+use crate::ops::float::{replicate_with, to_mesh, whole};
 use crate::placement::Placement;
 use crate::rules::{binary, fallback, gather_for, unary, Linearity};
 use crate::shape_rules;
@@ -64,70 +64,35 @@ impl<B: Backend> BoolTensorOps<Self> for Hybrid<B> {
     fn bool_slice_assign(tensor: Bo<B>, slices: &[Slice], value: Bo<B>) -> Bo<B> {
         let (tensor, value) = (gather_for("bool_slice_assign", tensor), gather_for("bool_slice_assign", value));
         let mesh = tensor.mesh.clone();
-        let shards = tensor.shards.into_iter().zip(value.shards).map(|(t, v)| B::bool_slice_assign(t, slices, v)).collect();
+        let shards =
+            tensor.shards.into_iter().zip(value.shards).map(|(t, v)| B::bool_slice_assign(t, slices, v)).collect();
         crate::rules::assemble(mesh, Placement::Replicate, shards)
     }
 
     fn bool_mask_where(tensor: Bo<B>, mask: Bo<B>, value: Bo<B>) -> Bo<B> {
-        let (tensor, mask, value, placement) = crate::rules::align3("bool_mask_where", tensor, mask, value);
-        let mesh = tensor.mesh.clone();
-        let shards = tensor
-            .shards
-            .into_iter()
-            .zip(mask.shards)
-            .zip(value.shards)
-            .map(|((t, m), v)| B::bool_mask_where(t, m, v))
-            .collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::mask_where("bool_mask_where", tensor, mask, value, |t, m, v| B::bool_mask_where(t, m, v))
     }
 
     fn bool_mask_fill(tensor: Bo<B>, mask: Bo<B>, value: Scalar) -> Bo<B> {
-        binary::<B, BoolKind, BoolKind, BoolKind>("bool_mask_fill", tensor, mask, Linearity::None, |t, m| B::bool_mask_fill(t, m, value))
+        binary::<B, BoolKind, BoolKind, BoolKind>("bool_mask_fill", tensor, mask, Linearity::None, |t, m| {
+            B::bool_mask_fill(t, m, value)
+        })
     }
 
     fn bool_gather(dim: usize, tensor: Bo<B>, indices: I<B>) -> Bo<B> {
-        let (tensor, indices, placement) = align_indexed("bool_gather", tensor, indices, dim);
-        let mesh = tensor.mesh.clone();
-        let shards = tensor.shards.into_iter().zip(indices.shards).map(|(t, i)| B::bool_gather(dim, t, i)).collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::gather_along("bool_gather", dim, tensor, indices, |t, i| B::bool_gather(dim, t, i))
     }
 
     fn bool_scatter_or(dim: usize, tensor: Bo<B>, indices: I<B>, value: Bo<B>) -> Bo<B> {
-        let (tensor, indices, value) = (gather_for("bool_scatter_or", tensor), gather_for("bool_scatter_or", indices), gather_for("bool_scatter_or", value));
-        let mesh = tensor.mesh.clone();
-        let shards = tensor
-            .shards
-            .into_iter()
-            .zip(indices.shards)
-            .zip(value.shards)
-            .map(|((t, i), v)| B::bool_scatter_or(dim, t, i, v))
-            .collect();
-        crate::rules::assemble(mesh, Placement::Replicate, shards)
+        crate::rules::gathered3("bool_scatter_or", tensor, indices, value, |t, i, v| B::bool_scatter_or(dim, t, i, v))
     }
 
     fn bool_select(tensor: Bo<B>, dim: usize, indices: I<B>) -> Bo<B> {
-        let indices = gather_for("bool_select", indices);
-        let tensor = match tensor.placement {
-            Placement::Shard(d) if d == dim => gather_for("bool_select", tensor),
-            _ => tensor,
-        };
-        let mesh = tensor.mesh.clone();
-        let placement = tensor.placement;
-        let shards = tensor.shards.into_iter().zip(indices.shards).map(|(t, i)| B::bool_select(t, dim, i)).collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::select_along("bool_select", dim, tensor, indices, |t, i| B::bool_select(t, dim, i))
     }
 
     fn bool_select_or(tensor: Bo<B>, dim: usize, indices: I<B>, value: Bo<B>) -> Bo<B> {
-        let (tensor, indices, value) = (gather_for("bool_select_or", tensor), gather_for("bool_select_or", indices), gather_for("bool_select_or", value));
-        let mesh = tensor.mesh.clone();
-        let shards = tensor
-            .shards
-            .into_iter()
-            .zip(indices.shards)
-            .zip(value.shards)
-            .map(|((t, i), v)| B::bool_select_or(t, dim, i, v))
-            .collect();
-        crate::rules::assemble(mesh, Placement::Replicate, shards)
+        crate::rules::gathered3("bool_select_or", tensor, indices, value, |t, i, v| B::bool_select_or(t, dim, i, v))
     }
 
     fn bool_equal(lhs: Bo<B>, rhs: Bo<B>) -> Bo<B> {
@@ -178,4 +143,3 @@ impl<B: Backend> BoolTensorOps<Self> for Hybrid<B> {
         shape_rules::cat(tensors, dim)
     }
 }
-

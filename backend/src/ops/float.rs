@@ -2,79 +2,38 @@
 
 use burn::tensor::backend::{Backend, ExecutionError};
 use burn::tensor::ops::FloatTensorOps;
-use burn::tensor::{TensorMetadata, BoolDType, Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
+use burn::tensor::{BoolDType, Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData, TensorMetadata};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::collectives::{broadcast, redistribute};
 use crate::dtensor::DTensor;
 use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
+use crate::ops::macros::{along_dim_ops, binary_ops, cmp_elem_ops, cmp_ops, scalar_ops, unary_ops};
 use crate::placement::Placement;
-use crate::rules::{binary, fallback, gather_for, linear, per_rank, reduce_dim, resolve_partial, unary, Linearity, ShardedReduce};
+use crate::rules::{
+    binary, fallback, gather_for, linear, per_rank, reduce_dim, resolve_partial, unary, Linearity, ShardedReduce,
+};
 use crate::shape_rules;
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
 type Bo<B> = HybridBool<B>;
 
-macro_rules! unary_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(tensor: F<B>) -> F<B> {
-            unary(tensor, |p| B::$name(p))
-        }
-    )*};
-}
-
-macro_rules! scalar_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(lhs: F<B>, rhs: Scalar) -> F<B> {
-            unary(lhs, |p| B::$name(p, rhs))
-        }
-    )*};
-}
-
-macro_rules! binary_ops {
-    ($($name:ident : $lin:expr),* $(,)?) => {$(
-        fn $name(lhs: F<B>, rhs: F<B>) -> F<B> {
-            binary::<B, FloatKind, FloatKind, FloatKind>(stringify!($name), lhs, rhs, $lin, |a, b| B::$name(a, b))
-        }
-    )*};
-}
-
-macro_rules! cmp_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(lhs: F<B>, rhs: F<B>, out_dtype: BoolDType) -> Bo<B> {
-            binary::<B, FloatKind, FloatKind, BoolKind>(stringify!($name), lhs, rhs, Linearity::None, |a, b| B::$name(a, b, out_dtype))
-        }
-    )*};
-}
-
-macro_rules! cmp_elem_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(lhs: F<B>, rhs: Scalar, out_dtype: BoolDType) -> Bo<B> {
-            unary::<B, FloatKind, BoolKind>(lhs, |p| B::$name(p, rhs, out_dtype))
-        }
-    )*};
-}
-
-/// Ops along a dimension that see the whole dimension (cumulative ops): local unless sharded
-/// on that dimension, where they are gathered.
-macro_rules! along_dim_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(tensor: F<B>, dim: usize) -> F<B> {
-            reduce_dim::<B, FloatKind, FloatKind>(stringify!($name), tensor, dim, ShardedReduce::Gather, |p| B::$name(p, dim))
-        }
-    )*};
-}
-
 /// A Replicate tensor made on every rank by `make(device)` (host data is uploaded to each
 /// rank; nothing moves between ranks).
-pub(crate) fn replicate_with<B: Backend, K: crate::kind::ShardKind<B>>(mesh: &MeshDevice<B::Device>, mut make: impl FnMut(&B::Device) -> K::Prim) -> DTensor<B, K> {
+pub(crate) fn replicate_with<B: Backend, K: crate::kind::ShardKind<B>>(
+    mesh: &MeshDevice<B::Device>,
+    mut make: impl FnMut(&B::Device) -> K::Prim,
+) -> DTensor<B, K> {
     DTensor::replicated(mesh.clone(), |r| make(mesh.rank_device(r)))
 }
 
 /// Moves a tensor to another mesh (or returns it if it is on `device` already).
-pub(crate) fn to_mesh<B: Backend, K: crate::kind::ShardKind<B>>(t: DTensor<B, K>, device: &MeshDevice<B::Device>) -> DTensor<B, K> {
+pub(crate) fn to_mesh<B: Backend, K: crate::kind::ShardKind<B>>(
+    t: DTensor<B, K>,
+    device: &MeshDevice<B::Device>,
+) -> DTensor<B, K> {
     if &t.mesh == device {
         return t;
     }
@@ -127,25 +86,6 @@ fn matmul<B: Backend>(lhs: F<B>, rhs: F<B>) -> F<B> {
     crate::rules::assemble(mesh, out, shards)
 }
 
-/// Gather / scatter-style ops: `tensor` and `indices` must agree on a placement that does not
-/// shard `dim`; a Replicate partner is sliced to the other's shards for free.
-pub(crate) fn align_indexed<B: Backend, K: crate::kind::ShardKind<B>>(op: &str, tensor: DTensor<B, K>, indices: I<B>, dim: usize) -> (DTensor<B, K>, I<B>, Placement) {
-    use Placement::*;
-    let tensor = resolve_partial(tensor);
-    let indices = resolve_partial(indices);
-    match (tensor.placement, indices.placement) {
-        (Replicate, Replicate) => (tensor, indices, Replicate),
-        (Shard(d), Shard(e)) if d == e && d != dim && tensor.shape[d] == indices.shape[d] => (tensor, indices, Shard(d)),
-        (Shard(d), Replicate) if d != dim && tensor.shape[d] == indices.shape[d] => {
-            (tensor, crate::collectives::shard_locally(indices, d), Shard(d))
-        }
-        (Replicate, Shard(d)) if d != dim && tensor.shape[d] == indices.shape[d] => {
-            (crate::collectives::shard_locally(tensor, d), indices, Shard(d))
-        }
-        _ => (gather_for(op, tensor), gather_for(op, indices), Replicate),
-    }
-}
-
 /// `gather` along the sharded dimension (picking each image's class logit out of
 /// column-split logits): every rank picks the indices that fall in its slice and contributes
 /// zeros elsewhere, so the result is a `Partial` sum and nothing moves until it is consumed.
@@ -170,7 +110,8 @@ fn gather_on_sharded_dim<B: Backend>(dim: usize, tensor: F<B>, indices: I<B>) ->
                 B::int_greater_equal_elem(idx.clone(), start, bool_dtype),
                 B::int_lower_elem(idx.clone(), Scalar::Int(range.end as i64), bool_dtype),
             );
-            let local = B::int_clamp(B::int_sub_scalar(idx, start), Scalar::Int(0), Scalar::Int(range.len() as i64 - 1));
+            let local =
+                B::int_clamp(B::int_sub_scalar(idx, start), Scalar::Int(0), Scalar::Int(range.len() as i64 - 1));
             let picked = B::float_gather(dim, t, local);
             B::float_mask_fill(picked, B::bool_not(inside), Scalar::Float(0.0))
         })
@@ -184,7 +125,12 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     }
 
     /// Replicated random tensors are drawn once on rank 0 and broadcast, so replicas agree.
-    fn float_random(shape: Shape, distribution: Distribution, device: &MeshDevice<B::Device>, dtype: FloatDType) -> F<B> {
+    fn float_random(
+        shape: Shape,
+        distribution: Distribution,
+        device: &MeshDevice<B::Device>,
+        dtype: FloatDType,
+    ) -> F<B> {
         let drawn = B::float_random(shape, distribution, device.rank_device(0), dtype);
         broadcast::<B, FloatKind>(device, drawn, 0)
     }
@@ -221,7 +167,7 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
         replicate_with::<B, FloatKind>(device, |d| B::float_full(shape.clone(), fill_value, d, dtype))
     }
 
-    binary_ops!(
+    binary_ops!(FloatKind;
         float_add: Linearity::Additive,
         float_sub: Linearity::Additive,
         float_mul: Linearity::Scaling,
@@ -231,7 +177,7 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
         float_atan2: Linearity::None,
     );
 
-    scalar_ops!(float_add_scalar, float_sub_scalar, float_remainder_scalar, float_powf_scalar_impl);
+    scalar_ops!(FloatKind; float_add_scalar, float_sub_scalar, float_remainder_scalar, float_powf_scalar_impl);
 
     fn float_mul_scalar(lhs: F<B>, rhs: Scalar) -> F<B> {
         linear(lhs, |p| B::float_mul_scalar(p, rhs))
@@ -250,11 +196,14 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     }
 
     fn float_cross(lhs: F<B>, rhs: F<B>, dim: usize) -> F<B> {
-        let (lhs, rhs) = (resolve_partial(gather_for("float_cross", lhs)), resolve_partial(gather_for("float_cross", rhs)));
-        binary::<B, FloatKind, FloatKind, FloatKind>("float_cross", lhs, rhs, Linearity::None, |a, b| B::float_cross(a, b, dim))
+        let (lhs, rhs) =
+            (resolve_partial(gather_for("float_cross", lhs)), resolve_partial(gather_for("float_cross", rhs)));
+        binary::<B, FloatKind, FloatKind, FloatKind>("float_cross", lhs, rhs, Linearity::None, |a, b| {
+            B::float_cross(a, b, dim)
+        })
     }
 
-    unary_ops!(
+    unary_ops!(FloatKind;
         float_recip, float_exp, float_log, float_log1p, float_sqrt, float_abs, float_cos, float_sin, float_tan,
         float_cosh, float_sinh, float_tanh, float_acos, float_acosh, float_asin, float_asinh, float_atan, float_atanh,
         float_round, float_floor, float_ceil, float_trunc, float_erf,
@@ -288,10 +237,7 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
         if tensor.placement == Placement::Shard(dim) && tensor.ranks() > 1 {
             return gather_on_sharded_dim(dim, tensor, indices);
         }
-        let (tensor, indices, placement) = align_indexed("float_gather", tensor, indices, dim);
-        let mesh = tensor.mesh.clone();
-        let shards = tensor.shards.into_iter().zip(indices.shards).map(|(t, i)| B::float_gather(dim, t, i)).collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::gather_along("float_gather", dim, tensor, indices, |t, i| B::float_gather(dim, t, i))
     }
 
     fn float_scatter_add(dim: usize, tensor: F<B>, indices: I<B>, value: F<B>) -> F<B> {
@@ -302,11 +248,13 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
         } else {
             indices
         };
-        let (tensor, indices, placement) = align_indexed("float_scatter_add", tensor, indices, dim);
+        let (tensor, indices, placement) = crate::rules::align_indexed("float_scatter_add", tensor, indices, dim);
         let value = match placement {
             Placement::Shard(d) if value.shape[d] == tensor.shape[d] => redistribute(resolve_partial(value), placement),
             Placement::Replicate => gather_for("float_scatter_add", value),
-            _ => panic!("float_scatter_add: value {:?} does not match tensor {:?}", &value.shape[..], &tensor.shape[..]),
+            _ => {
+                panic!("float_scatter_add: value {:?} does not match tensor {:?}", &value.shape[..], &tensor.shape[..])
+            }
         };
         let mesh = tensor.mesh.clone();
         let shards = tensor
@@ -320,19 +268,7 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     }
 
     fn float_select(tensor: F<B>, dim: usize, indices: I<B>) -> F<B> {
-        let indices = gather_for("float_select", indices);
-        match tensor.placement {
-            Placement::Shard(d) if d == dim => {
-                let idx = indices.shards[0].clone();
-                fallback("float_select", tensor, |p| B::float_select(p, dim, idx.clone()))
-            }
-            _ => {
-                let mesh = tensor.mesh.clone();
-                let placement = tensor.placement;
-                let shards = tensor.shards.into_iter().zip(indices.shards).map(|(t, i)| B::float_select(t, dim, i)).collect();
-                crate::rules::assemble(mesh, placement, shards)
-            }
-        }
+        crate::rules::select_along("float_select", dim, tensor, indices, |t, i| B::float_select(t, dim, i))
     }
 
     fn float_select_add(tensor: F<B>, dim: usize, indices: I<B>, value: F<B>) -> F<B> {
@@ -361,11 +297,23 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
 
     fn float_slice_assign(tensor: F<B>, slices: &[Slice], value: F<B>) -> F<B> {
         let placement = match (tensor.placement, value.placement) {
-            (Placement::Shard(d), _) if shape_rules::covers_dim(slices, &tensor.shape, d) && value.shape[d] == tensor.shape[d] => tensor.placement,
+            (Placement::Shard(d), _)
+                if shape_rules::covers_dim(slices, &tensor.shape, d) && value.shape[d] == tensor.shape[d] =>
+            {
+                tensor.placement
+            }
             _ => Placement::Replicate,
         };
-        let tensor = if placement == Placement::Replicate { resolve_partial(gather_for("float_slice_assign", tensor)) } else { tensor };
-        let value = if placement == Placement::Replicate { resolve_partial(gather_for("float_slice_assign", value)) } else { redistribute(resolve_partial(value), placement) };
+        let tensor = if placement == Placement::Replicate {
+            resolve_partial(gather_for("float_slice_assign", tensor))
+        } else {
+            tensor
+        };
+        let value = if placement == Placement::Replicate {
+            resolve_partial(gather_for("float_slice_assign", value))
+        } else {
+            redistribute(resolve_partial(value), placement)
+        };
         let k = tensor.ranks();
         let locals: Vec<Vec<Slice>> = (0..k)
             .map(|r| match placement {
@@ -385,64 +333,63 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     }
 
     fn float_mask_where(tensor: F<B>, mask: Bo<B>, value: F<B>) -> F<B> {
-        let (tensor, mask, value, placement) = crate::rules::align3("float_mask_where", tensor, mask, value);
-        let mesh = tensor.mesh.clone();
-        let shards = tensor
-            .shards
-            .into_iter()
-            .zip(mask.shards)
-            .zip(value.shards)
-            .map(|((t, m), v)| B::float_mask_where(t, m, v))
-            .collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::mask_where("float_mask_where", tensor, mask, value, |t, m, v| B::float_mask_where(t, m, v))
     }
 
     fn float_mask_fill(tensor: F<B>, mask: Bo<B>, value: Scalar) -> F<B> {
-        binary::<B, FloatKind, BoolKind, FloatKind>("float_mask_fill", tensor, mask, Linearity::None, |t, m| B::float_mask_fill(t, m, value))
+        binary::<B, FloatKind, BoolKind, FloatKind>("float_mask_fill", tensor, mask, Linearity::None, |t, m| {
+            B::float_mask_fill(t, m, value)
+        })
     }
 
-    cmp_ops!(float_equal, float_greater, float_greater_equal, float_lower, float_lower_equal);
-    cmp_elem_ops!(float_equal_elem, float_greater_elem, float_greater_equal_elem, float_lower_elem, float_lower_equal_elem);
+    cmp_ops!(FloatKind; float_equal, float_greater, float_greater_equal, float_lower, float_lower_equal);
+    cmp_elem_ops!(FloatKind; float_equal_elem, float_greater_elem, float_greater_equal_elem, float_lower_elem, float_lower_equal_elem);
 
     fn float_sum(tensor: F<B>) -> F<B> {
-        let placement = match tensor.placement {
-            Placement::Replicate => Placement::Replicate,
-            _ => Placement::Partial,
-        };
-        let mesh = tensor.mesh.clone();
-        let shards = tensor.shards.into_iter().map(|p| B::float_sum(p)).collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::sum_all(tensor, |p| B::float_sum(p))
     }
 
     fn float_sum_dim(tensor: F<B>, dim: usize) -> F<B> {
-        reduce_dim::<B, FloatKind, FloatKind>("float_sum_dim", tensor, dim, ShardedReduce::Sum, |p| B::float_sum_dim(p, dim))
+        reduce_dim::<B, FloatKind, FloatKind>("float_sum_dim", tensor, dim, ShardedReduce::Sum, |p| {
+            B::float_sum_dim(p, dim)
+        })
     }
 
     fn float_mean_dim(tensor: F<B>, dim: usize) -> F<B> {
         if tensor.placement == Placement::Shard(dim) || tensor.placement == Placement::Partial {
             let len = tensor.shape[dim] as f64;
-            let sums = reduce_dim::<B, FloatKind, FloatKind>("float_mean_dim", tensor, dim, ShardedReduce::Sum, |p| B::float_sum_dim(p, dim));
+            let sums = reduce_dim::<B, FloatKind, FloatKind>("float_mean_dim", tensor, dim, ShardedReduce::Sum, |p| {
+                B::float_sum_dim(p, dim)
+            });
             return linear(sums, |p| B::float_div_scalar(p, Scalar::Float(len)));
         }
         unary(tensor, |p| B::float_mean_dim(p, dim))
     }
 
     fn float_max_dim(tensor: F<B>, dim: usize) -> F<B> {
-        reduce_dim::<B, FloatKind, FloatKind>("float_max_dim", tensor, dim, ShardedReduce::Max, |p| B::float_max_dim(p, dim))
+        reduce_dim::<B, FloatKind, FloatKind>("float_max_dim", tensor, dim, ShardedReduce::Max, |p| {
+            B::float_max_dim(p, dim)
+        })
     }
 
-    along_dim_ops!(float_cumsum, float_cumprod, float_cummin, float_cummax);
+    along_dim_ops!(FloatKind; float_cumsum, float_cumprod, float_cummin, float_cummax);
 
     fn float_argmax(tensor: F<B>, dim: usize, out_dtype: IntDType) -> I<B> {
-        reduce_dim::<B, FloatKind, IntKind>("float_argmax", tensor, dim, ShardedReduce::Gather, |p| B::float_argmax(p, dim, out_dtype))
+        reduce_dim::<B, FloatKind, IntKind>("float_argmax", tensor, dim, ShardedReduce::Gather, |p| {
+            B::float_argmax(p, dim, out_dtype)
+        })
     }
 
     fn float_argmin(tensor: F<B>, dim: usize, out_dtype: IntDType) -> I<B> {
-        reduce_dim::<B, FloatKind, IntKind>("float_argmin", tensor, dim, ShardedReduce::Gather, |p| B::float_argmin(p, dim, out_dtype))
+        reduce_dim::<B, FloatKind, IntKind>("float_argmin", tensor, dim, ShardedReduce::Gather, |p| {
+            B::float_argmin(p, dim, out_dtype)
+        })
     }
 
     fn float_argtopk(tensor: F<B>, dim: usize, k: usize, out_dtype: IntDType) -> I<B> {
-        reduce_dim::<B, FloatKind, IntKind>("float_argtopk", tensor, dim, ShardedReduce::Gather, |p| B::float_argtopk(p, dim, k, out_dtype))
+        reduce_dim::<B, FloatKind, IntKind>("float_argtopk", tensor, dim, ShardedReduce::Gather, |p| {
+            B::float_argtopk(p, dim, k, out_dtype)
+        })
     }
 
     fn float_expand(tensor: F<B>, shape: Shape) -> F<B> {
@@ -472,4 +419,3 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
         B::float_is_require_grad(&tensor.shards[0])
     }
 }
-

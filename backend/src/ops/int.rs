@@ -2,68 +2,23 @@
 
 use burn::tensor::backend::{Backend, ExecutionError};
 use burn::tensor::ops::IntTensorOps;
-use burn::tensor::{BoolDType, Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
+use burn::tensor::{Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::collectives::{broadcast, redistribute};
 use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
-use crate::ops::float::{align_indexed, replicate_with, to_mesh, whole};
+use crate::ops::float::{replicate_with, to_mesh, whole};
+use crate::ops::macros::{along_dim_ops, binary_ops, cmp_elem_ops, cmp_ops, scalar_ops, unary_ops};
 use crate::placement::Placement;
-use crate::rules::{binary, fallback, gather_for, linear, reduce_dim, resolve_partial, unary, Linearity, ShardedReduce};
+use crate::rules::{
+    binary, fallback, gather_for, linear, reduce_dim, resolve_partial, unary, Linearity, ShardedReduce,
+};
 use crate::shape_rules;
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
 type Bo<B> = HybridBool<B>;
-
-macro_rules! unary_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(tensor: I<B>) -> I<B> {
-            unary(tensor, |p| B::$name(p))
-        }
-    )*};
-}
-
-macro_rules! scalar_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(lhs: I<B>, rhs: Scalar) -> I<B> {
-            unary(lhs, |p| B::$name(p, rhs))
-        }
-    )*};
-}
-
-macro_rules! binary_ops {
-    ($($name:ident : $lin:expr),* $(,)?) => {$(
-        fn $name(lhs: I<B>, rhs: I<B>) -> I<B> {
-            binary::<B, IntKind, IntKind, IntKind>(stringify!($name), lhs, rhs, $lin, |a, b| B::$name(a, b))
-        }
-    )*};
-}
-
-macro_rules! cmp_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(lhs: I<B>, rhs: I<B>, out_dtype: BoolDType) -> Bo<B> {
-            binary::<B, IntKind, IntKind, BoolKind>(stringify!($name), lhs, rhs, Linearity::None, |a, b| B::$name(a, b, out_dtype))
-        }
-    )*};
-}
-
-macro_rules! cmp_elem_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(lhs: I<B>, rhs: Scalar, out_dtype: BoolDType) -> Bo<B> {
-            unary::<B, IntKind, BoolKind>(lhs, |p| B::$name(p, rhs, out_dtype))
-        }
-    )*};
-}
-
-macro_rules! along_dim_ops {
-    ($($name:ident),* $(,)?) => {$(
-        fn $name(tensor: I<B>, dim: usize) -> I<B> {
-            reduce_dim::<B, IntKind, IntKind>(stringify!($name), tensor, dim, ShardedReduce::Gather, |p| B::$name(p, dim))
-        }
-    )*};
-}
 
 impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
     fn int_empty(shape: Shape, device: &MeshDevice<B::Device>, dtype: IntDType) -> I<B> {
@@ -103,9 +58,13 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
     }
 
     fn int_slice_assign(tensor: I<B>, slices: &[Slice], value: I<B>) -> I<B> {
-        let (tensor, value) = (resolve_partial(gather_for("int_slice_assign", tensor)), resolve_partial(gather_for("int_slice_assign", value)));
+        let (tensor, value) = (
+            resolve_partial(gather_for("int_slice_assign", tensor)),
+            resolve_partial(gather_for("int_slice_assign", value)),
+        );
         let mesh = tensor.mesh.clone();
-        let shards = tensor.shards.into_iter().zip(value.shards).map(|(t, v)| B::int_slice_assign(t, slices, v)).collect();
+        let shards =
+            tensor.shards.into_iter().zip(value.shards).map(|(t, v)| B::int_slice_assign(t, slices, v)).collect();
         crate::rules::assemble(mesh, Placement::Replicate, shards)
     }
 
@@ -114,73 +73,37 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
     }
 
     fn int_mask_where(tensor: I<B>, mask: Bo<B>, value: I<B>) -> I<B> {
-        let (tensor, mask, value, placement) = crate::rules::align3("int_mask_where", tensor, mask, value);
-        let mesh = tensor.mesh.clone();
-        let shards = tensor
-            .shards
-            .into_iter()
-            .zip(mask.shards)
-            .zip(value.shards)
-            .map(|((t, m), v)| B::int_mask_where(t, m, v))
-            .collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::mask_where("int_mask_where", tensor, mask, value, |t, m, v| B::int_mask_where(t, m, v))
     }
 
     fn int_mask_fill(tensor: I<B>, mask: Bo<B>, value: Scalar) -> I<B> {
-        binary::<B, IntKind, BoolKind, IntKind>("int_mask_fill", tensor, mask, Linearity::None, |t, m| B::int_mask_fill(t, m, value))
+        binary::<B, IntKind, BoolKind, IntKind>("int_mask_fill", tensor, mask, Linearity::None, |t, m| {
+            B::int_mask_fill(t, m, value)
+        })
     }
 
     fn int_gather(dim: usize, tensor: I<B>, indices: I<B>) -> I<B> {
-        let (tensor, indices, placement) = align_indexed("int_gather", tensor, indices, dim);
-        let mesh = tensor.mesh.clone();
-        let shards = tensor.shards.into_iter().zip(indices.shards).map(|(t, i)| B::int_gather(dim, t, i)).collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::gather_along("int_gather", dim, tensor, indices, |t, i| B::int_gather(dim, t, i))
     }
 
     fn int_scatter_add(dim: usize, tensor: I<B>, indices: I<B>, value: I<B>) -> I<B> {
-        let (tensor, indices, placement) = align_indexed("int_scatter_add", tensor, indices, dim);
+        let (tensor, indices, placement) = crate::rules::align_indexed("int_scatter_add", tensor, indices, dim);
         let value = redistribute(resolve_partial(value), placement);
-        let mesh = tensor.mesh.clone();
-        let shards = tensor
-            .shards
-            .into_iter()
-            .zip(indices.shards)
-            .zip(value.shards)
-            .map(|((t, i), v)| B::int_scatter_add(dim, t, i, v))
-            .collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::zip3(placement, tensor, indices, value, |t, i, v| B::int_scatter_add(dim, t, i, v))
     }
 
     fn int_select(tensor: I<B>, dim: usize, indices: I<B>) -> I<B> {
-        let indices = gather_for("int_select", indices);
-        let tensor = match tensor.placement {
-            Placement::Shard(d) if d == dim => gather_for("int_select", tensor),
-            _ => resolve_partial(tensor),
-        };
-        let mesh = tensor.mesh.clone();
-        let placement = tensor.placement;
-        let shards = tensor.shards.into_iter().zip(indices.shards).map(|(t, i)| B::int_select(t, dim, i)).collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::select_along("int_select", dim, tensor, indices, |t, i| B::int_select(t, dim, i))
     }
 
     fn int_select_add(tensor: I<B>, dim: usize, indices: I<B>, value: I<B>) -> I<B> {
-        let (tensor, indices, value) = (gather_for("int_select_add", tensor), gather_for("int_select_add", indices), gather_for("int_select_add", value));
-        let (tensor, value) = (resolve_partial(tensor), resolve_partial(value));
-        let mesh = tensor.mesh.clone();
-        let shards = tensor
-            .shards
-            .into_iter()
-            .zip(indices.shards)
-            .zip(value.shards)
-            .map(|((t, i), v)| B::int_select_add(t, dim, i, v))
-            .collect();
-        crate::rules::assemble(mesh, Placement::Replicate, shards)
+        crate::rules::gathered3("int_select_add", tensor, indices, value, |t, i, v| B::int_select_add(t, dim, i, v))
     }
 
-    cmp_ops!(int_equal, int_greater, int_greater_equal, int_lower, int_lower_equal);
-    cmp_elem_ops!(int_equal_elem, int_greater_elem, int_greater_equal_elem, int_lower_elem, int_lower_equal_elem);
+    cmp_ops!(IntKind; int_equal, int_greater, int_greater_equal, int_lower, int_lower_equal);
+    cmp_elem_ops!(IntKind; int_equal_elem, int_greater_elem, int_greater_equal_elem, int_lower_elem, int_lower_equal_elem);
 
-    binary_ops!(
+    binary_ops!(IntKind;
         int_add: Linearity::Additive,
         int_sub: Linearity::Additive,
         int_mul: Linearity::Scaling,
@@ -193,7 +116,7 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
         bitwise_right_shift: Linearity::None,
     );
 
-    scalar_ops!(
+    scalar_ops!(IntKind;
         int_add_scalar, int_sub_scalar, int_div_scalar, int_remainder_scalar, bitwise_and_scalar, bitwise_or_scalar,
         bitwise_xor_scalar, bitwise_left_shift_scalar, bitwise_right_shift_scalar,
     );
@@ -203,15 +126,13 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
     }
 
     fn int_matmul(lhs: I<B>, rhs: I<B>) -> I<B> {
-        let (lhs, rhs) = (resolve_partial(gather_for("int_matmul", lhs)), resolve_partial(gather_for("int_matmul", rhs)));
+        let (lhs, rhs) =
+            (resolve_partial(gather_for("int_matmul", lhs)), resolve_partial(gather_for("int_matmul", rhs)));
         binary::<B, IntKind, IntKind, IntKind>("int_matmul", lhs, rhs, Linearity::None, |a, b| B::int_matmul(a, b))
     }
 
     fn int_sum(tensor: I<B>) -> I<B> {
-        let placement = if tensor.placement == Placement::Replicate { Placement::Replicate } else { Placement::Partial };
-        let mesh = tensor.mesh.clone();
-        let shards = tensor.shards.into_iter().map(|p| B::int_sum(p)).collect();
-        crate::rules::assemble(mesh, placement, shards)
+        crate::rules::sum_all(tensor, |p| B::int_sum(p))
     }
 
     fn int_sum_dim(tensor: I<B>, dim: usize) -> I<B> {
@@ -223,32 +144,38 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
     }
 
     fn int_prod_dim(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_prod_dim", tensor, dim, ShardedReduce::Gather, |p| B::int_prod_dim(p, dim))
+        reduce_dim::<B, IntKind, IntKind>("int_prod_dim", tensor, dim, ShardedReduce::Gather, |p| {
+            B::int_prod_dim(p, dim)
+        })
     }
 
     fn int_mean_dim(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_mean_dim", tensor, dim, ShardedReduce::Gather, |p| B::int_mean_dim(p, dim))
+        reduce_dim::<B, IntKind, IntKind>("int_mean_dim", tensor, dim, ShardedReduce::Gather, |p| {
+            B::int_mean_dim(p, dim)
+        })
     }
 
     fn int_max_dim(tensor: I<B>, dim: usize) -> I<B> {
         reduce_dim::<B, IntKind, IntKind>("int_max_dim", tensor, dim, ShardedReduce::Max, |p| B::int_max_dim(p, dim))
     }
 
-    along_dim_ops!(int_cumsum, int_cumprod, int_cummin, int_cummax);
+    along_dim_ops!(IntKind; int_cumsum, int_cumprod, int_cummin, int_cummax);
 
     fn int_argmax(tensor: I<B>, dim: usize) -> I<B> {
         reduce_dim::<B, IntKind, IntKind>("int_argmax", tensor, dim, ShardedReduce::Gather, |p| B::int_argmax(p, dim))
     }
 
     fn int_argtopk(tensor: I<B>, dim: usize, k: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_argtopk", tensor, dim, ShardedReduce::Gather, |p| B::int_argtopk(p, dim, k))
+        reduce_dim::<B, IntKind, IntKind>("int_argtopk", tensor, dim, ShardedReduce::Gather, |p| {
+            B::int_argtopk(p, dim, k)
+        })
     }
 
     fn int_argmin(tensor: I<B>, dim: usize) -> I<B> {
         reduce_dim::<B, IntKind, IntKind>("int_argmin", tensor, dim, ShardedReduce::Gather, |p| B::int_argmin(p, dim))
     }
 
-    unary_ops!(int_abs, bitwise_not);
+    unary_ops!(IntKind; int_abs, bitwise_not);
 
     fn int_swap_dims(tensor: I<B>, dim1: usize, dim2: usize) -> I<B> {
         let axes = shape_rules::swap_axes(tensor.shape.num_dims(), dim1, dim2);
@@ -287,4 +214,3 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
         shape_rules::cat(tensors, dim)
     }
 }
-

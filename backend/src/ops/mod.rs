@@ -4,6 +4,7 @@ pub mod activation;
 pub mod bool;
 pub mod float;
 pub mod int;
+mod macros;
 pub mod module;
 pub mod qtensor;
 pub mod transaction;

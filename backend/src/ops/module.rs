@@ -3,8 +3,8 @@
 
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{
-    AttentionModuleOptions, ConvOptions, ConvTransposeOptions, DeformConv2dBackward, DeformConvOptions, InterpolateOptions,
-    MaxPool2dBackward, MaxPool2dWithIndices, ModuleOps,
+    AttentionModuleOptions, ConvOptions, ConvTransposeOptions, DeformConv2dBackward, DeformConvOptions,
+    InterpolateOptions, MaxPool2dBackward, MaxPool2dWithIndices, ModuleOps,
 };
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
@@ -82,7 +82,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let bias = bias.map(|b| redistribute(resolve_partial(b), bias_placement));
         let opts = per_rank_options(&options, &plan, k);
         let mesh = x.mesh.clone();
-        let mut biases = bias.map(|b| b.shards.into_iter().map(Some).collect::<Vec<_>>()).unwrap_or_else(|| vec![None; k]);
+        let mut biases =
+            bias.map(|b| b.shards.into_iter().map(Some).collect::<Vec<_>>()).unwrap_or_else(|| vec![None; k]);
         let shards = x
             .shards
             .into_iter()
@@ -105,7 +106,9 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
                 (x, weight, output_grad, Shard(1), opts)
             }
             // Each rank's filters contribute to every input channel: summands.
-            (Some(ConvPlan::GatherChannels), Shard(1)) | (Some(ConvPlan::FilterShards), Shard(1)) => (x, weight, output_grad, Partial, options),
+            (Some(ConvPlan::GatherChannels), Shard(1)) | (Some(ConvPlan::FilterShards), Shard(1)) => {
+                (x, weight, output_grad, Partial, options)
+            }
             (Some(ConvPlan::Replicated), Replicate) => (x, weight, output_grad, Replicate, options),
             _ => (
                 gathered("conv2d_x_backward", x),
@@ -185,7 +188,14 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         assemble(mesh, out, shards)
     }
 
-    fn deform_conv2d(x: F<B>, offset: F<B>, weight: F<B>, mask: Option<F<B>>, bias: Option<F<B>>, options: DeformConvOptions<2>) -> F<B> {
+    fn deform_conv2d(
+        x: F<B>,
+        offset: F<B>,
+        weight: F<B>,
+        mask: Option<F<B>>,
+        bias: Option<F<B>>,
+        options: DeformConvOptions<2>,
+    ) -> F<B> {
         let op = "deform_conv2d";
         let (x, offset, weight) = (gathered(op, x), gathered(op, offset), gathered(op, weight));
         let mask = mask.map(|m| gathered(op, m));
@@ -216,7 +226,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         options: DeformConvOptions<2>,
     ) -> DeformConv2dBackward<Self> {
         let op = "deform_conv2d_backward";
-        let (x, offset, weight, grad) = (gathered(op, x), gathered(op, offset), gathered(op, weight), gathered(op, output_grad));
+        let (x, offset, weight, grad) =
+            (gathered(op, x), gathered(op, offset), gathered(op, weight), gathered(op, output_grad));
         let mask = mask.map(|m| gathered(op, m));
         let bias = bias.map(|b| gathered(op, b));
         let mesh = x.mesh.clone();
@@ -242,7 +253,13 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
             bg.push(p.bias_grad);
         }
         let whole = |v: Vec<_>| assemble::<B, FloatKind>(mesh.clone(), Placement::Replicate, v);
-        let opt = |v: Vec<Option<_>>| if v.iter().all(Option::is_some) { Some(whole(v.into_iter().flatten().collect())) } else { None };
+        let opt = |v: Vec<Option<_>>| {
+            if v.iter().all(Option::is_some) {
+                Some(whole(v.into_iter().flatten().collect()))
+            } else {
+                None
+            }
+        };
         DeformConv2dBackward::new(whole(xg), whole(og), whole(wg), opt(mg), opt(bg))
     }
 
@@ -252,7 +269,14 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let bias = bias.map(|b| gathered(op, b));
         let mesh = x.mesh.clone();
         let shards = (0..mesh.size())
-            .map(|r| B::conv3d(x.shards[r].clone(), weight.shards[r].clone(), bias.as_ref().map(|b| b.shards[r].clone()), options.clone()))
+            .map(|r| {
+                B::conv3d(
+                    x.shards[r].clone(),
+                    weight.shards[r].clone(),
+                    bias.as_ref().map(|b| b.shards[r].clone()),
+                    options.clone(),
+                )
+            })
             .collect();
         assemble(mesh, Placement::Replicate, shards)
     }
@@ -261,7 +285,9 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let (x, weight) = (resolve_partial(x), resolve_partial(weight));
         // Batch shards against a whole weight stay data parallel; anything else is gathered.
         let (x, weight, bias, out) = match (x.placement, weight.placement) {
-            (Placement::Shard(0), Placement::Replicate) => (x, weight, bias.map(|b| gathered("conv_transpose2d", b)), Placement::Shard(0)),
+            (Placement::Shard(0), Placement::Replicate) => {
+                (x, weight, bias.map(|b| gathered("conv_transpose2d", b)), Placement::Shard(0))
+            }
             _ => {
                 let op = "conv_transpose2d";
                 (gathered(op, x), gathered(op, weight), bias.map(|b| gathered(op, b)), Placement::Replicate)
@@ -269,7 +295,14 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         };
         let mesh = x.mesh.clone();
         let shards = (0..mesh.size())
-            .map(|r| B::conv_transpose2d(x.shards[r].clone(), weight.shards[r].clone(), bias.as_ref().map(|b| b.shards[r].clone()), options.clone()))
+            .map(|r| {
+                B::conv_transpose2d(
+                    x.shards[r].clone(),
+                    weight.shards[r].clone(),
+                    bias.as_ref().map(|b| b.shards[r].clone()),
+                    options.clone(),
+                )
+            })
             .collect();
         assemble(mesh, out, shards)
     }
@@ -280,12 +313,26 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let bias = bias.map(|b| gathered(op, b));
         let mesh = x.mesh.clone();
         let shards = (0..mesh.size())
-            .map(|r| B::conv_transpose3d(x.shards[r].clone(), weight.shards[r].clone(), bias.as_ref().map(|b| b.shards[r].clone()), options.clone()))
+            .map(|r| {
+                B::conv_transpose3d(
+                    x.shards[r].clone(),
+                    weight.shards[r].clone(),
+                    bias.as_ref().map(|b| b.shards[r].clone()),
+                    options.clone(),
+                )
+            })
             .collect();
         assemble(mesh, Placement::Replicate, shards)
     }
 
-    fn avg_pool2d(x: F<B>, kernel_size: [usize; 2], stride: [usize; 2], padding: [usize; 2], count_include_pad: bool, ceil_mode: bool) -> F<B> {
+    fn avg_pool2d(
+        x: F<B>,
+        kernel_size: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        count_include_pad: bool,
+        ceil_mode: bool,
+    ) -> F<B> {
         spatial_local(x, "avg_pool2d", |p| B::avg_pool2d(p, kernel_size, stride, padding, count_include_pad, ceil_mode))
     }
 
@@ -298,7 +345,9 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         count_include_pad: bool,
         ceil_mode: bool,
     ) -> F<B> {
-        spatial_local2(x, grad, "avg_pool2d_backward", |x, g| B::avg_pool2d_backward(x, g, kernel_size, stride, padding, count_include_pad, ceil_mode))
+        spatial_local2(x, grad, "avg_pool2d_backward", |x, g| {
+            B::avg_pool2d_backward(x, g, kernel_size, stride, padding, count_include_pad, ceil_mode)
+        })
     }
 
     fn adaptive_avg_pool2d(x: F<B>, output_size: [usize; 2]) -> F<B> {
@@ -309,7 +358,14 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         spatial_local2(x, grad, "adaptive_avg_pool2d_backward", |x, g| B::adaptive_avg_pool2d_backward(x, g))
     }
 
-    fn max_pool2d(x: F<B>, kernel_size: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], ceil_mode: bool) -> F<B> {
+    fn max_pool2d(
+        x: F<B>,
+        kernel_size: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+        ceil_mode: bool,
+    ) -> F<B> {
         spatial_local(x, "max_pool2d", |p| B::max_pool2d(p, kernel_size, stride, padding, dilation, ceil_mode))
     }
 
@@ -330,7 +386,10 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
             outs.push(r.output);
             idxs.push(r.indices);
         }
-        MaxPool2dWithIndices::new(assemble::<B, FloatKind>(mesh.clone(), placement, outs), assemble::<B, IntKind>(mesh, placement, idxs))
+        MaxPool2dWithIndices::new(
+            assemble::<B, FloatKind>(mesh.clone(), placement, outs),
+            assemble::<B, IntKind>(mesh, placement, idxs),
+        )
     }
 
     fn max_pool2d_with_indices_backward(
@@ -344,7 +403,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         indices: I<B>,
     ) -> MaxPool2dBackward<Self> {
         let output_grad = crate::rules::settle_partial(output_grad, x.placement);
-        let local = x.placement == output_grad.placement && x.placement == indices.placement && is_spatially_local(x.placement);
+        let local =
+            x.placement == output_grad.placement && x.placement == indices.placement && is_spatially_local(x.placement);
         let (x, grad, indices) = if local {
             (x, output_grad, indices)
         } else {
@@ -358,7 +418,9 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
             .into_iter()
             .zip(grad.shards)
             .zip(indices.shards)
-            .map(|((x, g), i)| B::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, g, i).x_grad)
+            .map(|((x, g), i)| {
+                B::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, g, i).x_grad
+            })
             .collect();
         MaxPool2dBackward::new(assemble(mesh, placement, shards))
     }
@@ -368,10 +430,19 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn interpolate_backward(x: F<B>, grad: F<B>, output_size: [usize; 2], options: InterpolateOptions) -> F<B> {
-        spatial_local2(x, grad, "interpolate_backward", |x, g| B::interpolate_backward(x, g, output_size, options.clone()))
+        spatial_local2(x, grad, "interpolate_backward", |x, g| {
+            B::interpolate_backward(x, g, output_size, options.clone())
+        })
     }
 
-    fn attention(query: F<B>, key: F<B>, value: F<B>, mask: Option<Bo<B>>, attn_bias: Option<F<B>>, options: AttentionModuleOptions) -> F<B> {
+    fn attention(
+        query: F<B>,
+        key: F<B>,
+        value: F<B>,
+        mask: Option<Bo<B>>,
+        attn_bias: Option<F<B>>,
+        options: AttentionModuleOptions,
+    ) -> F<B> {
         let op = "attention";
         let (q, k, v) = (gathered(op, query), gathered(op, key), gathered(op, value));
         let mask = mask.map(|m| gather_for(op, m));
@@ -414,10 +485,18 @@ fn is_spatially_local(p: Placement) -> bool {
 
 fn spatial_input<B: Backend>(x: F<B>, op: &str) -> F<B> {
     let x = resolve_partial(x);
-    if is_spatially_local(x.placement) { x } else { gathered(op, x) }
+    if is_spatially_local(x.placement) {
+        x
+    } else {
+        gathered(op, x)
+    }
 }
 
-fn spatial_local<B: Backend>(x: F<B>, op: &str, f: impl FnMut(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive) -> F<B> {
+fn spatial_local<B: Backend>(
+    x: F<B>,
+    op: &str,
+    f: impl FnMut(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive,
+) -> F<B> {
     crate::rules::per_rank(spatial_input(x, op), f)
 }
 

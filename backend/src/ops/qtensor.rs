@@ -8,7 +8,8 @@ use burn::tensor::{DType, FloatDType, Shape, Slice, TensorData, TensorMetadata};
 use crate::backend::{Hybrid, HybridFloat, HybridInt};
 use crate::mesh::MeshDevice;
 
-const UNSUPPORTED: &str = "quantization is not supported on Hybrid (owt-hybrid): keep quantized tensors on the inner backend";
+const UNSUPPORTED: &str =
+    "quantization is not supported on Hybrid (owt-hybrid): keep quantized tensors on the inner backend";
 
 /// The quantized tensor type of `Hybrid`; never constructed (quantized ops panic).
 #[derive(Debug, Clone)]
