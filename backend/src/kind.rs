@@ -10,7 +10,7 @@ pub trait ShardKind<B: Backend>: 'static {
     type Prim: TensorMetadata + 'static;
     /// "float", "int" or "bool", for messages.
     const NAME: &'static str;
-    /// Moves a tensor to another inner device.
+    /// Moves a tensor to another inner device (through the host when the devices differ).
     fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim;
     /// The inner device a tensor lives on.
     fn device(p: &Self::Prim) -> B::Device;
@@ -38,6 +38,13 @@ pub struct IntKind;
 #[derive(Debug, Clone, Copy)]
 pub struct BoolKind;
 
+/// Reads a tensor back to the host. Transfers between distinct devices are staged through
+/// host memory: CubeCL 0.10 has no server-to-server copy for wgpu (its `send` is
+/// unimplemented), and a host round trip works on every backend.
+fn read_host(read: impl std::future::Future<Output = Result<burn::tensor::TensorData, burn::tensor::backend::ExecutionError>>) -> burn::tensor::TensorData {
+    burn::tensor::read_sync(read).unwrap_or_else(|e| panic!("Hybrid: reading a shard back for a transfer failed: {e:?}"))
+}
+
 fn float_dtype(dtype: DType) -> burn::tensor::FloatDType {
     dtype.into()
 }
@@ -54,7 +61,10 @@ impl<B: Backend> ShardKind<B> for FloatKind {
     type Prim = B::FloatTensorPrimitive;
     const NAME: &'static str = "float";
     fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
-        B::float_to_device(p, device)
+        if B::float_device(&p) == *device {
+            return p;
+        }
+        B::float_from_data(read_host(B::float_into_data(p)), device)
     }
     fn device(p: &Self::Prim) -> B::Device {
         B::float_device(p)
@@ -84,7 +94,10 @@ impl<B: Backend> ShardKind<B> for IntKind {
     type Prim = B::IntTensorPrimitive;
     const NAME: &'static str = "int";
     fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
-        B::int_to_device(p, device)
+        if B::int_device(&p) == *device {
+            return p;
+        }
+        B::int_from_data(read_host(B::int_into_data(p)), device)
     }
     fn device(p: &Self::Prim) -> B::Device {
         B::int_device(p)
@@ -114,7 +127,10 @@ impl<B: Backend> ShardKind<B> for BoolKind {
     type Prim = B::BoolTensorPrimitive;
     const NAME: &'static str = "bool";
     fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
-        B::bool_to_device(p, device)
+        if B::bool_device(&p) == *device {
+            return p;
+        }
+        B::bool_from_data(read_host(B::bool_into_data(p)), device)
     }
     fn device(p: &Self::Prim) -> B::Device {
         B::bool_device(p)

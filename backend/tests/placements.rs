@@ -95,3 +95,15 @@ fn tensors_of_two_meshes_cannot_meet() {
     let b = Tensor::<H, 1>::ones([3], &mesh(2));
     let _ = a + b;
 }
+
+#[test]
+fn the_default_device_is_one_rank_on_the_inner_default() {
+    let a = MeshDevice::<burn::backend::flex::FlexDevice>::default();
+    let b = MeshDevice::<burn::backend::flex::FlexDevice>::default();
+    assert_eq!(a.size(), 1);
+    assert_eq!(a, b, "Default must name the same mesh every time");
+    assert_ne!(a, mesh(1), "a mesh made by a call is a new mesh");
+    // Tensors created with the default device work like plain Flex tensors.
+    let t = Tensor::<H, 1>::from_data([1.0f32, 2.0], &Default::default());
+    assert_eq!(values(t * 2.0), vec![2.0, 4.0]);
+}
