@@ -3,7 +3,7 @@
 //! same results as Flex. Needs `--features wgpu` and a Vulkan driver (mesa-vulkan-drivers).
 #![cfg(feature = "wgpu")]
 
-use burn::backend::wgpu::{Wgpu, WgpuDevice};
+use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
 use burn::tensor::activation::{log_softmax, relu};
@@ -13,7 +13,9 @@ use burn::tensor::Distribution;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 
 type Ref = Autodiff<Flex>;
-type Hw = Autodiff<Hybrid<Wgpu>>;
+/// The wgpu backend without kernel fusion: fusion's per-device servers lose track of tensors
+/// read back across two devices (burn-fusion 0.21 panics "Should have handle for tensor").
+type Hw = Autodiff<Hybrid<CubeBackend<WgpuRuntime, f32, i32, u32>>>;
 
 /// conv 3->4 (3x3, pad 1), relu, 2x2 max pool, flatten, linear 64->6, log-softmax NLL.
 fn forward<B: Backend>(
