@@ -41,8 +41,11 @@ pub struct BoolKind;
 /// Reads a tensor back to the host. Transfers between distinct devices are staged through
 /// host memory: CubeCL 0.10 has no server-to-server copy for wgpu (its `send` is
 /// unimplemented), and a host round trip works on every backend.
-fn read_host(read: impl std::future::Future<Output = Result<burn::tensor::TensorData, burn::tensor::backend::ExecutionError>>) -> burn::tensor::TensorData {
-    burn::tensor::read_sync(read).unwrap_or_else(|e| panic!("Hybrid: reading a shard back for a transfer failed: {e:?}"))
+fn read_host(
+    read: impl std::future::Future<Output = Result<burn::tensor::TensorData, burn::tensor::backend::ExecutionError>>,
+) -> burn::tensor::TensorData {
+    burn::tensor::read_sync(read)
+        .unwrap_or_else(|e| panic!("Hybrid: reading a shard back for a transfer failed: {e:?}"))
 }
 
 fn float_dtype(dtype: DType) -> burn::tensor::FloatDType {

@@ -11,7 +11,7 @@ use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::collectives::{all_gather, redistribute};
 use crate::kind::{FloatKind, IntKind};
 use crate::placement::Placement;
-use crate::rules::{assemble, gather_for, resolve_partial};
+use crate::rules::{assemble, gather_for, resolve_partial, zip3};
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
@@ -81,17 +81,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         };
         let bias = bias.map(|b| redistribute(resolve_partial(b), bias_placement));
         let opts = per_rank_options(&options, &plan, k);
-        let mesh = x.mesh.clone();
-        let mut biases =
-            bias.map(|b| b.shards.into_iter().map(Some).collect::<Vec<_>>()).unwrap_or_else(|| vec![None; k]);
-        let shards = x
-            .shards
-            .into_iter()
-            .zip(weight.shards)
-            .zip(biases.drain(..))
-            .map(|((x, w), b)| B::conv2d(x, w, b, opts.clone()))
-            .collect();
-        assemble(mesh, out, shards)
+        with_bias(out, x, weight, bias, |x, w, b| B::conv2d(x, w, b, opts.clone()))
     }
 
     fn conv2d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
@@ -118,15 +108,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
                 options,
             ),
         };
-        let mesh = grad.mesh.clone();
-        let shards = x
-            .shards
-            .into_iter()
-            .zip(weight.shards)
-            .zip(grad.shards)
-            .map(|((x, w), g)| B::conv2d_x_backward(x, w, g, opts.clone()))
-            .collect();
-        assemble(mesh, out, shards)
+        zip3(out, x, weight, grad, |x, w, g| B::conv2d_x_backward(x, w, g, opts.clone()))
     }
 
     fn conv2d_weight_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
@@ -152,15 +134,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
                 options,
             ),
         };
-        let mesh = grad.mesh.clone();
-        let shards = x
-            .shards
-            .into_iter()
-            .zip(weight.shards)
-            .zip(grad.shards)
-            .map(|((x, w), g)| B::conv2d_weight_backward(x, w, g, opts.clone()))
-            .collect();
-        assemble(mesh, out, shards)
+        zip3(out, x, weight, grad, |x, w, g| B::conv2d_weight_backward(x, w, g, opts.clone()))
     }
 
     fn conv2d_bias_backward(x: F<B>, bias: F<B>, output_grad: F<B>) -> F<B> {
@@ -177,15 +151,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
                 Replicate,
             ),
         };
-        let mesh = grad.mesh.clone();
-        let shards = x
-            .shards
-            .into_iter()
-            .zip(bias.shards)
-            .zip(grad.shards)
-            .map(|((x, b), g)| B::conv2d_bias_backward(x, b, g))
-            .collect();
-        assemble(mesh, out, shards)
+        zip3(out, x, bias, grad, |x, b, g| B::conv2d_bias_backward(x, b, g))
     }
 
     fn deform_conv2d(
@@ -267,18 +233,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let op = "conv3d";
         let (x, weight) = (gathered(op, x), gathered(op, weight));
         let bias = bias.map(|b| gathered(op, b));
-        let mesh = x.mesh.clone();
-        let shards = (0..mesh.size())
-            .map(|r| {
-                B::conv3d(
-                    x.shards[r].clone(),
-                    weight.shards[r].clone(),
-                    bias.as_ref().map(|b| b.shards[r].clone()),
-                    options.clone(),
-                )
-            })
-            .collect();
-        assemble(mesh, Placement::Replicate, shards)
+        with_bias(Placement::Replicate, x, weight, bias, |x, w, b| B::conv3d(x, w, b, options.clone()))
     }
 
     fn conv_transpose2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<2>) -> F<B> {
@@ -293,36 +248,14 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
                 (gathered(op, x), gathered(op, weight), bias.map(|b| gathered(op, b)), Placement::Replicate)
             }
         };
-        let mesh = x.mesh.clone();
-        let shards = (0..mesh.size())
-            .map(|r| {
-                B::conv_transpose2d(
-                    x.shards[r].clone(),
-                    weight.shards[r].clone(),
-                    bias.as_ref().map(|b| b.shards[r].clone()),
-                    options.clone(),
-                )
-            })
-            .collect();
-        assemble(mesh, out, shards)
+        with_bias(out, x, weight, bias, |x, w, b| B::conv_transpose2d(x, w, b, options.clone()))
     }
 
     fn conv_transpose3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<3>) -> F<B> {
         let op = "conv_transpose3d";
         let (x, weight) = (gathered(op, x), gathered(op, weight));
         let bias = bias.map(|b| gathered(op, b));
-        let mesh = x.mesh.clone();
-        let shards = (0..mesh.size())
-            .map(|r| {
-                B::conv_transpose3d(
-                    x.shards[r].clone(),
-                    weight.shards[r].clone(),
-                    bias.as_ref().map(|b| b.shards[r].clone()),
-                    options.clone(),
-                )
-            })
-            .collect();
-        assemble(mesh, Placement::Replicate, shards)
+        with_bias(Placement::Replicate, x, weight, bias, |x, w, b| B::conv_transpose3d(x, w, b, options.clone()))
     }
 
     fn avg_pool2d(
@@ -476,6 +409,26 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let shards = re.shards.into_iter().zip(im.shards).map(|(a, b)| B::irfft(a, b, dim, n)).collect();
         assemble(mesh, Placement::Replicate, shards)
     }
+}
+
+/// Runs a convolution-like op rank by rank on input, weight and optional bias already laid out
+/// for output placement `out`.
+fn with_bias<B: Backend>(
+    out: Placement,
+    x: F<B>,
+    weight: F<B>,
+    bias: Option<F<B>>,
+    mut f: impl FnMut(
+        B::FloatTensorPrimitive,
+        B::FloatTensorPrimitive,
+        Option<B::FloatTensorPrimitive>,
+    ) -> B::FloatTensorPrimitive,
+) -> F<B> {
+    let mesh = x.mesh.clone();
+    let mut biases =
+        bias.map(|b| b.shards.into_iter().map(Some).collect::<Vec<_>>()).unwrap_or_else(|| vec![None; mesh.size()]);
+    let shards = x.shards.into_iter().zip(weight.shards).zip(biases.drain(..)).map(|((x, w), b)| f(x, w, b)).collect();
+    assemble(mesh, out, shards)
 }
 
 /// Pooling and resizing work per image and per channel: batch or channel shards stay local.
