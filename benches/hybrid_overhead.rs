@@ -1,13 +1,13 @@
 //! The cost of `Hybrid<B>`: one AlexNetSmall training step (forward, loss, backward, SGD) on
 //! plain Flex against `Hybrid<Flex>` with K = 1 (target: at most 3% slower) and K = 2, 4
 //! virtual ranks under the weird-trick placements, with the ledger of one step for each.
-//! Steps alternate between configurations so machine noise hits all of them alike.
+//! Steps alternate between configurations so machine noise hits all of them alike, and the
+//! median step is compared, so a stall on the shared machine does not decide the ratio.
 //! Run: `cargo bench --bench hybrid_overhead --profile dev`.
 
 use std::time::Instant;
 
 use burn::backend::{Autodiff, Flex};
-use burn::module::AutodiffModule;
 use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -20,7 +20,7 @@ use owt_models::{AlexNet, AlexNetSmallConfig, Head};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BATCH: usize = 128;
-const ROUNDS: usize = 6;
+const ROUNDS: usize = 12;
 
 struct Runner<B: AutodiffBackend, O> {
     model: Option<AlexNet<B>>,
@@ -84,35 +84,47 @@ fn hybrid_runner(k: usize) -> (Runner<H, impl Optimizer<AlexNet<H>, H>>, MeshDev
 
 fn main() {
     let mut flex = flex_runner();
+    let mut control = flex_runner();
     let mut hybrids: Vec<_> = [1, 2, 4].into_iter().map(hybrid_runner).collect();
-    flex.step();
+    let meshes: Vec<_> = hybrids.iter().map(|(_, mesh)| mesh.clone()).collect();
+    // One step function per configuration: Flex, a second identical Flex (the noise floor),
+    // then Hybrid at K = 1, 2, 4.
+    let mut steps: Vec<Box<dyn FnMut() + '_>> = vec![Box::new(|| flex.step()), Box::new(|| control.step())];
     for (r, _) in &mut hybrids {
-        r.step();
+        steps.push(Box::new(|| r.step()));
     }
-    let mut flex_time = 0.0;
-    let mut hybrid_time = vec![0.0; hybrids.len()];
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        flex.step();
-        flex_time += t.elapsed().as_secs_f64();
-        for (i, (r, _)) in hybrids.iter_mut().enumerate() {
+    for step in &mut steps {
+        step();
+    }
+    let mut times = vec![Vec::new(); steps.len()];
+    for round in 0..ROUNDS {
+        // Rotate the order so no configuration always runs right after the same one.
+        let n = steps.len();
+        for i in (0..n).map(|i| (i + round) % n) {
             let t = Instant::now();
-            r.step();
-            hybrid_time[i] += t.elapsed().as_secs_f64();
+            steps[i]();
+            times[i].push(t.elapsed().as_secs_f64());
         }
     }
-    let per = |s: f64| 1e3 * s / ROUNDS as f64;
-    println!("alexnet-small (two towers, dropout off), batch {BATCH}, {ROUNDS} interleaved steps each");
-    println!("flex              {:8.1} ms/step", per(flex_time));
-    for (i, (r, mesh)) in hybrids.iter_mut().enumerate() {
+    let medians: Vec<f64> = times.into_iter().map(median).collect();
+    let flex_time = medians[0];
+    let vs_flex = |t: f64| 100.0 * (t / flex_time - 1.0);
+    println!("alexnet-small (two towers, dropout off), batch {BATCH}, median of {ROUNDS} interleaved steps each");
+    println!("flex              {:8.1} ms/step", 1e3 * flex_time);
+    println!(
+        "flex (control)    {:8.1} ms/step  ({:+.1}% vs flex: the noise floor)",
+        1e3 * medians[1],
+        vs_flex(medians[1])
+    );
+    for ((mesh, step), time) in meshes.iter().zip(steps.iter_mut().skip(2)).zip(&medians[2..]) {
         mesh.reset_ledger();
-        r.step();
+        step();
         let ledger = mesh.ledger_snapshot();
         println!(
             "hybrid K={}        {:8.1} ms/step  ({:+.1}% vs flex)  {} bytes, {} messages per step, {} fallbacks",
             mesh.size(),
-            per(hybrid_time[i]),
-            100.0 * (hybrid_time[i] / flex_time - 1.0),
+            1e3 * time,
+            vs_flex(*time),
             ledger.total().bytes,
             ledger.total().messages,
             ledger.total_fallbacks()
@@ -121,5 +133,10 @@ fn main() {
             println!("    {phase:>6} {collective:<15} {:>10} bytes {:>5} messages", t.bytes, t.messages);
         }
     }
-    let _ = flex.model.take().map(|m| m.valid());
+}
+
+/// The middle value (upper middle for an even count).
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
 }

@@ -4,7 +4,7 @@
 
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
-use burn::tensor::activation::{log_softmax, relu, softmax};
+use burn::tensor::activation::{gelu, log_sigmoid, log_softmax, relu, sigmoid, softmax};
 use burn::tensor::module::{avg_pool2d, conv2d, max_pool2d};
 use burn::tensor::ops::ConvOptions;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
@@ -19,6 +19,9 @@ type AF = Autodiff<Flex>;
 enum Op {
     Exp,
     Relu,
+    Sigmoid,
+    Gelu,
+    LogSigmoid,
     Tanh,
     AddScalar,
     MulScalar,
@@ -50,9 +53,12 @@ enum Op {
     MaskWhere,
 }
 
-const OPS: [Op; 31] = [
+const OPS: [Op; 34] = [
     Op::Exp,
     Op::Relu,
+    Op::Sigmoid,
+    Op::Gelu,
+    Op::LogSigmoid,
     Op::Tanh,
     Op::AddScalar,
     Op::MulScalar,
@@ -89,6 +95,9 @@ fn apply<B: Backend>(op: Op, a: Tensor<B, 2>, b: Tensor<B, 2>, w: Tensor<B, 2>) 
     match op {
         Op::Exp => a.exp(),
         Op::Relu => relu(a),
+        Op::Sigmoid => sigmoid(a),
+        Op::Gelu => gelu(a),
+        Op::LogSigmoid => log_sigmoid(a),
         Op::Tanh => a.tanh(),
         Op::AddScalar => a.add_scalar(1.5),
         Op::MulScalar => a.mul_scalar(-2.0),

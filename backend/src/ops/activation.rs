@@ -1,9 +1,68 @@
-//! Activation ops of `Hybrid<B>`: Burn's default compositions, which run through the
-//! elementwise placement rules (so any placement works without communication).
+//! Activation ops of `Hybrid<B>`: the ones Burn's autodiff calls on the inner backend run rank
+//! by rank on the inner backend's own kernels (one fused pass where the inner backend has
+//! one, instead of Burn's default compare + mask compositions). The rest keep Burn's default
+//! compositions, which run through the elementwise placement rules.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::ActivationOps;
+use burn::tensor::Scalar;
 
-use crate::backend::Hybrid;
+use crate::backend::{Hybrid, HybridFloat};
+use crate::kind::FloatKind;
+use crate::rules::{binary, unary, Linearity};
 
-impl<B: Backend> ActivationOps<Self> for Hybrid<B> {}
+type F<B> = HybridFloat<B>;
+
+/// A backward op `f(x, grad)` that is linear in `grad` for a whole `x`: a `Partial` gradient
+/// stays a summand (as with the compositions it replaces), everything else aligns as for any
+/// elementwise binary.
+fn linear_in_grad<B: Backend>(
+    op: &str,
+    x: F<B>,
+    grad: F<B>,
+    f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive,
+) -> F<B> {
+    binary::<B, FloatKind, FloatKind, FloatKind>(op, grad, x, Linearity::LeftScaling, |g, x| f(x, g))
+}
+
+impl<B: Backend> ActivationOps<Self> for Hybrid<B> {
+    fn relu(tensor: F<B>) -> F<B> {
+        unary(tensor, B::relu)
+    }
+
+    fn relu_backward(output: F<B>, grad: F<B>) -> F<B> {
+        linear_in_grad("relu_backward", output, grad, B::relu_backward)
+    }
+
+    fn leaky_relu(tensor: F<B>, negative_slope: Scalar) -> F<B> {
+        unary(tensor, |p| B::leaky_relu(p, negative_slope))
+    }
+
+    fn gelu(tensor: F<B>) -> F<B> {
+        unary(tensor, B::gelu)
+    }
+
+    fn gelu_backward(x: F<B>, grad: F<B>) -> F<B> {
+        linear_in_grad("gelu_backward", x, grad, B::gelu_backward)
+    }
+
+    fn sigmoid(tensor: F<B>) -> F<B> {
+        unary(tensor, B::sigmoid)
+    }
+
+    fn sigmoid_backward(output: F<B>, grad: F<B>) -> F<B> {
+        linear_in_grad("sigmoid_backward", output, grad, B::sigmoid_backward)
+    }
+
+    fn hard_sigmoid(tensor: F<B>, alpha: Scalar, beta: Scalar) -> F<B> {
+        unary(tensor, |p| B::hard_sigmoid(p, alpha, beta))
+    }
+
+    fn log_sigmoid(tensor: F<B>) -> F<B> {
+        unary(tensor, B::log_sigmoid)
+    }
+
+    fn log_sigmoid_backward(x: F<B>, grad: F<B>) -> F<B> {
+        linear_in_grad("log_sigmoid_backward", x, grad, B::log_sigmoid_backward)
+    }
+}
