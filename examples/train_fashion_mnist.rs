@@ -4,7 +4,7 @@
 
 use burn::backend::{Autodiff, Flex};
 use owt::data::{open_splits, DataRequest, DatasetKind};
-use owt::train::{evaluate, load_model, train, RunOptions, TrainConfig};
+use owt::train::{evaluate, load_model, train, FcUpdate, RunOptions, SingleDevice, TrainConfig};
 use owt_models::{Head, ModelKind, ModelSpec};
 
 fn main() -> Result<(), owt::OwtError> {
@@ -20,13 +20,19 @@ fn main() -> Result<(), owt::OwtError> {
         momentum: 0.9,
         weight_decay: 5e-4,
         seed: 0,
+        fc_update: FcUpdate::PerStep,
     };
     let arch = config.model.architecture()?;
     let splits =
         open_splits(&DataRequest { kind: config.dataset, dir: None, limit: None, model_input: arch.input, seed: 0 })?;
     let out = std::path::Path::new("runs/example-fashion-mnist");
-    let device = Default::default();
-    train::<Autodiff<Flex>>(&config, &splits, &device, &RunOptions { out, resume: false, verbose: true })?;
+    let device: burn::backend::flex::FlexDevice = Default::default();
+    train(
+        &config,
+        &splits,
+        &SingleDevice::<Autodiff<Flex>>::new(device.clone()),
+        &RunOptions { out, resume: false, verbose: true },
+    )?;
     let (model, state) = load_model::<Flex>(out, &device)?;
     let e = evaluate(&model, state.config.head, splits.test.as_ref(), &device);
     println!("reloaded checkpoint: test accuracy {:.2}%", 100.0 * e.accuracy);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use burn::backend::{Autodiff, Flex};
 use owt::data::DatasetKind;
 use owt::data::{synthetic_images, Splits};
-use owt::train::{load_model, train, Checkpoint, RunOptions, TrainConfig, CHECKPOINT_FILE};
+use owt::train::{load_model, train, Checkpoint, FcUpdate, RunOptions, SingleDevice, TrainConfig, CHECKPOINT_FILE};
 use owt_models::{Head, ModelKind, ModelSpec};
 
 type B = Autodiff<Flex>;
@@ -36,6 +36,7 @@ fn config(epochs: usize, head: Head) -> TrainConfig {
         momentum: 0.9,
         weight_decay: 5e-4,
         seed: 7,
+        fc_update: FcUpdate::PerStep,
     }
 }
 
@@ -50,7 +51,8 @@ fn small_network_learns_synthetic_classes_with_either_head() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = config(3, head);
         c.batch = 16;
-        let m = train::<B>(&c, &splits(320), &Default::default(), &quiet(dir.path(), false)).unwrap();
+        let m = train::<B, _>(&c, &splits(320), &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), false))
+            .unwrap();
         assert_eq!(m.len(), 3);
         assert!(m[2].train_loss < m[0].train_loss, "{head:?}: loss {} -> {}", m[0].train_loss, m[2].train_loss);
         assert!(m[2].test_accuracy > 0.5, "{head:?}: test accuracy {} (chance 0.1)", m[2].test_accuracy);
@@ -71,13 +73,29 @@ fn resume_continues_exactly() {
     let _turn = serial();
     let data = splits(96);
     let straight = tempfile::tempdir().unwrap();
-    let full =
-        train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(straight.path(), false)).unwrap();
+    let full = train::<B, _>(
+        &config(3, Head::Softmax),
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(straight.path(), false),
+    )
+    .unwrap();
 
     let split = tempfile::tempdir().unwrap();
-    train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(split.path(), false)).unwrap();
-    let resumed =
-        train::<B>(&config(3, Head::Softmax), &data, &Default::default(), &quiet(split.path(), true)).unwrap();
+    train::<B, _>(
+        &config(1, Head::Softmax),
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(split.path(), false),
+    )
+    .unwrap();
+    let resumed = train::<B, _>(
+        &config(3, Head::Softmax),
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(split.path(), true),
+    )
+    .unwrap();
 
     // Equal up to the order of Flex's multi-threaded float reductions (a few ulp).
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(1.0);
@@ -104,10 +122,18 @@ fn resume_refuses_a_different_run() {
     let _turn = serial();
     let data = splits(32);
     let dir = tempfile::tempdir().unwrap();
-    train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(dir.path(), false)).unwrap();
+    train::<B, _>(
+        &config(1, Head::Softmax),
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(dir.path(), false),
+    )
+    .unwrap();
     let mut other = config(2, Head::Softmax);
     other.batch = 16;
-    let e = train::<B>(&other, &data, &Default::default(), &quiet(dir.path(), true)).unwrap_err().to_string();
+    let e = train::<B, _>(&other, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), true))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("batch: 32 vs 16"), "{e}");
 }
 
@@ -116,7 +142,13 @@ fn checkpoints_are_written_atomically_and_validated_on_read() {
     let _turn = serial();
     let data = splits(32);
     let dir = tempfile::tempdir().unwrap();
-    train::<B>(&config(1, Head::Softmax), &data, &Default::default(), &quiet(dir.path(), false)).unwrap();
+    train::<B, _>(
+        &config(1, Head::Softmax),
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(dir.path(), false),
+    )
+    .unwrap();
     let names: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(names.iter().all(|n| !n.contains(".tmp")), "temporary files left behind: {names:?}");
@@ -138,10 +170,14 @@ fn bad_settings_are_rejected_before_training() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(1, Head::Softmax);
     c.batch = 0;
-    let e = train::<B>(&c, &data, &Default::default(), &quiet(dir.path(), false)).unwrap_err().to_string();
+    let e = train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), false))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--batch must be at least 1, got 0"), "{e}");
     let mut c = config(1, Head::Softmax);
     c.model = ModelSpec::new(ModelKind::AlexNetOwt);
-    let e = train::<B>(&c, &data, &Default::default(), &quiet(dir.path(), false)).unwrap_err().to_string();
+    let e = train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), false))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("[N, 3, 224, 224]") && e.contains("[N, 1, 28, 28]"), "{e}");
 }

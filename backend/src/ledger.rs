@@ -74,6 +74,7 @@ impl LedgerSnapshot {
 pub(crate) struct Ledger {
     snapshot: LedgerSnapshot,
     phases: Vec<String>,
+    base: Option<String>,
 }
 
 impl Ledger {
@@ -81,7 +82,7 @@ impl Ledger {
         if traffic == Traffic::default() {
             return;
         }
-        let phase = self.phases.last().map(String::as_str).unwrap_or(UNLABELLED).to_string();
+        let phase = self.current_phase().unwrap_or(UNLABELLED).to_string();
         *self.snapshot.traffic.entry((phase, collective.to_string())).or_default() += traffic;
     }
 
@@ -105,7 +106,11 @@ impl Ledger {
         self.phases.pop();
     }
 
+    pub(crate) fn set_base_phase(&mut self, phase: Option<&str>) {
+        self.base = phase.map(str::to_string);
+    }
+
     pub(crate) fn current_phase(&self) -> Option<&str> {
-        self.phases.last().map(String::as_str)
+        self.phases.last().or(self.base.as_ref()).map(String::as_str)
     }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
+use crate::exchange::Exchange;
 use crate::ledger::{Ledger, LedgerSnapshot};
 
 /// Device-type id `Hybrid` devices report to Burn ("HY").
@@ -15,6 +16,7 @@ struct MeshInner<D> {
     id: u16,
     ranks: Vec<D>,
     ledger: Mutex<Ledger>,
+    exchange: Mutex<Exchange>,
 }
 
 /// A mesh of ranks, each on an inner-backend device; several ranks may share one physical
@@ -42,7 +44,14 @@ impl<D: DeviceOps> MeshDevice<D> {
             *next = next.checked_add(1).expect("more than 65535 meshes in one process");
             id
         };
-        let mesh = Self { inner: Arc::new(MeshInner { id, ranks, ledger: Mutex::new(Ledger::default()) }) };
+        let mesh = Self {
+            inner: Arc::new(MeshInner {
+                id,
+                ranks,
+                ledger: Mutex::new(Ledger::default()),
+                exchange: Mutex::new(Exchange::default()),
+            }),
+        };
         REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Box::new(mesh.clone()));
         mesh
     }
@@ -91,6 +100,24 @@ impl<D: DeviceOps> MeshDevice<D> {
     pub fn phase(&self, phase: &str) -> PhaseGuard<D> {
         self.ledger().push_phase(phase);
         PhaseGuard { mesh: self.clone() }
+    }
+
+    /// Labels the traffic recorded from now on with `phase` while no [`MeshDevice::phase`]
+    /// guard is active (`None`: unlabelled). Unlike the guard it needs no scope, so it can
+    /// follow a computation that has no scope of its own, such as a backward pass reaching
+    /// layer boundaries.
+    pub fn set_phase(&self, phase: Option<&str>) {
+        self.ledger().set_base_phase(phase)
+    }
+
+    /// How batch-sharded activities meet column-split weights on this mesh (see [`Exchange`]).
+    pub fn exchange(&self) -> Exchange {
+        *self.inner.exchange.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Chooses the activity exchange scheme for the matmuls that follow.
+    pub fn set_exchange(&self, scheme: Exchange) {
+        *self.inner.exchange.lock().unwrap_or_else(|e| e.into_inner()) = scheme;
     }
 
     /// The innermost phase label set now, if any.

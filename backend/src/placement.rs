@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 /// Where the pieces of a distributed tensor live across the ranks of a mesh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Placement {
     /// Every rank holds the whole tensor (conv weights under the weird trick).
     Replicate,

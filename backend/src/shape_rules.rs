@@ -117,9 +117,36 @@ pub(crate) fn slice<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, slices: &[Sli
             let shards = t.shards.into_iter().zip(locals).map(|(p, s)| K::slice(p, &s)).collect();
             return assemble(mesh, Placement::Shard(d), shards);
         }
+        if let Some((owner, local)) = within_one_shard(slices, &t, d) {
+            let piece = K::slice(t.shards[owner].clone(), &local);
+            return crate::collectives::broadcast::<B, K>(&t.mesh, piece, owner);
+        }
         return per_rank(gather_for("slice", t), |p| K::slice(p, slices));
     }
     per_rank(t, |p| K::slice(p, slices))
+}
+
+/// If `slices` cut dimension `d` (step 1) to rows that all lie in one rank's shard: that rank
+/// and the slices in its local coordinates.
+fn within_one_shard<B: Backend, K: ShardKind<B>>(
+    slices: &[Slice],
+    t: &DTensor<B, K>,
+    d: usize,
+) -> Option<(usize, Vec<Slice>)> {
+    let s = slices.get(d)?;
+    let len = t.shape[d] as isize;
+    let resolve = |i: isize| if i < 0 { i + len } else { i };
+    let (start, end) = (resolve(s.start), resolve(s.end.unwrap_or(len)));
+    if s.step != 1 || start < 0 || end <= start || end > len {
+        return None;
+    }
+    let (start, end) = (start as usize, end as usize);
+    let ranges = crate::placement::shard_ranges(t.shape[d], t.ranks());
+    let owner = ranges.iter().position(|r| r.start <= start && end <= r.end)?;
+    let mut local = slices.to_vec();
+    let offset = ranges[owner].start;
+    local[d] = Slice::new((start - offset) as isize, Some((end - offset) as isize), 1);
+    Some((owner, local))
 }
 
 /// Concatenation: local when all inputs share a placement that does not shard `dim`;

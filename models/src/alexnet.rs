@@ -153,17 +153,36 @@ fn linear_layer<B: Backend>(
 }
 
 impl<B: Backend> AlexNet<B> {
-    /// Logits `[batch, classes]` for images `[batch, channels, height, width]`.
+    /// Logits `[batch, classes]` for images `[batch, channels, height, width]`: conv1..conv5
+    /// as in the paper's figure, then fc6..fc8.
     ///
     /// Panics with the expected and actual shape if the input does not match the
     /// architecture; callers that take user input check first with [`Architecture::check_input`].
     pub fn forward(&self, images: Tensor<B, 4>) -> Tensor<B, 2> {
-        self.forward_observed(images, &mut |_, _| {})
+        self.forward_hooked(images, &mut NoHook)
     }
 
-    /// [`AlexNet::forward`], calling `observe(layer, per_image_shape)` after every layer that
-    /// the profile lists, so tests can hold the profile against the real activations.
-    pub fn forward_observed(&self, images: Tensor<B, 4>, observe: &mut dyn FnMut(&str, &[usize])) -> Tensor<B, 2> {
+    /// [`AlexNet::forward`] with `hook` called at every layer boundary (see [`LayerHook`]).
+    pub fn forward_hooked(&self, images: Tensor<B, 4>, hook: &mut dyn LayerHook<B>) -> Tensor<B, 2> {
+        let features = self.forward_features_hooked(images, hook);
+        self.forward_classifier_hooked(features, hook)
+    }
+
+    /// The conv trunk: conv1..conv5 (with their ReLU, normalisation and pooling) and the
+    /// flatten, giving the features fc6 reads, `[n, fc_input_features]`.
+    pub fn forward_features(&self, images: Tensor<B, 4>) -> Tensor<B, 2> {
+        self.forward_features_hooked(images, &mut NoHook)
+    }
+
+    /// The classifier: fc6, fc7 (ReLU, dropout where the architecture says) and fc8, from the
+    /// features [`AlexNet::forward_features`] gives. Split out so that a trainer can run the FC
+    /// layers on part of a batch (the per-chunk FC update of Krizhevsky 2014).
+    pub fn forward_classifier(&self, features: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.forward_classifier_hooked(features, &mut NoHook)
+    }
+
+    /// [`AlexNet::forward_features`] with `hook` at every layer boundary.
+    pub fn forward_features_hooked(&self, images: Tensor<B, 4>, hook: &mut dyn LayerHook<B>) -> Tensor<B, 2> {
         let arch = &self.architecture;
         if let Err(e) = arch.check_input(images.dims()) {
             panic!("{e}");
@@ -172,24 +191,33 @@ impl<B: Backend> AlexNet<B> {
         let mut x = images;
         for (i, conv) in convs.into_iter().enumerate() {
             let stage = i + 1;
+            x = hook.maps(&format!("conv{stage}"), x);
             x = relu(conv.forward(x));
-            observe(&format!("conv{stage}"), &x.dims()[1..]);
+            hook.observe(&format!("conv{stage}"), &x.dims()[1..]);
             if arch.lrn_after[i] {
                 x = self.lrn.forward(x);
-                observe(&format!("lrn{stage}"), &x.dims()[1..]);
+                hook.observe(&format!("lrn{stage}"), &x.dims()[1..]);
             }
             if arch.pool_after[i] {
                 x = self.pool.forward(x);
-                observe(&format!("pool{stage}"), &x.dims()[1..]);
+                hook.observe(&format!("pool{stage}"), &x.dims()[1..]);
             }
         }
         if let Some(avgpool) = &self.avgpool {
             x = avgpool.forward(x);
-            observe("avgpool", &x.dims()[1..]);
+            hook.observe("avgpool", &x.dims()[1..]);
         }
-        let mut h: Tensor<B, 2> = x.flatten(1, 3);
+        x.flatten(1, 3)
+    }
+
+    /// [`AlexNet::forward_classifier`] with `hook` at every layer boundary.
+    pub fn forward_classifier_hooked(&self, features: Tensor<B, 2>, hook: &mut dyn LayerHook<B>) -> Tensor<B, 2> {
+        let arch = &self.architecture;
+        let mut h = features;
         let fcs = [&self.fc6, &self.fc7, &self.fc8];
         for (j, fc) in fcs.into_iter().enumerate() {
+            let name = format!("fc{}", j + 6);
+            h = hook.features(&name, h);
             if arch.dropout_before_fc[j] {
                 h = self.dropout.forward(h);
             }
@@ -197,8 +225,45 @@ impl<B: Backend> AlexNet<B> {
             if j < 2 {
                 h = relu(h);
             }
-            observe(&format!("fc{}", j + 6), &h.dims()[1..]);
+            hook.observe(&name, &h.dims()[1..]);
         }
         h
     }
+
+    /// [`AlexNet::forward`], calling `observe(layer, per_image_shape)` after every layer that
+    /// the profile lists, so tests can hold the profile against the real activations.
+    pub fn forward_observed(&self, images: Tensor<B, 4>, observe: &mut dyn FnMut(&str, &[usize])) -> Tensor<B, 2> {
+        struct Observer<'a>(&'a mut dyn FnMut(&str, &[usize]));
+        impl<B: Backend> LayerHook<B> for Observer<'_> {
+            fn observe(&mut self, layer: &str, per_image_shape: &[usize]) {
+                (self.0)(layer, per_image_shape)
+            }
+        }
+        self.forward_hooked(images, &mut Observer(observe))
+    }
 }
+
+/// Callbacks at the layer boundaries of [`AlexNet::forward_hooked`]. The model stays
+/// device-agnostic; a caller uses the hook to label what each layer costs (the parallel
+/// trainer's communication phases) or to check activation shapes. Every method defaults to
+/// doing nothing.
+pub trait LayerHook<B: Backend> {
+    /// The input of conv layer `layer` ("conv1".."conv5"), about to be consumed; returns the
+    /// tensor the layer reads (usually `x` itself).
+    fn maps(&mut self, _layer: &str, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        x
+    }
+
+    /// The input of FC layer `layer` ("fc6".."fc8"), about to be consumed.
+    fn features(&mut self, _layer: &str, h: Tensor<B, 2>) -> Tensor<B, 2> {
+        h
+    }
+
+    /// The per-image output shape of a layer the profile lists, after it ran.
+    fn observe(&mut self, _layer: &str, _per_image_shape: &[usize]) {}
+}
+
+/// The hook that does nothing.
+struct NoHook;
+
+impl<B: Backend> LayerHook<B> for NoHook {}

@@ -19,7 +19,7 @@ mod profile;
 mod spec;
 mod variants;
 
-pub use alexnet::AlexNet;
+pub use alexnet::{AlexNet, LayerHook};
 pub use architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
 pub use head::Head;
 pub use lrn::{TowerLrn, TowerLrnConfig};

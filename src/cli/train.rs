@@ -4,12 +4,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::backends::{run_on, BackendJob, BackendKind};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use owt_hybrid::{Exchange, MeshDevice};
+
+use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::ModelArgs;
-use crate::data::{open_splits, DataRequest, DatasetKind};
+use crate::data::{open_splits, DataRequest, DatasetKind, Splits};
 use crate::error::OwtError;
+use crate::parallel::PlanKind;
 use crate::train::config::defaults;
-use crate::train::{train, EpochMetrics, RunOptions, TrainConfig};
+use crate::train::{train, EpochMetrics, FcUpdate, Layout, MeshLayout, RunOptions, SingleDevice, TrainConfig};
 use owt_models::Head;
 
 /// Arguments of `owt train`.
@@ -54,9 +58,28 @@ pub struct TrainArgs {
     /// Run directory for metrics.json and checkpoint.owt.
     #[arg(long, default_value = "runs/latest")]
     pub out: PathBuf,
-    /// Continue the run in --out from its checkpoint.
+    /// Continue the run in --out from its checkpoint (on any device count).
     #[arg(long)]
     pub resume: bool,
+    /// Ranks of the mesh: with flex, virtual ranks on the CPU; with wgpu, distinct adapters
+    /// where the machine has them; with cuda, GPU i for rank i.
+    #[arg(long, default_value_t = 1)]
+    pub devices: usize,
+    /// Parallel plan (default weird-trick when --devices > 1).
+    #[arg(long, value_enum)]
+    pub plan: Option<PlanKind>,
+    /// How batch-sharded activities meet column-split FC weights: a (all-gather), b (K
+    /// broadcast rounds), c (K rounds of 1/K slices).
+    #[arg(long, default_value = "a", value_parser = parse_scheme)]
+    pub scheme: Exchange,
+    /// When FC weights are updated: per-step (synchronous SGD) or per-chunk (after each
+    /// rank's chunk, the 2014 paper's variant).
+    #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
+    pub fc_update: FcUpdate,
+}
+
+fn parse_scheme(s: &str) -> Result<Exchange, String> {
+    Exchange::from_letter(s).ok_or_else(|| format!("unknown scheme {s:?}: expected a, b or c"))
 }
 
 fn parse_head(s: &str) -> Result<Head, String> {
@@ -77,7 +100,18 @@ impl TrainArgs {
             momentum: self.momentum,
             weight_decay: self.weight_decay,
             seed: self.seed,
+            fc_update: self.fc_update,
         }
+    }
+
+    /// Whether the run goes on a mesh (more than one rank, or a plan asked for).
+    pub fn on_mesh(&self) -> bool {
+        self.devices != 1 || self.plan.is_some()
+    }
+
+    /// The plan of a mesh run.
+    pub fn plan(&self) -> PlanKind {
+        self.plan.unwrap_or(PlanKind::WeirdTrick)
     }
 }
 
@@ -86,9 +120,8 @@ struct TrainJob<'a> {
     config: TrainConfig,
 }
 
-impl BackendJob for TrainJob<'_> {
-    type Output = Vec<EpochMetrics>;
-    fn run<B: burn::tensor::backend::AutodiffBackend>(self, device: B::Device) -> Result<Self::Output, OwtError> {
+impl TrainJob<'_> {
+    fn splits(&self) -> Result<Splits, OwtError> {
         let arch = self.config.model.architecture()?;
         let splits = open_splits(&DataRequest {
             kind: self.args.dataset,
@@ -99,19 +132,42 @@ impl BackendJob for TrainJob<'_> {
         })?;
         let [c, h, w] = splits.train.image_dims();
         arch.check_input([0, c, h, w])?;
+        Ok(splits)
+    }
+
+    fn train<B: AutodiffBackend, L: Layout<B>>(self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
+        let splits = self.splits()?;
         eprintln!(
-            "training {} on {:?} ({} train / {} test images) with {} on {}, batch {}, lr {}",
-            arch.name,
+            "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
+            self.config.model.architecture()?.name,
             self.args.dataset,
             splits.train.len(),
             splits.test.len(),
             self.config.head.name(),
             self.args.backend.name(),
+            layout.describe(),
             self.config.batch,
-            self.config.lr
+            self.config.lr,
+            self.config.fc_update.name()
         );
         let opts = RunOptions { out: &self.args.out, resume: self.args.resume, verbose: true };
-        train::<B>(&self.config, &splits, &device, &opts)
+        train::<B, L>(&self.config, &splits, layout, &opts)
+    }
+}
+
+impl BackendJob for TrainJob<'_> {
+    type Output = Vec<EpochMetrics>;
+    fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<Self::Output, OwtError> {
+        let layout = SingleDevice::<B>::new(device);
+        self.train(&layout)
+    }
+}
+
+impl MeshJob for TrainJob<'_> {
+    type Output = Vec<EpochMetrics>;
+    fn run<IB: Backend>(self, devices: Vec<IB::Device>) -> Result<Self::Output, OwtError> {
+        let layout = MeshLayout::<IB>::new(MeshDevice::new(devices), self.args.plan().plan(), self.args.scheme);
+        self.train(&layout)
     }
 }
 
@@ -119,8 +175,21 @@ impl BackendJob for TrainJob<'_> {
 pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     let config = args.config();
     config.validate()?;
-    config.model.architecture()?;
-    let metrics = run_on(args.backend, TrainJob { args, config })?;
+    let arch = config.model.architecture()?;
+    let metrics = if args.on_mesh() {
+        // Refuse an impossible plan before any data is read or backend started.
+        let plan = args.plan().plan();
+        plan.check_architecture(&arch, args.devices)?;
+        if let Some(ranks) = plan.ranks.filter(|&r| r != args.devices) {
+            return Err(OwtError::input(format!(
+                "plan {} needs exactly {ranks} devices, got --devices {}",
+                plan.name, args.devices
+            )));
+        }
+        run_on_mesh(args.backend, args.devices, TrainJob { args, config })?
+    } else {
+        run_on(args.backend, TrainJob { args, config })?
+    };
     if let Some(last) = metrics.last() {
         println!(
             "final test accuracy {:.2}% after {} epochs; metrics and checkpoint in {}",

@@ -1,5 +1,10 @@
-//! Composing models with `Hybrid<B>`: putting a model's parameters where a plan says.
+//! Composing models with `Hybrid<B>`: plans that say where every parameter lives, putting a
+//! model's parameters where a plan says, and labelling each layer's communication.
 
+pub mod phases;
 pub mod placer;
+pub mod plan;
 
+pub use phases::{sync_gradients, LayerPhases};
 pub use placer::{parameter_paths, parameter_values, place_parameters};
+pub use plan::{Plan, PlanKind, PlanRule};

@@ -30,6 +30,10 @@ pub struct TrainConfig {
     pub weight_decay: f64,
     /// Seed of initialisation, shuffling and dropout.
     pub seed: u64,
+    /// When the FC layers are updated (per step: synchronous SGD; per chunk: the 2014
+    /// paper's variant). Part of the run: it changes the numbers, unlike the device count.
+    #[serde(default)]
+    pub fc_update: crate::train::step::FcUpdate,
 }
 
 /// The paper's SGD defaults.

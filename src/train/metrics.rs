@@ -1,5 +1,8 @@
 //! Per-epoch results, as printed and as written to `metrics.json`.
 
+use std::collections::BTreeMap;
+
+use owt_hybrid::LedgerSnapshot;
 use serde::{Deserialize, Serialize};
 
 /// One epoch's figures.
@@ -19,6 +22,58 @@ pub struct EpochMetrics {
     pub images_per_second: f64,
     /// Wall seconds of the epoch, evaluation included.
     pub seconds: f64,
+    /// Where the epoch ran (devices, plan, scheme).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
+    /// Bytes and messages moved between ranks per step, by collective (mesh runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub communication: Option<Communication>,
+}
+
+/// A mesh run's traffic per training step, averaged over an epoch's steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Communication {
+    /// Steps the epoch took.
+    pub steps: usize,
+    /// Bytes per step over all collectives.
+    pub bytes_per_step: f64,
+    /// Messages per step over all collectives.
+    pub messages_per_step: f64,
+    /// Per collective (`all_gather`, `all_reduce`, ...): bytes and messages per step.
+    pub by_collective: BTreeMap<String, TrafficPerStep>,
+    /// Ops that had no placement rule and ran gathered, with their counts over the epoch.
+    pub fallbacks: BTreeMap<String, u64>,
+}
+
+/// One collective's bytes and messages per step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrafficPerStep {
+    /// Bytes per step.
+    pub bytes: f64,
+    /// Messages per step.
+    pub messages: f64,
+}
+
+impl Communication {
+    /// The per-step averages of a ledger that recorded `steps` training steps (evaluation
+    /// excluded).
+    pub fn per_step(ledger: &LedgerSnapshot, steps: usize) -> Self {
+        let per = |x: u64| x as f64 / steps.max(1) as f64;
+        let mut by_collective: BTreeMap<String, TrafficPerStep> = BTreeMap::new();
+        for ((_, collective), t) in &ledger.traffic {
+            let e = by_collective.entry(collective.clone()).or_insert(TrafficPerStep { bytes: 0.0, messages: 0.0 });
+            e.bytes += per(t.bytes);
+            e.messages += per(t.messages);
+        }
+        let total = ledger.total();
+        Communication {
+            steps,
+            bytes_per_step: per(total.bytes),
+            messages_per_step: per(total.messages),
+            by_collective,
+            fallbacks: ledger.fallbacks.clone(),
+        }
+    }
 }
 
 impl EpochMetrics {
@@ -33,6 +88,10 @@ impl EpochMetrics {
             100.0 * self.test_accuracy,
             self.images_per_second,
             self.seconds
-        )
+        ) + &self
+            .communication
+            .as_ref()
+            .map(|c| format!(", {:.0} bytes / {:.0} messages per step between ranks", c.bytes_per_step, c.messages_per_step))
+            .unwrap_or_default()
     }
 }

@@ -1,13 +1,17 @@
-//! Training and evaluation on one device.
+//! Training and evaluation, on one device or on a mesh of ranks under a parallel plan.
 
 pub mod atomic;
 pub mod checkpoint;
 pub mod config;
+pub mod layout;
 pub mod metrics;
 pub mod progress;
+pub mod step;
 pub mod trainer;
 
 pub use checkpoint::{Checkpoint, CheckpointState, CHECKPOINT_FILE};
 pub use config::TrainConfig;
-pub use metrics::EpochMetrics;
-pub use trainer::{evaluate, load_model, train, Evaluation, RunOptions};
+pub use layout::{Layout, MeshLayout, SingleDevice};
+pub use metrics::{Communication, EpochMetrics};
+pub use step::{train_step, FcUpdate, StepOutcome};
+pub use trainer::{evaluate, evaluate_placed, load_model, sgd, train, Evaluation, RunOptions};

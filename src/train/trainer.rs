@@ -1,5 +1,6 @@
-//! The single-device training loop: SGD with momentum over shuffled batches, evaluation per
-//! epoch, metrics and an atomic checkpoint after every epoch, exact resume.
+//! The training loop, on one device or a mesh: SGD with momentum over shuffled batches,
+//! evaluation per epoch, metrics (with the communication per step on a mesh) and an atomic
+//! checkpoint after every epoch, exact resume.
 
 use std::path::Path;
 use std::time::Instant;
@@ -7,7 +8,7 @@ use std::time::Instant;
 use burn::module::{AutodiffModule, Module};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{GradientsParams, Optimizer, SgdConfig};
+use burn::optim::{Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rand::rngs::StdRng;
@@ -21,8 +22,10 @@ use crate::error::OwtError;
 use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState};
 use crate::train::config::TrainConfig;
-use crate::train::metrics::EpochMetrics;
+use crate::train::layout::Layout;
+use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::progress::Progress;
+use crate::train::step::train_step;
 
 /// Batch size used for evaluation (no gradients, so larger is fine).
 pub const EVAL_BATCH: usize = 500;
@@ -64,12 +67,24 @@ pub fn evaluate<B: Backend>(
     source: &dyn ImageSource,
     device: &B::Device,
 ) -> Evaluation {
+    evaluate_placed(model, head, source, device, &|images| images)
+}
+
+/// [`evaluate`] with each batch of images laid out by `place` first (a parallel run's input
+/// placement, so evaluation is split over the ranks like training).
+pub fn evaluate_placed<B: Backend>(
+    model: &AlexNet<B>,
+    head: Head,
+    source: &dyn ImageSource,
+    device: &B::Device,
+    place: &dyn Fn(Tensor<B, 4>) -> Tensor<B, 4>,
+) -> Evaluation {
     let mut rng = StdRng::seed_from_u64(0);
     let (mut loss_sum, mut correct) = (0.0, 0usize);
     let indices: Vec<usize> = (0..source.len()).collect();
     for chunk in indices.chunks(EVAL_BATCH) {
         let (images, labels) = batch_tensors::<B>(source.batch(chunk, false, &mut rng), device);
-        let logits = model.forward(images);
+        let logits = model.forward(place(images));
         loss_sum += head.loss(logits.clone(), labels.clone()).into_scalar().elem::<f64>() * chunk.len() as f64;
         correct += count_correct(head, logits, labels);
     }
@@ -77,7 +92,7 @@ pub fn evaluate<B: Backend>(
     Evaluation { loss: loss_sum / n as f64, accuracy: correct as f64 / n as f64, images: source.len() }
 }
 
-fn count_correct<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> usize {
+pub(crate) fn count_correct<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> usize {
     head.predict(logits).equal(labels).int().sum().into_scalar().elem::<i64>() as usize
 }
 
@@ -87,12 +102,14 @@ fn epoch_seed(seed: u64, epoch: usize) -> u64 {
     seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(epoch as u64 + 1)
 }
 
-/// Trains `config` on `splits` with backend `B` on `device`, writing metrics and a
-/// checkpoint to `opts.out` after each epoch. Returns all epochs' metrics (resumed ones included).
-pub fn train<B: AutodiffBackend>(
+/// Trains `config` on `splits` with backend `B` laid out by `layout` (one device, or a mesh
+/// under a plan), writing metrics and a checkpoint to `opts.out` after each epoch. Returns all
+/// epochs' metrics (resumed ones included). Checkpoints hold whole tensors, so a run may resume
+/// on a different layout (another device count or plan).
+pub fn train<B: AutodiffBackend, L: Layout<B>>(
     config: &TrainConfig,
     splits: &Splits,
-    device: &B::Device,
+    layout: &L,
     opts: &RunOptions,
 ) -> Result<Vec<EpochMetrics>, OwtError> {
     config.validate()?;
@@ -108,10 +125,9 @@ pub fn train<B: AutodiffBackend>(
             splits.train.classes()
         )));
     }
-    let mut optim = SgdConfig::new()
-        .with_momentum(Some(MomentumConfig { momentum: config.momentum, dampening: 0.0, nesterov: false }))
-        .with_weight_decay((config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32)))
-        .init::<B, AlexNet<B>>();
+    layout.check(&arch, config.batch)?;
+    let device = layout.device();
+    let mut optim = sgd::<B>(config);
     B::seed(device, config.seed);
     let mut model: AlexNet<B> = arch.try_init(device)?;
     let mut metrics = Vec::new();
@@ -131,6 +147,7 @@ pub fn train<B: AutodiffBackend>(
             eprintln!("resuming after epoch {start_epoch} of {}", config.epochs);
         }
     }
+    let mut model = layout.place_model(model);
     let train_set = splits.train.as_ref();
     for epoch in start_epoch..config.epochs {
         let started = Instant::now();
@@ -140,28 +157,32 @@ pub fn train<B: AutodiffBackend>(
         let mut order: Vec<usize> = (0..train_set.len()).collect();
         order.shuffle(&mut rng);
         let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), order.len(), opts.verbose);
-        let (mut loss_sum, mut correct, mut seen) = (0.0, 0usize, 0usize);
+        let (mut loss_sum, mut correct, mut seen, mut steps) = (0.0, 0usize, 0usize, 0usize);
+        layout.reset_traffic();
         for chunk in order.chunks(config.batch) {
             let (images, labels) = batch_tensors::<B>(train_set.batch(chunk, true, &mut rng), device);
-            let logits = model.forward(images);
-            let loss = config.head.loss(logits.clone(), labels.clone());
-            let batch_loss = loss.clone().into_scalar().elem::<f64>();
-            if !batch_loss.is_finite() {
+            let (images, labels) = layout.place_batch(images, labels);
+            let (next, outcome) =
+                train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, images, labels);
+            model = next;
+            if !outcome.loss.is_finite() {
                 return Err(OwtError::input(format!(
-                    "training diverged in epoch {} (loss {batch_loss}): lower --lr (got {})",
+                    "training diverged in epoch {} (loss {}): lower --lr (got {})",
                     epoch + 1,
+                    outcome.loss,
                     config.lr
                 )));
             }
-            correct += count_correct(config.head, logits.detach(), labels);
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = optim.step(config.lr, model, grads);
-            loss_sum += batch_loss * chunk.len() as f64;
+            correct += outcome.correct;
+            loss_sum += outcome.loss * chunk.len() as f64;
             seen += chunk.len();
+            steps += 1;
             progress.update(seen, loss_sum / seen as f64, correct as f64 / seen as f64);
         }
         let train_seconds = started.elapsed().as_secs_f64();
-        let test = evaluate(&model.valid(), config.head, splits.test.as_ref(), device);
+        let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
+        let place = |images: Tensor<B::InnerBackend, 4>| layout.place_eval_input(images);
+        let test = evaluate_placed(&model.valid(), config.head, splits.test.as_ref(), device, &place);
         let m = EpochMetrics {
             epoch: epoch + 1,
             train_loss: loss_sum / seen as f64,
@@ -170,6 +191,8 @@ pub fn train<B: AutodiffBackend>(
             test_accuracy: test.accuracy,
             images_per_second: seen as f64 / train_seconds,
             seconds: started.elapsed().as_secs_f64(),
+            layout: Some(layout.describe()),
+            communication,
         };
         if opts.verbose {
             println!("{}", m.summary(config.epochs));
@@ -183,6 +206,14 @@ pub fn train<B: AutodiffBackend>(
         write_atomic(&opts.out.join("metrics.json"), &json)?;
     }
     Ok(metrics)
+}
+
+/// The run's optimizer: SGD with the config's momentum (dampening 0) and weight decay.
+pub fn sgd<B: AutodiffBackend>(config: &TrainConfig) -> impl Optimizer<AlexNet<B>, B> {
+    SgdConfig::new()
+        .with_momentum(Some(MomentumConfig { momentum: config.momentum, dampening: 0.0, nesterov: false }))
+        .with_weight_decay((config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32)))
+        .init::<B, AlexNet<B>>()
 }
 
 /// Rebuilds the network stored in the checkpoint in `dir` on `device`.

@@ -72,6 +72,15 @@ fn matmul<B: Backend>(lhs: F<B>, rhs: F<B>) -> F<B> {
         // Contraction dimension split on both sides: each rank holds a summand.
         (Shard(d), Shard(e)) if d == inner && e == row => (lhs, rhs, Partial),
         (Replicate, Shard(e)) if e == row => (crate::collectives::shard_locally(lhs, inner), rhs, Partial),
+        // Activities exchanged by the mesh's scheme (b, c: in rounds), then model parallel.
+        (Shard(d), Shard(e))
+            if e == n - 1
+                && (d == row || d == inner)
+                && lhs.shape[d] > 0
+                && lhs.mesh.exchange() != crate::exchange::Exchange::AllGather =>
+        {
+            return crate::exchange::exchange_matmul(lhs, rhs, d);
+        }
         // Activities exchanged (scheme a) or columns gathered, then model parallel.
         (Shard(d), Shard(e)) if e == n - 1 => (crate::collectives::all_gather(lhs, d), rhs, Shard(n - 1)),
         // Linear in each argument.
@@ -117,6 +126,49 @@ fn gather_on_sharded_dim<B: Backend>(dim: usize, tensor: F<B>, indices: I<B>) ->
         })
         .collect();
     crate::rules::assemble(mesh, Placement::Partial, shards)
+}
+
+/// argmax / argmin along the sharded dimension (the predicted class of column-split logits):
+/// each rank finds its local extreme and its global index, the K candidates are all-gathered
+/// (two tensors of size 1 along `dim` per rank) and every rank picks the first best.
+/// `None` when `dim` is not the sharded one or a rank holds no slice of it.
+fn arg_extreme_on_sharded_dim<B: Backend>(t: &F<B>, dim: usize, out_dtype: IntDType, max: bool) -> Option<I<B>> {
+    if t.placement != Placement::Shard(dim) || t.ranks() == 1 || t.shards.iter().any(|s| s.shape()[dim] == 0) {
+        return None;
+    }
+    let ranges = crate::placement::shard_ranges(t.shape[dim], t.ranks());
+    let (values, indices): (Vec<_>, Vec<_>) = t
+        .shards
+        .iter()
+        .zip(&ranges)
+        .map(|(p, range)| {
+            let (v, i) = if max {
+                (B::float_max_dim(p.clone(), dim), B::float_argmax(p.clone(), dim, out_dtype))
+            } else {
+                (B::float_min_dim(p.clone(), dim), B::float_argmin(p.clone(), dim, out_dtype))
+            };
+            (v, B::int_add_scalar(i, Scalar::Int(range.start as i64)))
+        })
+        .unzip();
+    let mesh = t.mesh.clone();
+    let values = crate::collectives::all_gather(
+        crate::rules::assemble::<B, FloatKind>(mesh.clone(), Placement::Shard(dim), values),
+        dim,
+    );
+    let indices = crate::collectives::all_gather(
+        crate::rules::assemble::<B, IntKind>(mesh.clone(), Placement::Shard(dim), indices),
+        dim,
+    );
+    let shards = values
+        .shards
+        .into_iter()
+        .zip(indices.shards)
+        .map(|(v, i)| {
+            let best = if max { B::float_argmax(v, dim, out_dtype) } else { B::float_argmin(v, dim, out_dtype) };
+            B::int_gather(dim, i, best)
+        })
+        .collect();
+    Some(crate::rules::assemble(mesh, Placement::Replicate, shards))
 }
 
 impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
@@ -375,12 +427,18 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     along_dim_ops!(FloatKind; float_cumsum, float_cumprod, float_cummin, float_cummax);
 
     fn float_argmax(tensor: F<B>, dim: usize, out_dtype: IntDType) -> I<B> {
+        if let Some(out) = arg_extreme_on_sharded_dim(&tensor, dim, out_dtype, true) {
+            return out;
+        }
         reduce_dim::<B, FloatKind, IntKind>("float_argmax", tensor, dim, ShardedReduce::Gather, |p| {
             B::float_argmax(p, dim, out_dtype)
         })
     }
 
     fn float_argmin(tensor: F<B>, dim: usize, out_dtype: IntDType) -> I<B> {
+        if let Some(out) = arg_extreme_on_sharded_dim(&tensor, dim, out_dtype, false) {
+            return out;
+        }
         reduce_dim::<B, FloatKind, IntKind>("float_argmin", tensor, dim, ShardedReduce::Gather, |p| {
             B::float_argmin(p, dim, out_dtype)
         })

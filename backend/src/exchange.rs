@@ -1,0 +1,191 @@
+//! The activity exchange of "one weird trick" (Krizhevsky 2014, section 4): how a matmul whose
+//! left operand is sharded over the batch meets a weight split by output columns. Each rank
+//! needs every rank's rows against its own columns; the mesh's [`Exchange`] says how they
+//! travel. All three schemes move the same bytes and give the same numbers; they differ in
+//! message count and in how much compute can hide a transfer.
+//!
+//! The same exchange serves the weight gradient of that matmul (`x^T @ dy`, the batch being
+//! the contraction dimension there): each round's rows contribute a summand instead of a
+//! block of rows.
+
+use std::ops::Range;
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{Shape, TensorMetadata};
+
+use crate::backend::HybridFloat;
+use crate::collectives::names;
+use crate::dtensor::{bytes_of, slices_along};
+use crate::kind::{FloatKind, ShardKind};
+use crate::ledger::Traffic;
+use crate::placement::{shard_ranges, Placement};
+
+/// How batch-sharded activities reach column-split weights (scheme letters as in the paper).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+pub enum Exchange {
+    /// (a) One all-gather of every rank's activities, then one matmul over the whole batch.
+    #[default]
+    AllGather,
+    /// (b) K rounds; in round r rank r's activities are broadcast and every rank multiplies
+    /// them by its columns. The next round's broadcast is issued before this round's matmul,
+    /// so on backends that queue work (CUDA, wgpu) the transfer overlaps the compute.
+    Broadcast,
+    /// (c) K rounds; in round j every rank sends the j-th 1/K slice of its activities to all,
+    /// then as in (b). Smaller messages, more of them, the same overlap.
+    Slices,
+}
+
+impl Exchange {
+    /// The paper's letter: `a`, `b` or `c`.
+    pub fn letter(self) -> char {
+        match self {
+            Exchange::AllGather => 'a',
+            Exchange::Broadcast => 'b',
+            Exchange::Slices => 'c',
+        }
+    }
+
+    /// The scheme for a letter `a`, `b` or `c`.
+    pub fn from_letter(letter: &str) -> Option<Exchange> {
+        match letter {
+            "a" => Some(Exchange::AllGather),
+            "b" => Some(Exchange::Broadcast),
+            "c" => Some(Exchange::Slices),
+            _ => None,
+        }
+    }
+
+    /// The ledger name its transfers are recorded under.
+    pub fn collective(self) -> &'static str {
+        match self {
+            Exchange::AllGather | Exchange::Slices => names::ALL_GATHER,
+            Exchange::Broadcast => names::BROADCAST,
+        }
+    }
+
+    /// The rounds of this scheme for shards of `local_rows` rows on each rank: per round, the
+    /// (source rank, row range within that rank's shard) pieces sent to every rank. Empty
+    /// pieces are left out; a round with none is dropped.
+    pub fn rounds(self, local_rows: &[usize]) -> Vec<Vec<(usize, Range<usize>)>> {
+        let k = local_rows.len();
+        let rounds: Vec<Vec<(usize, Range<usize>)>> = match self {
+            Exchange::AllGather => vec![(0..k).map(|r| (r, 0..local_rows[r])).collect()],
+            Exchange::Broadcast => (0..k).map(|r| vec![(r, 0..local_rows[r])]).collect(),
+            Exchange::Slices => {
+                let slices: Vec<Vec<Range<usize>>> = local_rows.iter().map(|&n| shard_ranges(n, k)).collect();
+                (0..k).map(|j| (0..k).map(|r| (r, slices[r][j].clone())).collect()).collect()
+            }
+        };
+        rounds
+            .into_iter()
+            .map(|round| round.into_iter().filter(|(_, range)| !range.is_empty()).collect::<Vec<_>>())
+            .filter(|round| !round.is_empty())
+            .collect()
+    }
+}
+
+type F<B> = HybridFloat<B>;
+type P<B> = <B as burn::tensor::backend::BackendTypes>::FloatTensorPrimitive;
+
+fn rows<B: Backend>(p: P<B>, dim: usize, range: Range<usize>) -> P<B> {
+    let shape = p.shape();
+    if range.start == 0 && range.end == shape[dim] {
+        return p;
+    }
+    <FloatKind as ShardKind<B>>::slice(p, &slices_along(&shape, dim, range))
+}
+
+/// `lhs @ rhs` for `lhs` sharded on `dim` (the row dimension: the forward activities; or the
+/// contraction dimension: the weight gradient) and `rhs` sharded on its last dimension, with
+/// `lhs`'s rows exchanged by the mesh's scheme. The result is sharded on its last dimension.
+pub(crate) fn exchange_matmul<B: Backend>(lhs: F<B>, rhs: F<B>, dim: usize) -> F<B> {
+    let n = lhs.shape.num_dims();
+    let (row, inner) = (n - 2, n - 1);
+    debug_assert!(dim == row || dim == inner, "exchange on dim {dim} of a rank-{n} matmul");
+    debug_assert_eq!(lhs.placement, Placement::Shard(dim));
+    debug_assert_eq!(rhs.placement, Placement::Shard(n - 1));
+    let scheme = lhs.mesh.exchange();
+    let k = lhs.ranks();
+    let offsets: Vec<usize> = shard_ranges(lhs.shape[dim], k).into_iter().map(|r| r.start).collect();
+    let local_rows: Vec<usize> = lhs.shards.iter().map(|s| s.shape()[dim]).collect();
+    let rounds = scheme.rounds(&local_rows);
+    let mut traffic = Traffic::default();
+    // Every rank's copy of one round's pieces, in the round's order.
+    let mut fetch = |round: &[(usize, Range<usize>)]| -> Vec<Vec<P<B>>> {
+        (0..k)
+            .map(|dst| {
+                round
+                    .iter()
+                    .map(|(src, range)| {
+                        let piece = rows::<B>(lhs.shards[*src].clone(), dim, range.clone());
+                        if *src == dst {
+                            return piece;
+                        }
+                        traffic.bytes += bytes_of(&piece);
+                        traffic.messages += 1;
+                        <FloatKind as ShardKind<B>>::to_device(piece, lhs.mesh.rank_device(dst))
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    // Output pieces per rank: (global start of the rows, rows) for the forward; summands for
+    // the weight gradient.
+    let mut blocks: Vec<Vec<(usize, P<B>)>> = vec![Vec::new(); k];
+    let mut sums: Vec<Option<P<B>>> = vec![None; k];
+    let mut next = rounds.first().map(|round| fetch(round));
+    for (i, round) in rounds.iter().enumerate() {
+        let current = next.take().expect("fetched");
+        // Issue the next round's transfers before this round's compute.
+        next = rounds.get(i + 1).map(|round| fetch(round));
+        for (dst, pieces) in current.into_iter().enumerate() {
+            let local = rhs.shards[dst].clone();
+            if dim == row {
+                let out = B::float_matmul(<FloatKind as ShardKind<B>>::cat(pieces, row), local);
+                let mut at = 0;
+                for (src, range) in round {
+                    let len = range.len();
+                    blocks[dst].push((offsets[*src] + range.start, rows::<B>(out.clone(), row, at..at + len)));
+                    at += len;
+                }
+            } else {
+                // The weight gradient: the matching rows of `rhs` (its row dimension is the
+                // contraction), one summand per round.
+                let rhs_rows: Vec<P<B>> = round
+                    .iter()
+                    .map(|(src, range)| {
+                        let start = offsets[*src] + range.start;
+                        rows::<B>(local.clone(), row, start..start + range.len())
+                    })
+                    .collect();
+                let out = B::float_matmul(
+                    <FloatKind as ShardKind<B>>::cat(pieces, inner),
+                    <FloatKind as ShardKind<B>>::cat(rhs_rows, row),
+                );
+                sums[dst] = Some(match sums[dst].take() {
+                    Some(acc) => B::float_add(acc, out),
+                    None => out,
+                });
+            }
+        }
+    }
+    lhs.mesh.record(scheme.collective(), traffic);
+    let mut shape: Shape = lhs.shape.clone();
+    shape[n - 1] = rhs.shape[n - 1];
+    if dim == inner {
+        shape[row] = lhs.shape[row];
+    }
+    let shards: Vec<P<B>> = if dim == row {
+        blocks
+            .into_iter()
+            .map(|mut b| {
+                b.sort_by_key(|(start, _)| *start);
+                <FloatKind as ShardKind<B>>::cat(b.into_iter().map(|(_, p)| p).collect(), row)
+            })
+            .collect()
+    } else {
+        sums.into_iter().map(|s| s.expect("a batch with at least one row")).collect()
+    };
+    let dtype = shards[0].dtype();
+    crate::dtensor::DTensor::from_parts(lhs.mesh.clone(), shape, dtype, Placement::Shard(n - 1), shards)
+}

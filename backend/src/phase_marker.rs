@@ -1,0 +1,45 @@
+//! Backward-pass phase labels: an identity op on `Autodiff<Hybrid<B>>` tensors whose backward
+//! step relabels the mesh's ledger. Placed on a layer's output, its backward step runs just
+//! before that layer's backward ops (Burn runs backward steps in reverse creation order), so
+//! the traffic of each layer's backward pass is recorded under the layer's own label.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorPrimitive};
+
+use crate::backend::Hybrid;
+
+#[derive(Debug)]
+struct PhaseMark(String);
+
+impl<B: Backend> Backward<Hybrid<B>, 1> for PhaseMark {
+    type State = ();
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [parent] = ops.parents;
+        let grad = grads.consume::<Hybrid<B>>(&ops.node);
+        grad.mesh().set_phase(Some(&self.0));
+        if let Some(parent) = parent {
+            grads.register::<Hybrid<B>>(parent.id, grad);
+        }
+    }
+}
+
+/// `tensor` unchanged; when the backward pass reaches it, traffic is recorded under
+/// `backward_phase` (via [`crate::MeshDevice::set_phase`]) until the next marker. Forward
+/// traffic is labelled by the caller with `set_phase` or a phase guard as usual.
+pub fn mark_backward_phase<B: Backend, const D: usize>(
+    tensor: Tensor<Autodiff<Hybrid<B>>, D>,
+    backward_phase: &str,
+) -> Tensor<Autodiff<Hybrid<B>>, D> {
+    let t = tensor.into_primitive().tensor();
+    let out = PhaseMark(backward_phase.to_string())
+        .prepare::<NoCheckpointing>([t.node.clone()])
+        .compute_bound()
+        .stateless(t.primitive);
+    Tensor::from_primitive(TensorPrimitive::Float(out))
+}

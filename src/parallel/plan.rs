@@ -1,0 +1,308 @@
+//! Parallel plans: where each parameter of a model lives on a mesh and how the input batch is
+//! laid out. The plan is the one place parallelism is declared (cuda-convnet2's layer config);
+//! the model knows nothing of it and the backend only follows placements.
+
+use burn::backend::Autodiff;
+use burn::module::Module;
+use burn::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use owt_hybrid::{Distributed, Hybrid, Placement};
+use owt_models::Architecture;
+
+use crate::error::OwtError;
+use crate::parallel::placer::{parameter_paths, place_parameters};
+
+/// The built-in plans (`--plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanKind {
+    /// Krizhevsky 2014: conv layers data-parallel (params Replicate, input Shard(0)), FC layers
+    /// model-parallel (weights Shard(1) by output columns, biases Shard(0)).
+    WeirdTrick,
+    /// Krizhevsky et al. 2012, exactly 2 ranks on a two-tower model: each tower's filters of
+    /// every conv layer on its own rank (Shard(0)), FC weights split by columns; the towers
+    /// meet only at conv3 and the FC layers. Input Replicate.
+    TwoTower,
+    /// Pure data parallelism: every parameter Replicate, input Shard(0).
+    DataParallel,
+    /// Pure model parallelism: every weight split (conv filters Shard(0), FC columns Shard(1),
+    /// biases Shard(0)), input Replicate.
+    ModelParallel,
+}
+
+impl PlanKind {
+    /// CLI spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlanKind::WeirdTrick => "weird-trick",
+            PlanKind::TwoTower => "two-tower",
+            PlanKind::DataParallel => "data-parallel",
+            PlanKind::ModelParallel => "model-parallel",
+        }
+    }
+
+    /// Every built-in plan.
+    pub const ALL: [PlanKind; 4] =
+        [PlanKind::WeirdTrick, PlanKind::TwoTower, PlanKind::DataParallel, PlanKind::ModelParallel];
+
+    /// The plan itself.
+    pub fn plan(self) -> Plan {
+        use Placement::*;
+        let rule = |pattern: &str, placement| PlanRule { pattern: pattern.to_string(), placement };
+        let split_fc = vec![rule("fc*.weight", Shard(1)), rule("fc*.bias", Shard(0))];
+        let split_all = {
+            let mut rules = vec![rule("conv*.weight", Shard(0)), rule("conv*.bias", Shard(0))];
+            rules.extend(split_fc.clone());
+            rules
+        };
+        match self {
+            PlanKind::WeirdTrick => Plan {
+                name: self.name().into(),
+                rules: split_fc,
+                default: Replicate,
+                input: Shard(0),
+                ranks: None,
+                towers: None,
+            },
+            PlanKind::TwoTower => Plan {
+                name: self.name().into(),
+                rules: split_all,
+                default: Replicate,
+                input: Replicate,
+                ranks: Some(2),
+                towers: Some(2),
+            },
+            PlanKind::DataParallel => Plan {
+                name: self.name().into(),
+                rules: Vec::new(),
+                default: Replicate,
+                input: Shard(0),
+                ranks: None,
+                towers: None,
+            },
+            PlanKind::ModelParallel => Plan {
+                name: self.name().into(),
+                rules: split_all,
+                default: Replicate,
+                input: Replicate,
+                ranks: None,
+                towers: None,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for PlanKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PlanKind::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            format!("unknown plan {s:?}: expected one of {}", PlanKind::ALL.map(PlanKind::name).join(", "))
+        })
+    }
+}
+
+/// One line of a plan: parameters whose dotted path matches `pattern` (`*` matches any run of
+/// characters, e.g. `fc*.weight`) get `placement`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanRule {
+    /// Path pattern, e.g. `conv3.weight` or `fc*.bias`.
+    pub pattern: String,
+    /// Where matching parameters live.
+    pub placement: Placement,
+}
+
+/// A parallel plan: a placement per parameter (first matching rule, else `default`), the
+/// input batch's placement and what the plan requires of the mesh and the model. Write your
+/// own by filling the fields; [`PlanKind::plan`] gives the built-in ones.
+///
+/// ```
+/// use owt::hybrid::Placement;
+/// use owt::parallel::{Plan, PlanRule};
+/// // Data-parallel convs, only fc6 model-parallel.
+/// let plan = Plan {
+///     name: "fc6-split".into(),
+///     rules: vec![
+///         PlanRule { pattern: "fc6.weight".into(), placement: Placement::Shard(1) },
+///         PlanRule { pattern: "fc6.bias".into(), placement: Placement::Shard(0) },
+///     ],
+///     default: Placement::Replicate,
+///     input: Placement::Shard(0),
+///     ranks: None,
+///     towers: None,
+/// };
+/// assert_eq!(plan.placement_of("fc6.weight"), Placement::Shard(1));
+/// assert_eq!(plan.placement_of("conv1.weight"), Placement::Replicate);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Name shown in logs and metrics.
+    pub name: String,
+    /// Placement rules, first match wins. A rule that matches no parameter is an error.
+    pub rules: Vec<PlanRule>,
+    /// Placement of parameters no rule matches.
+    pub default: Placement,
+    /// Placement of the input images and labels (Shard(0): batch shards; Replicate: every
+    /// rank sees the whole batch).
+    pub input: Placement,
+    /// The exact number of ranks the plan needs, if any (two-tower: 2).
+    pub ranks: Option<usize>,
+    /// The number of towers the model must have, if any (two-tower: 2).
+    pub towers: Option<usize>,
+}
+
+/// Whether `path` matches `pattern`, where `*` matches any run of characters.
+fn glob(pattern: &str, path: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == path,
+        Some((head, tail)) => {
+            let Some(rest) = path.strip_prefix(head) else { return false };
+            (0..=rest.len()).any(|i| rest.is_char_boundary(i) && glob(tail, &rest[i..]))
+        }
+    }
+}
+
+impl Plan {
+    /// Where the parameter at `path` lives under this plan.
+    pub fn placement_of(&self, path: &str) -> Placement {
+        self.rules.iter().find(|r| glob(&r.pattern, path)).map(|r| r.placement).unwrap_or(self.default)
+    }
+
+    /// Checks the plan against a module's parameters (path, shape) for `ranks` ranks and a
+    /// global batch of `batch` images: every rule must match a parameter, every sharded
+    /// dimension must exist and have at least one entry per rank, the rank count must be the
+    /// plan's, and a sharded batch needs at least one image per rank.
+    pub fn check(&self, params: &[(String, Vec<usize>)], ranks: usize, batch: usize) -> Result<(), OwtError> {
+        if ranks == 0 {
+            return Err(OwtError::input("--devices must be at least 1, got 0"));
+        }
+        if let Some(needed) = self.ranks {
+            if needed != ranks {
+                return Err(OwtError::input(format!(
+                    "plan {} needs exactly {needed} devices, got --devices {ranks}",
+                    self.name
+                )));
+            }
+        }
+        if matches!(self.input, Placement::Shard(0)) && batch < ranks {
+            return Err(OwtError::input(format!(
+                "plan {} splits the batch over the devices: --batch must be at least --devices ({ranks}), got {batch}",
+                self.name
+            )));
+        }
+        for rule in &self.rules {
+            if !params.iter().any(|(path, _)| glob(&rule.pattern, path)) {
+                let names: Vec<&str> = params.iter().map(|(p, _)| p.as_str()).collect();
+                return Err(OwtError::input(format!(
+                    "plan {} places {:?}, which matches no parameter of the model (its parameters: {})",
+                    self.name,
+                    rule.pattern,
+                    names.join(", ")
+                )));
+            }
+        }
+        for (path, shape) in params {
+            if let Placement::Shard(d) = self.placement_of(path) {
+                match shape.get(d) {
+                    None => {
+                        return Err(OwtError::input(format!(
+                            "plan {} shards {path} on dim {d}, but it has only {} dims ({shape:?})",
+                            self.name,
+                            shape.len()
+                        )))
+                    }
+                    Some(&len) if len < ranks => {
+                        return Err(OwtError::input(format!(
+                        "plan {} shards {path} on dim {d} over {ranks} devices, but that dim has only {len} entries",
+                        self.name
+                    )))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what the plan needs of an AlexNet architecture on `ranks` ranks: the tower
+    /// count, and that every grouped conv whose filters are split has a multiple of `ranks`
+    /// groups (so each rank's filters read only its own input channels).
+    pub fn check_architecture(&self, arch: &Architecture, ranks: usize) -> Result<(), OwtError> {
+        if let Some(towers) = self.towers {
+            if arch.towers != towers {
+                return Err(OwtError::input(format!(
+                    "plan {} needs a model with {towers} towers, {} has {} (try --towers {towers} with alexnet-small, or alexnet-2012)",
+                    self.name, arch.name, arch.towers
+                )));
+            }
+        }
+        for (i, conv) in arch.convs.iter().enumerate() {
+            let path = format!("conv{}.weight", i + 1);
+            if conv.groups > 1 && self.placement_of(&path) == Placement::Shard(0) && conv.groups % ranks != 0 {
+                return Err(OwtError::input(format!(
+                    "plan {} splits the filters of conv{} ({} groups) over {ranks} devices: the groups must be a multiple of the devices (use --devices {} or a one-tower model)",
+                    self.name,
+                    i + 1,
+                    conv.groups,
+                    conv.groups
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `module`'s parameters moved to their placements (it must live on the target mesh).
+    pub fn apply<IB: Backend, M: Module<Autodiff<Hybrid<IB>>>>(&self, module: M) -> M {
+        place_parameters(module, |path, _| self.placement_of(path))
+    }
+
+    /// Checks the plan against `module` (see [`Plan::check`]) and applies it.
+    pub fn try_apply<IB: Backend, M: Module<Autodiff<Hybrid<IB>>>>(
+        &self,
+        module: M,
+        ranks: usize,
+        batch: usize,
+    ) -> Result<M, OwtError> {
+        self.check(&parameter_paths(&module), ranks, batch)?;
+        Ok(self.apply(module))
+    }
+
+    /// A batch of images and labels laid out as the plan's input.
+    pub fn place_batch<IB: Backend>(
+        &self,
+        images: Tensor<Autodiff<Hybrid<IB>>, 4>,
+        labels: Tensor<Autodiff<Hybrid<IB>>, 1, Int>,
+    ) -> (Tensor<Autodiff<Hybrid<IB>>, 4>, Tensor<Autodiff<Hybrid<IB>>, 1, Int>) {
+        (images.distribute(self.input), labels.distribute(self.input))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_stars_anywhere() {
+        assert!(glob("fc*.weight", "fc6.weight"));
+        assert!(!glob("fc*.weight", "fc6.bias"));
+        assert!(glob("*", "conv1.weight"));
+        assert!(glob("conv3.weight", "conv3.weight"));
+        assert!(!glob("conv3.weight", "conv3.weights"));
+        assert!(glob("*.bias", "fc8.bias"));
+    }
+
+    #[test]
+    fn built_in_plans_place_as_the_papers_say() {
+        let wt = PlanKind::WeirdTrick.plan();
+        assert_eq!(wt.placement_of("conv2.weight"), Placement::Replicate);
+        assert_eq!(wt.placement_of("fc7.weight"), Placement::Shard(1));
+        assert_eq!(wt.placement_of("fc8.bias"), Placement::Shard(0));
+        assert_eq!(wt.input, Placement::Shard(0));
+        let tt = PlanKind::TwoTower.plan();
+        assert_eq!(tt.placement_of("conv3.weight"), Placement::Shard(0));
+        assert_eq!(tt.input, Placement::Replicate);
+        assert_eq!(PlanKind::DataParallel.plan().placement_of("fc6.weight"), Placement::Replicate);
+        assert_eq!("two-tower".parse::<PlanKind>(), Ok(PlanKind::TwoTower));
+        assert!("three-tower".parse::<PlanKind>().unwrap_err().contains("weird-trick"));
+    }
+}

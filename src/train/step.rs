@@ -1,0 +1,128 @@
+//! One SGD step on a batch, for any [`Layout`]: synchronous (every weight updated once from
+//! the whole batch) or with the FC layers updated per chunk (Krizhevsky 2014, section 4: the
+//! FC weights are updated after each worker's chunk, the conv weights once per step).
+
+use std::ops::Range;
+
+use burn::optim::{GradientsParams, Optimizer};
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use serde::{Deserialize, Serialize};
+
+use owt_hybrid::shard_ranges;
+use owt_models::{AlexNet, Head};
+
+use crate::train::layout::Layout;
+
+/// When the FC layers' weights are updated (`--fc-update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum FcUpdate {
+    /// Once per step from the whole batch: plain synchronous SGD.
+    #[default]
+    PerStep,
+    /// After each rank's chunk of the batch (smaller effective FC batch, no longer exactly
+    /// synchronous SGD); conv weights still once per step.
+    PerChunk,
+}
+
+impl FcUpdate {
+    /// CLI spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            FcUpdate::PerStep => "per-step",
+            FcUpdate::PerChunk => "per-chunk",
+        }
+    }
+}
+
+/// What one step measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepOutcome {
+    /// Mean loss over the batch (before the update).
+    pub loss: f64,
+    /// Images classified correctly (before the update).
+    pub correct: usize,
+}
+
+/// One step of SGD on `images`/`labels` (already placed by the layout): forward, loss,
+/// backward, gradient sync and `optim` at rate `lr`.
+#[allow(clippy::too_many_arguments)]
+pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>(
+    layout: &L,
+    model: AlexNet<B>,
+    optim: &mut O,
+    lr: f64,
+    head: Head,
+    fc_update: FcUpdate,
+    images: Tensor<B, 4>,
+    labels: Tensor<B, 1, Int>,
+) -> (AlexNet<B>, StepOutcome) {
+    match fc_update {
+        FcUpdate::PerStep => {
+            let features = layout.features(&model, images);
+            let logits = layout.classifier(&model, features);
+            let (loss, outcome) = loss_and_outcome(head, logits, labels);
+            let grads = layout.backward(loss);
+            let grads = layout.sync(&model, grads);
+            (optim.step(lr, model, grads), outcome)
+        }
+        FcUpdate::PerChunk => per_chunk_step(layout, model, optim, lr, head, images, labels),
+    }
+}
+
+/// The loss to differentiate and what it and the logits say about the batch.
+fn loss_and_outcome<B: Backend>(
+    head: Head,
+    logits: Tensor<B, 2>,
+    labels: Tensor<B, 1, Int>,
+) -> (Tensor<B, 1>, StepOutcome) {
+    let correct = head.predict(logits.clone().detach()).equal(labels.clone()).int().sum().into_scalar().elem::<i64>();
+    let loss = head.loss(logits, labels);
+    let value = loss.clone().into_scalar().elem::<f64>();
+    (loss, StepOutcome { loss: value, correct: correct as usize })
+}
+
+/// The chunks of a batch of `n` images on `ranks` ranks: each rank's batch shard.
+pub fn chunks(n: usize, ranks: usize) -> Vec<Range<usize>> {
+    shard_ranges(n, ranks).into_iter().filter(|r| !r.is_empty()).collect()
+}
+
+fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>(
+    layout: &L,
+    mut model: AlexNet<B>,
+    optim: &mut O,
+    lr: f64,
+    head: Head,
+    images: Tensor<B, 4>,
+    labels: Tensor<B, 1, Int>,
+) -> (AlexNet<B>, StepOutcome) {
+    let n = labels.dims()[0];
+    let features = layout.features(&model, images);
+    let detached = features.clone().detach();
+    let (mut loss_sum, mut correct) = (0.0, 0);
+    let mut feature_grads = Vec::new();
+    for range in chunks(n, layout.ranks()) {
+        let share = range.len() as f64 / n as f64;
+        let x = detached.clone().slice([range.clone()]).require_grad();
+        let y = labels.clone().slice([range]);
+        let logits = layout.classifier(&model, x.clone());
+        let (loss, o) = loss_and_outcome(head, logits, y);
+        loss_sum += o.loss * share;
+        correct += o.correct;
+        // Backward through the FC layers only (the chunk's features are a leaf): FC gradients
+        // from this chunk's mean loss, and the gradient reaching the features.
+        let mut grads = layout.backward(loss);
+        let feature_grad = x.grad_remove(&mut grads).expect("the chunk's features take part in its loss");
+        feature_grads.push(feature_grad.mul_scalar(share));
+        let fc_grads = layout.sync(&model, grads);
+        model = optim.step(lr, model, fc_grads);
+    }
+    // The conv layers: the whole batch's mean loss reaches the features as the chunks'
+    // gradients weighted by their share of the batch.
+    let g = Tensor::<B, 2>::from_inner(Tensor::cat(feature_grads, 0));
+    let surrogate = (features * g).sum();
+    let grads = layout.backward(surrogate);
+    let conv_grads: GradientsParams = layout.sync(&model, grads);
+    (optim.step(lr, model, conv_grads), StepOutcome { loss: loss_sum, correct })
+}
