@@ -1,7 +1,8 @@
-//! The `owt` command line: `info`, `train`, `eval`.
+//! The `owt` command line: `info`, `train`, `eval`, `plan`.
 
 pub mod eval;
 pub mod info;
+pub mod plan;
 pub mod train;
 
 use clap::{Args, Parser, Subcommand};
@@ -28,6 +29,8 @@ pub enum Command {
     Train(train::TrainArgs),
     /// Evaluate a checkpoint on a dataset's test split.
     Eval(eval::EvalArgs),
+    /// Print the analytic communication of one training step under a parallel plan.
+    Plan(plan::PlanArgs),
 }
 
 /// Model selection flags shared by commands.
@@ -74,5 +77,6 @@ pub fn run(cli: Cli) -> Result<(), OwtError> {
         Command::Info(args) => info::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Plan(args) => plan::run(&args),
     }
 }

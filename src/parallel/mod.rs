@@ -1,10 +1,12 @@
 //! Composing models with `Hybrid<B>`: plans that say where every parameter lives, putting a
 //! model's parameters where a plan says, and labelling each layer's communication.
 
+pub mod comm_plan;
 pub mod phases;
 pub mod placer;
 pub mod plan;
 
+pub use comm_plan::{comm_plan, CommPlan, LayerTraffic};
 pub use phases::{sync_gradients, LayerPhases};
 pub use placer::{parameter_paths, parameter_values, place_parameters};
 pub use plan::{Plan, PlanKind, PlanRule};
