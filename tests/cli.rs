@@ -207,3 +207,67 @@ fn eval_without_checkpoint_is_one_line() {
     let o = owt(&["eval", "--checkpoint", dir.path().to_str().unwrap(), "--dataset", "synthetic"]);
     assert_one_line_error(&o, &["checkpoint.owt", "train with --out"]);
 }
+
+#[test]
+fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 48, 20);
+    let out = tempfile::tempdir().unwrap();
+    let (d, o_) = (data.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16", "--out", o_];
+    let o =
+        owt(&[&base[..], &["--epochs", "1", "--devices", "2", "--scheme", "c", "--fc-update", "per-chunk"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("bytes") && stdout.contains("messages per step between ranks"), "{stdout}");
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let comm = &metrics[0]["communication"];
+    assert_eq!(comm["steps"], 3);
+    assert!(comm["bytes_per_step"].as_f64().unwrap() > 0.0, "{comm}");
+    let by: f64 = comm["by_collective"].as_object().unwrap().values().map(|t| t["bytes"].as_f64().unwrap()).sum();
+    assert!((by - comm["bytes_per_step"].as_f64().unwrap()).abs() < 1e-6, "{comm}");
+    assert_eq!(metrics[0]["layout"], "2 ranks, plan weird-trick, scheme c");
+    // Resume the same run (same FC update) on 4 ranks.
+    let o = owt(&[&base[..], &["--epochs", "2", "--devices", "4", "--fc-update", "per-chunk", "--resume"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(metrics[1]["layout"], "4 ranks, plan weird-trick, scheme a");
+    // A different FC update is a different run.
+    let o = owt(&[&base[..], &["--epochs", "3", "--devices", "4", "--resume"]].concat());
+    assert_one_line_error(&o, &["cannot resume", "fc_update"]);
+}
+
+#[test]
+fn impossible_plans_are_one_line() {
+    let train = |extra: &[&str]| {
+        owt(&[&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1"][..], extra].concat())
+    };
+    assert_one_line_error(&train(&["--devices", "3", "--plan", "two-tower"]), &["two-tower", "exactly 2", "3"]);
+    assert_one_line_error(
+        &train(&["--devices", "2", "--plan", "two-tower", "--towers", "1"]),
+        &["2 towers", "alexnet-small has 1"],
+    );
+    assert_one_line_error(&train(&["--devices", "4", "--plan", "model-parallel"]), &["conv2", "2 groups", "4 devices"]);
+    assert_one_line_error(&train(&["--devices", "8", "--batch", "4"]), &["--batch", "at least", "8", "got 4"]);
+    assert_one_line_error(&train(&["--devices", "0"]), &["--devices", "at least 1", "got 0"]);
+    let o = train(&["--devices", "2", "--scheme", "d"]);
+    assert!(!o.status.success() && stderr(&o).contains("expected a, b or c"), "{}", stderr(&o));
+}
+
+#[test]
+fn plan_prints_json_whose_totals_add_up() {
+    let o =
+        owt(&["plan", "--model", "alexnet-small", "--devices", "2", "--batch", "8", "--plan", "two-tower", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let layers = plan["layers"].as_array().unwrap();
+    let sum: u64 = layers.iter().map(|l| l["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(plan["total_bytes"].as_u64().unwrap(), sum);
+    let names: std::collections::BTreeSet<&str> = layers.iter().map(|l| l["layer"].as_str().unwrap()).collect();
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), ["conv3", "fc6", "fc7", "fc8", "loss"]);
+    let o = owt(&["plan", "--model", "alexnet-small", "--devices", "4", "--batch", "8", "--plan", "weird-trick"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("total"));
+}

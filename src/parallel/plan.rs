@@ -305,4 +305,18 @@ mod tests {
         assert_eq!("two-tower".parse::<PlanKind>(), Ok(PlanKind::TwoTower));
         assert!("three-tower".parse::<PlanKind>().unwrap_err().contains("weird-trick"));
     }
+
+    #[test]
+    fn a_plan_naming_a_missing_parameter_or_too_few_entries_is_an_error() {
+        let params = vec![("fc8.weight".to_string(), vec![256, 10]), ("fc8.bias".to_string(), vec![10])];
+        let mut plan = PlanKind::WeirdTrick.plan();
+        plan.rules.push(PlanRule { pattern: "fc9.weight".into(), placement: Placement::Shard(1) });
+        let e = plan.check(&params, 2, 8).unwrap_err().to_string();
+        assert!(e.contains("fc9.weight") && e.contains("fc8.bias"), "{e}");
+        let e = PlanKind::WeirdTrick.plan().check(&params, 16, 32).unwrap_err().to_string();
+        assert!(e.contains("fc8.weight") && e.contains("16 devices") && e.contains("10 entries"), "{e}");
+        let e = PlanKind::WeirdTrick.plan().check(&params, 4, 3).unwrap_err().to_string();
+        assert!(e.contains("--batch") && e.contains("got 3"), "{e}");
+        assert!(PlanKind::WeirdTrick.plan().check(&params, 4, 8).is_ok());
+    }
 }
