@@ -9,7 +9,7 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::Distribution;
-use owt::parallel::place_parameters;
+use owt::parallel::PlanKind;
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 use owt_models::{AlexNet, Architecture, Head, ModelKind, ModelSpec};
@@ -22,21 +22,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn weird_trick(path: &str, _shape: &[usize]) -> Placement {
-    match (path.starts_with("fc"), path.ends_with("weight")) {
-        (true, true) => Placement::Shard(1),
-        (true, false) => Placement::Shard(0),
-        _ => Placement::Replicate,
-    }
-}
-
-fn two_tower(path: &str, _shape: &[usize]) -> Placement {
-    match (path.starts_with("fc"), path.ends_with("weight")) {
-        (true, true) => Placement::Shard(1),
-        _ => Placement::Shard(0),
-    }
 }
 
 fn sgd<B: burn::tensor::backend::AutodiffBackend>() -> impl Optimizer<AlexNet<B>, B> {
@@ -57,8 +42,7 @@ fn flat(model: AlexNet<Flex>) -> Vec<f32> {
 struct Case {
     arch: Architecture,
     k: usize,
-    plan: fn(&str, &[usize]) -> Placement,
-    input: Placement,
+    plan: PlanKind,
     head: Head,
     batch: usize,
 }
@@ -84,18 +68,19 @@ fn run(case: Case) {
     let mesh = MeshDevice::virtual_ranks(rd, case.k);
     let hmodel: AlexNet<H> = case.arch.init(&mesh);
     let hmodel = hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap());
-    let hmodel = place_parameters(hmodel, case.plan);
+    let plan = case.plan.plan();
+    let hmodel = plan.apply(hmodel);
     let mut hopt = sgd::<H>();
     mesh.reset_ledger();
-    let xs = Tensor::<H, 4>::from_data(x, &mesh).distribute(case.input);
-    let ys = Tensor::<H, 1, Int>::from_data(y, &mesh).distribute(case.input);
+    let xs = Tensor::<H, 4>::from_data(x, &mesh).distribute(plan.input);
+    let ys = Tensor::<H, 1, Int>::from_data(y, &mesh).distribute(plan.input);
     let loss = case.head.loss(hmodel.forward(xs), ys);
     let hy_loss = loss.clone().into_scalar();
     let grads = GradientsParams::from_grads(loss.backward(), &hmodel);
     let hmodel = hopt.step(0.01, hmodel, grads);
     let ledger = mesh.ledger_snapshot();
 
-    let what = format!("{} K={} {:?} input {}", case.arch.name, case.k, case.head, case.input);
+    let what = format!("{} K={} {:?} plan {}", case.arch.name, case.k, case.head, plan.name);
     assert!(ledger.fallbacks.is_empty(), "{what}: fallbacks {:?}", ledger.fallbacks);
     assert!((hy_loss - ref_loss).abs() <= 1e-5 * ref_loss.abs().max(1.0), "{what}: loss {hy_loss} vs {ref_loss}");
     let back: AlexNet<Flex> = case.arch.init(&rd);
@@ -118,7 +103,7 @@ fn small(towers: usize) -> Architecture {
 fn alexnet_small_weird_trick_step_matches_one_device() {
     for k in [1, 2, 3, 4] {
         for head in Head::ALL {
-            run(Case { arch: small(1), k, plan: weird_trick, input: Placement::Shard(0), head, batch: 8 });
+            run(Case { arch: small(1), k, plan: PlanKind::WeirdTrick, head, batch: 8 });
         }
     }
 }
@@ -126,7 +111,7 @@ fn alexnet_small_weird_trick_step_matches_one_device() {
 #[test]
 fn alexnet_small_two_tower_step_matches_one_device() {
     for head in Head::ALL {
-        run(Case { arch: small(2), k: 2, plan: two_tower, input: Placement::Replicate, head, batch: 6 });
+        run(Case { arch: small(2), k: 2, plan: PlanKind::TwoTower, head, batch: 6 });
     }
 }
 
@@ -138,7 +123,7 @@ fn alexnet_owt_weird_trick_step_matches_one_device() {
             .architecture()
             .unwrap();
     for head in Head::ALL {
-        run(Case { arch: arch.clone(), k: 2, plan: weird_trick, input: Placement::Shard(0), head, batch: 4 });
+        run(Case { arch: arch.clone(), k: 2, plan: PlanKind::WeirdTrick, head, batch: 4 });
     }
 }
 
@@ -149,7 +134,7 @@ fn alexnet_2012_two_tower_step_matches_one_device() {
             .architecture()
             .unwrap();
     for head in Head::ALL {
-        run(Case { arch: arch.clone(), k: 2, plan: two_tower, input: Placement::Replicate, head, batch: 4 });
+        run(Case { arch: arch.clone(), k: 2, plan: PlanKind::TwoTower, head, batch: 4 });
     }
 }
 
@@ -178,7 +163,8 @@ fn dropout_and_adam_match_one_device() {
 
     let mesh = MeshDevice::virtual_ranks(rd, 2);
     let hmodel: AlexNet<H> = arch.init(&mesh);
-    let hmodel = place_parameters(hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap()), weird_trick);
+    let hmodel =
+        PlanKind::WeirdTrick.plan().apply(hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap()));
     let mut hopt = AdamConfig::new().init::<H, AlexNet<H>>();
     H::seed(&mesh, 42);
     mesh.reset_ledger();
