@@ -12,7 +12,7 @@ use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Distribution;
-use owt::parallel::place_parameters;
+use owt::parallel::PlanKind;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 use owt_models::{AlexNet, AlexNetSmallConfig, Head};
 
@@ -41,14 +41,6 @@ impl<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>> Runner<B, O> {
     }
 }
 
-fn weird_trick(path: &str, _shape: &[usize]) -> Placement {
-    match (path.starts_with("fc"), path.ends_with("weight")) {
-        (true, true) => Placement::Shard(1),
-        (true, false) => Placement::Shard(0),
-        _ => Placement::Replicate,
-    }
-}
-
 fn data() -> (TensorData, TensorData) {
     let x =
         Tensor::<Flex, 4>::random([BATCH, 1, 28, 28], Distribution::Normal(0.0, 1.0), &Default::default()).into_data();
@@ -72,7 +64,7 @@ type H = Autodiff<Hybrid<Flex>>;
 fn hybrid_runner(k: usize) -> (Runner<H, impl Optimizer<AlexNet<H>, H>>, MeshDevice<burn::backend::flex::FlexDevice>) {
     let (x, y) = data();
     let mesh = MeshDevice::virtual_ranks(Default::default(), k);
-    let model = place_parameters(AlexNetSmallConfig::new().with_dropout(0.0).init::<H>(&mesh), weird_trick);
+    let model = PlanKind::WeirdTrick.plan().apply(AlexNetSmallConfig::new().with_dropout(0.0).init::<H>(&mesh));
     let runner = Runner {
         model: Some(model),
         optim: SgdConfig::new().init::<H, AlexNet<H>>(),

@@ -4,24 +4,13 @@
 
 use burn::backend::{Autodiff, Flex};
 use owt::data::{open_splits, DataRequest, DatasetKind};
-use owt::train::{evaluate, load_model, train, FcUpdate, RunOptions, SingleDevice, TrainConfig};
-use owt_models::{Head, ModelKind, ModelSpec};
+use owt::train::{evaluate, load_model, train, RunOptions, SingleDevice, TrainConfig};
+use owt_models::{ModelKind, ModelSpec};
 
 fn main() -> Result<(), owt::OwtError> {
     let epochs = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let config = TrainConfig {
-        model: ModelSpec::new(ModelKind::AlexNetSmall),
-        head: Head::Softmax,
-        dataset: DatasetKind::FashionMnist,
-        limit: None,
-        epochs,
-        batch: 128,
-        lr: 0.01,
-        momentum: 0.9,
-        weight_decay: 5e-4,
-        seed: 0,
-        fc_update: FcUpdate::PerStep,
-    };
+    let config =
+        TrainConfig { epochs, ..TrainConfig::new(ModelSpec::new(ModelKind::AlexNetSmall), DatasetKind::FashionMnist) };
     let arch = config.model.architecture()?;
     let splits =
         open_splits(&DataRequest { kind: config.dataset, dir: None, limit: None, model_input: arch.input, seed: 0 })?;

@@ -8,8 +8,8 @@ use burn::backend::Flex;
 use owt::data::{open_splits, DataRequest, DatasetKind};
 use owt::hybrid::{Exchange, MeshDevice, Placement};
 use owt::parallel::{comm_plan, Plan, PlanRule};
-use owt::train::{train, FcUpdate, MeshLayout, RunOptions, TrainConfig};
-use owt_models::{Head, ModelKind, ModelSpec};
+use owt::train::{train, MeshLayout, RunOptions, TrainConfig};
+use owt_models::{ModelKind, ModelSpec};
 
 fn main() -> Result<(), owt::OwtError> {
     let epochs = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
@@ -23,17 +23,9 @@ fn main() -> Result<(), owt::OwtError> {
         towers: None,
     };
     let config = TrainConfig {
-        model: ModelSpec::new(ModelKind::AlexNetSmall),
-        head: Head::Softmax,
-        dataset: DatasetKind::FashionMnist,
         limit: Some(6400),
         epochs,
-        batch: 128,
-        lr: 0.01,
-        momentum: 0.9,
-        weight_decay: 5e-4,
-        seed: 0,
-        fc_update: FcUpdate::PerStep,
+        ..TrainConfig::new(ModelSpec::new(ModelKind::AlexNetSmall), DatasetKind::FashionMnist)
     };
     let arch = config.model.architecture()?;
     let splits = open_splits(&DataRequest {

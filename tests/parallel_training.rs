@@ -33,19 +33,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn config(model: ModelSpec, batch: usize, fc_update: FcUpdate) -> TrainConfig {
-    TrainConfig {
-        model,
-        head: Head::Softmax,
-        dataset: owt::data::DatasetKind::Synthetic,
-        limit: None,
-        epochs: 1,
-        batch,
-        lr: 0.01,
-        momentum: 0.9,
-        weight_decay: 5e-4,
-        seed: 3,
-        fc_update,
-    }
+    TrainConfig { batch, seed: 3, fc_update, ..TrainConfig::new(model, owt::data::DatasetKind::Synthetic) }
 }
 
 fn small(towers: usize) -> ModelSpec {
@@ -104,7 +92,7 @@ fn run<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
     let device = layout.device();
     let model: AlexNet<B> = arch.try_init(device).unwrap();
     let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
-    let mut model = layout.place_model(model);
+    let mut model = layout.place_model(model).unwrap();
     let mut optim = sgd::<B>(config);
     let mut losses = Vec::new();
     for step in 0..steps {
@@ -247,7 +235,8 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
         let layout = MeshLayout::<Flex>::new(mesh, PlanKind::WeirdTrick.plan(), Exchange::AllGather);
         let device = layout.device().clone();
         let model: AlexNet<H> = arch.try_init(&device).unwrap();
-        let mut model = layout.place_model(model.load_record(record_from_bytes::<H, _>(&weights, &device).unwrap()));
+        let mut model =
+            layout.place_model(model.load_record(record_from_bytes::<H, _>(&weights, &device).unwrap())).unwrap();
         let mut optim = sgd::<H>(&config);
         let eval = |model: &AlexNet<H>| {
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);

@@ -16,24 +16,12 @@ type H = Autodiff<Hybrid<Flex>>;
 /// that nothing accumulates across steps).
 fn measured_step(spec: &ModelSpec, k: usize, plan: PlanKind, scheme: Exchange, batch: usize) -> LedgerSnapshot {
     let arch = spec.architecture().unwrap();
-    let config = TrainConfig {
-        model: spec.clone(),
-        head: Head::Softmax,
-        dataset: owt::data::DatasetKind::Synthetic,
-        limit: None,
-        epochs: 1,
-        batch,
-        lr: 0.01,
-        momentum: 0.9,
-        weight_decay: 5e-4,
-        seed: 1,
-        fc_update: FcUpdate::PerStep,
-    };
+    let config = TrainConfig { batch, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
     let layout = MeshLayout::<Flex>::new(MeshDevice::virtual_ranks(Default::default(), k), plan.plan(), scheme);
     layout.check(&arch, batch).unwrap();
     let device = layout.device().clone();
     let model: AlexNet<H> = arch.try_init(&device).unwrap();
-    let mut model = layout.place_model(model);
+    let mut model = layout.place_model(model).unwrap();
     let mut optim = sgd::<H>(&config);
     let [c, h, w] = arch.input;
     for step in 0..2 {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use burn::backend::{Autodiff, Flex};
 use owt::data::DatasetKind;
 use owt::data::{synthetic_images, Splits};
-use owt::train::{load_model, train, Checkpoint, FcUpdate, RunOptions, SingleDevice, TrainConfig, CHECKPOINT_FILE};
+use owt::train::{load_model, train, Checkpoint, RunOptions, SingleDevice, TrainConfig, CHECKPOINT_FILE};
 use owt_models::{Head, ModelKind, ModelSpec};
 
 type B = Autodiff<Flex>;
@@ -26,17 +26,11 @@ fn splits(n: usize) -> Splits {
 
 fn config(epochs: usize, head: Head) -> TrainConfig {
     TrainConfig {
-        model: ModelSpec::new(ModelKind::AlexNetSmall),
         head,
-        dataset: DatasetKind::Synthetic,
-        limit: None,
         epochs,
         batch: 32,
-        lr: 0.01,
-        momentum: 0.9,
-        weight_decay: 5e-4,
         seed: 7,
-        fc_update: FcUpdate::PerStep,
+        ..TrainConfig::new(ModelSpec::new(ModelKind::AlexNetSmall), DatasetKind::Synthetic)
     }
 }
 

@@ -178,29 +178,13 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     let arch = config.model.architecture()?;
     if args.resume {
         // Refuse a resume that would not continue the same run before anything starts.
-        let ckpt = crate::train::Checkpoint::load(&args.out)?;
-        if let Some(diff) = ckpt.state.config.difference(&config) {
-            return Err(OwtError::checkpoint(format!(
-                "cannot resume: the checkpoint's run differs in {diff} (checkpoint vs this command)"
-            )));
-        }
+        config.check_resume_of(&crate::train::Checkpoint::read_state(&args.out)?.config)?;
     }
     let metrics = if args.on_mesh() {
         // Refuse an impossible plan before any data is read or backend started.
         let plan = args.plan().plan();
-        if let Some(ranks) = plan.ranks.filter(|&r| r != args.devices) {
-            return Err(OwtError::input(format!(
-                "plan {} needs exactly {ranks} devices, got --devices {}",
-                plan.name, args.devices
-            )));
-        }
+        plan.check_mesh(args.devices, config.batch)?;
         plan.check_architecture(&arch, args.devices)?;
-        if plan.input == owt_hybrid::Placement::Shard(0) && config.batch < args.devices {
-            return Err(OwtError::input(format!(
-                "plan {} splits the batch over the devices: --batch must be at least --devices ({}), got {}",
-                plan.name, args.devices, config.batch
-            )));
-        }
         run_on_mesh(args.backend, args.devices, TrainJob { args, config })?
     } else {
         run_on(args.backend, TrainJob { args, config })?

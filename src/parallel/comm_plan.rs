@@ -82,17 +82,14 @@ impl Costs {
     }
 
     /// The exchange of an operand sharded on a dimension of length `len` (`elements` in all)
-    /// by `scheme`: a = all_gather; b = a broadcast of each rank's piece; c = each rank's
-    /// piece in K slices, one round per slice.
+    /// by `scheme`: a = all_gather (every transfer counted, empty pieces too); b and c = the
+    /// non-empty pieces of the scheme's rounds, each sent to the other K-1 ranks.
     fn exchange(&self, scheme: Exchange, elements: u64, len: u64) -> (&'static str, u64, u64) {
-        let k = self.k as usize;
         let bytes = (self.k - 1) * elements * ELEM;
-        let local = shard_sizes(len as usize, k);
-        let pieces: usize = match scheme {
-            Exchange::AllGather => return (scheme.collective(), bytes, self.k * (self.k - 1)),
-            Exchange::Broadcast => local.iter().filter(|&&n| n > 0).count(),
-            Exchange::Slices => local.iter().map(|&n| shard_sizes(n, k).iter().filter(|&&s| s > 0).count()).sum(),
-        };
+        if scheme == Exchange::AllGather {
+            return (scheme.collective(), bytes, self.k * (self.k - 1));
+        }
+        let pieces: usize = scheme.rounds(&shard_sizes(len as usize, self.k as usize)).iter().map(Vec::len).sum();
         (scheme.collective(), bytes, pieces as u64 * (self.k - 1))
     }
 }
@@ -156,13 +153,8 @@ pub fn comm_plan(
     batch: usize,
     scheme: Exchange,
 ) -> Result<CommPlan, OwtError> {
+    plan.check_mesh(ranks, batch)?;
     plan.check_architecture(arch, ranks)?;
-    if plan.ranks.is_some_and(|r| r != ranks) || (plan.input == Placement::Shard(0) && batch < ranks) {
-        return Err(OwtError::input(format!(
-            "plan {} cannot run {batch} images on {ranks} devices (see `owt train --plan {}`)",
-            plan.name, plan.name
-        )));
-    }
     let profile = arch.profile().map_err(|e| OwtError::input(e.0))?;
     let k = ranks as u64;
     let n = batch as u64;

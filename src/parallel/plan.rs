@@ -169,10 +169,16 @@ impl Plan {
     }
 
     /// Checks the plan against a module's parameters (path, shape) for `ranks` ranks and a
-    /// global batch of `batch` images: every rule must match a parameter, every sharded
-    /// dimension must exist and have at least one entry per rank, the rank count must be the
-    /// plan's, and a sharded batch needs at least one image per rank.
+    /// global batch of `batch` images: [`Plan::check_mesh`] and [`Plan::check_params`].
     pub fn check(&self, params: &[(String, Vec<usize>)], ranks: usize, batch: usize) -> Result<(), OwtError> {
+        self.check_mesh(ranks, batch)?;
+        self.check_params(params, ranks)
+    }
+
+    /// Checks what the plan needs of the mesh and the batch alone: at least one rank, the
+    /// plan's rank count if it has one, and at least one image per rank when the batch is
+    /// sharded.
+    pub fn check_mesh(&self, ranks: usize, batch: usize) -> Result<(), OwtError> {
         if ranks == 0 {
             return Err(OwtError::input("--devices must be at least 1, got 0"));
         }
@@ -190,6 +196,13 @@ impl Plan {
                 self.name
             )));
         }
+        Ok(())
+    }
+
+    /// Checks the plan against a module's parameters (path, shape) on `ranks` ranks: every
+    /// rule must match a parameter, and every sharded dimension must exist and have at least
+    /// one entry per rank.
+    pub fn check_params(&self, params: &[(String, Vec<usize>)], ranks: usize) -> Result<(), OwtError> {
         for rule in &self.rules {
             if !params.iter().any(|(path, _)| glob(&rule.pattern, path)) {
                 let names: Vec<&str> = params.iter().map(|(p, _)| p.as_str()).collect();
@@ -256,14 +269,14 @@ impl Plan {
         place_parameters(module, |path, _| self.placement_of(path))
     }
 
-    /// Checks the plan against `module` (see [`Plan::check`]) and applies it.
+    /// Checks the plan against `module`'s parameters (see [`Plan::check_params`]) and
+    /// applies it on its mesh of `ranks` ranks.
     pub fn try_apply<IB: Backend, M: Module<Autodiff<Hybrid<IB>>>>(
         &self,
         module: M,
         ranks: usize,
-        batch: usize,
     ) -> Result<M, OwtError> {
-        self.check(&parameter_paths(&module), ranks, batch)?;
+        self.check_params(&parameter_paths(&module), ranks)?;
         Ok(self.apply(module))
     }
 

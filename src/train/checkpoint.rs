@@ -76,42 +76,29 @@ impl Checkpoint {
     /// Reads `dir/checkpoint.owt`, with errors for a missing, foreign or truncated file.
     pub fn load(dir: &Path) -> Result<Checkpoint, OwtError> {
         let path = checkpoint_path(dir);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            OwtError::checkpoint(format!(
-                "cannot read {}: {e} (train with --out {} first)",
-                path.display(),
-                dir.display()
-            ))
-        })?;
-        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-            return Err(OwtError::checkpoint(format!(
-                "{} is not an owt checkpoint (expected it to start with OWTCKPT1)",
-                path.display()
-            )));
-        }
-        let mut rest = &bytes[MAGIC.len()..];
-        let mut sections = Vec::with_capacity(3);
-        for name in ["state", "model", "optimizer"] {
-            if rest.len() < 8 {
-                return Err(OwtError::checkpoint(format!("{} is truncated before its {name} section", path.display())));
-            }
-            let len = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes")) as usize;
-            rest = &rest[8..];
-            if rest.len() < len {
-                return Err(OwtError::checkpoint(format!(
-                    "{} is truncated: its {name} section needs {len} bytes, {} remain",
-                    path.display(),
-                    rest.len()
-                )));
-            }
-            sections.push(rest[..len].to_vec());
-            rest = &rest[len..];
-        }
+        let bytes = std::fs::read(&path).map_err(|e| unreadable(&path, dir, e))?;
+        let mut sections = parse_sections(&path, &bytes, &["state", "model", "optimizer"])?;
         let optimizer = sections.pop().expect("three sections");
         let model = sections.pop().expect("three sections");
-        let state: CheckpointState = serde_json::from_slice(&sections[0])
-            .map_err(|e| OwtError::checkpoint(format!("{}: unreadable state: {e}", path.display())))?;
+        let state = parse_state(&path, &sections[0])?;
         Ok(Checkpoint { state, model, optimizer })
+    }
+
+    /// Reads only the state of `dir/checkpoint.owt` (config, progress, metrics), without the
+    /// records: enough to decide whether a run can resume from it.
+    pub fn read_state(dir: &Path) -> Result<CheckpointState, OwtError> {
+        use std::io::Read;
+        let path = checkpoint_path(dir);
+        let mut file = std::fs::File::open(&path).map_err(|e| unreadable(&path, dir, e))?;
+        let mut head = Vec::new();
+        let io = |e: std::io::Error| OwtError::checkpoint(format!("cannot read {}: {e}", path.display()));
+        (&mut file).take(MAGIC.len() as u64 + 8).read_to_end(&mut head).map_err(io)?;
+        if head.len() == MAGIC.len() + 8 && &head[..MAGIC.len()] == MAGIC {
+            let len = u64::from_le_bytes(head[MAGIC.len()..].try_into().expect("8 bytes"));
+            file.take(len).read_to_end(&mut head).map_err(io)?;
+        }
+        let sections = parse_sections(&path, &head, &["state"])?;
+        parse_state(&path, &sections[0])
     }
 
     /// The model record's bytes.
@@ -123,4 +110,42 @@ impl Checkpoint {
     pub fn optimizer_bytes(&self) -> &[u8] {
         &self.optimizer
     }
+}
+
+fn unreadable(path: &Path, dir: &Path, e: std::io::Error) -> OwtError {
+    OwtError::checkpoint(format!("cannot read {}: {e} (train with --out {} first)", path.display(), dir.display()))
+}
+
+fn parse_state(path: &Path, json: &[u8]) -> Result<CheckpointState, OwtError> {
+    serde_json::from_slice(json).map_err(|e| OwtError::checkpoint(format!("{}: unreadable state: {e}", path.display())))
+}
+
+/// The first `names.len()` length-prefixed sections after the magic of a checkpoint's bytes
+/// `bytes` (read from `path`), with errors for a foreign or truncated file.
+fn parse_sections(path: &Path, bytes: &[u8], names: &[&str]) -> Result<Vec<Vec<u8>>, OwtError> {
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(OwtError::checkpoint(format!(
+            "{} is not an owt checkpoint (expected it to start with OWTCKPT1)",
+            path.display()
+        )));
+    }
+    let mut rest = &bytes[MAGIC.len()..];
+    let mut sections = Vec::with_capacity(names.len());
+    for name in names {
+        if rest.len() < 8 {
+            return Err(OwtError::checkpoint(format!("{} is truncated before its {name} section", path.display())));
+        }
+        let len = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes")) as usize;
+        rest = &rest[8..];
+        if rest.len() < len {
+            return Err(OwtError::checkpoint(format!(
+                "{} is truncated: its {name} section needs {len} bytes, {} remain",
+                path.display(),
+                rest.len()
+            )));
+        }
+        sections.push(rest[..len].to_vec());
+        rest = &rest[len..];
+    }
+    Ok(sections)
 }

@@ -49,6 +49,24 @@ pub mod defaults {
 }
 
 impl TrainConfig {
+    /// A run of `model` on `dataset` with the paper's SGD defaults ([`defaults`]): softmax
+    /// head, one epoch, seed 0, all training images, FC layers updated per step.
+    pub fn new(model: ModelSpec, dataset: DatasetKind) -> Self {
+        TrainConfig {
+            model,
+            head: Head::Softmax,
+            dataset,
+            limit: None,
+            epochs: 1,
+            batch: defaults::BATCH,
+            lr: defaults::LR,
+            momentum: defaults::MOMENTUM,
+            weight_decay: defaults::WEIGHT_DECAY,
+            seed: 0,
+            fc_update: crate::train::step::FcUpdate::PerStep,
+        }
+    }
+
     /// Rejects values no run can use, naming the expected and the given.
     pub fn validate(&self) -> Result<(), crate::error::OwtError> {
         use crate::error::OwtError;
@@ -71,6 +89,17 @@ impl TrainConfig {
             return Err(OwtError::data("--limit 0 leaves the dataset empty: expected at least 1 image"));
         }
         Ok(())
+    }
+
+    /// Refuses to resume the run `saved` (a checkpoint's config) with this config when a
+    /// setting other than the epoch count differs, naming it.
+    pub fn check_resume_of(&self, saved: &TrainConfig) -> Result<(), crate::error::OwtError> {
+        match saved.difference(self) {
+            Some(diff) => Err(crate::error::OwtError::checkpoint(format!(
+                "cannot resume: the checkpoint's run differs in {diff} (checkpoint vs this command)"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The first setting that differs from `other` except the epoch count, as

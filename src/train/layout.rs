@@ -26,11 +26,12 @@ pub trait Layout<B: AutodiffBackend> {
     /// One line saying where the run executes.
     fn describe(&self) -> String;
 
-    /// Checks that a run of `arch` with global batch `batch` can use this layout.
+    /// Checks that a run of `arch` with global batch `batch` can use this layout (the model's
+    /// own parameters are checked when it is placed).
     fn check(&self, arch: &Architecture, batch: usize) -> Result<(), OwtError>;
 
-    /// The model with its parameters where the layout wants them.
-    fn place_model(&self, model: AlexNet<B>) -> AlexNet<B>;
+    /// The model with its parameters where the layout wants them, or why they cannot go there.
+    fn place_model(&self, model: AlexNet<B>) -> Result<AlexNet<B>, OwtError>;
 
     /// A batch laid out as the layout's input.
     fn place_batch(&self, images: Tensor<B, 4>, labels: Tensor<B, 1, Int>) -> (Tensor<B, 4>, Tensor<B, 1, Int>);
@@ -88,8 +89,8 @@ impl<B: AutodiffBackend> Layout<B> for SingleDevice<B> {
         Ok(())
     }
 
-    fn place_model(&self, model: AlexNet<B>) -> AlexNet<B> {
-        model
+    fn place_model(&self, model: AlexNet<B>) -> Result<AlexNet<B>, OwtError> {
+        Ok(model)
     }
 
     fn place_batch(&self, images: Tensor<B, 4>, labels: Tensor<B, 1, Int>) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
@@ -163,15 +164,12 @@ impl<IB: Backend> Layout<AH<IB>> for MeshLayout<IB> {
     }
 
     fn check(&self, arch: &Architecture, batch: usize) -> Result<(), OwtError> {
-        let model: AlexNet<Hybrid<IB>> = arch
-            .try_init(&MeshDevice::virtual_ranks(self.mesh.rank_device(0).clone(), 1))
-            .map_err(|e| OwtError::input(e.0))?;
-        self.plan.check(&crate::parallel::parameter_paths(&model), self.mesh.size(), batch)?;
+        self.plan.check_mesh(self.mesh.size(), batch)?;
         self.plan.check_architecture(arch, self.mesh.size())
     }
 
-    fn place_model(&self, model: AlexNet<AH<IB>>) -> AlexNet<AH<IB>> {
-        self.plan.apply(model)
+    fn place_model(&self, model: AlexNet<AH<IB>>) -> Result<AlexNet<AH<IB>>, OwtError> {
+        self.plan.try_apply(model, self.mesh.size())
     }
 
     fn place_batch(

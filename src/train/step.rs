@@ -13,6 +13,7 @@ use owt_hybrid::shard_ranges;
 use owt_models::{AlexNet, Head};
 
 use crate::train::layout::Layout;
+use crate::train::trainer::count_correct;
 
 /// When the FC layers' weights are updated (`--fc-update`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum)]
@@ -77,10 +78,10 @@ fn loss_and_outcome<B: Backend>(
     logits: Tensor<B, 2>,
     labels: Tensor<B, 1, Int>,
 ) -> (Tensor<B, 1>, StepOutcome) {
-    let correct = head.predict(logits.clone().detach()).equal(labels.clone()).int().sum().into_scalar().elem::<i64>();
+    let correct = count_correct(head, logits.clone().detach(), labels.clone());
     let loss = head.loss(logits, labels);
     let value = loss.clone().into_scalar().elem::<f64>();
-    (loss, StepOutcome { loss: value, correct: correct as usize })
+    (loss, StepOutcome { loss: value, correct })
 }
 
 /// The chunks of a batch of `n` images on `ranks` ranks: each rank's batch shard.

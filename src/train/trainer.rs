@@ -134,11 +134,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
     let mut start_epoch = 0;
     if opts.resume {
         let ckpt = Checkpoint::load(opts.out)?;
-        if let Some(diff) = ckpt.state.config.difference(config) {
-            return Err(OwtError::checkpoint(format!(
-                "cannot resume: the checkpoint's run differs in {diff} (checkpoint vs this command)"
-            )));
-        }
+        config.check_resume_of(&ckpt.state.config)?;
         model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
         optim = optim.load_record(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
         start_epoch = ckpt.state.epochs_done;
@@ -147,7 +143,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             eprintln!("resuming after epoch {start_epoch} of {}", config.epochs);
         }
     }
-    let mut model = layout.place_model(model);
+    let mut model = layout.place_model(model)?;
     let train_set = splits.train.as_ref();
     for epoch in start_epoch..config.epochs {
         let started = Instant::now();
