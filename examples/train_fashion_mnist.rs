@@ -20,10 +20,10 @@ fn main() -> Result<(), owt::OwtError> {
         &config,
         &splits,
         &SingleDevice::<Autodiff<Flex>>::new(device.clone()),
-        &RunOptions { out, resume: false, verbose: true },
+        &RunOptions { verbose: true, ..RunOptions::new(out) },
     )?;
     let (model, state) = load_model::<Flex>(out, &device)?;
-    let e = evaluate(&model, state.config.head, splits.test.as_ref(), &device);
+    let e = evaluate(&model, state.config.head, &splits.test, &device)?;
     println!("reloaded checkpoint: test accuracy {:.2}%", 100.0 * e.accuracy);
     Ok(())
 }

@@ -7,8 +7,10 @@
 
 pub mod backends;
 pub mod cli;
+pub mod cuda_preflight;
 pub mod data;
 pub mod error;
+pub mod panics;
 pub mod parallel;
 pub mod train;
 

@@ -66,7 +66,8 @@ fn mnist_directories_load_and_report_count_mismatch() {
     let b = train.batch(&[1], false, &mut rng);
     assert_eq!(b.dims, [1, 1, 4, 3]);
     assert_eq!(b.labels, vec![1]);
-    assert_eq!(b.images[0], 12.0 / 127.5 - 1.0);
+    assert_eq!(b.images[0], 12);
+    assert_eq!(b.normalised_data().to_vec::<f32>().unwrap()[0], 12.0 / 127.5 - 1.0);
     let e = load_mnist_split(dir.path(), false, "Test-MNIST", "hint").unwrap_err().to_string();
     assert!(e.contains("mismatch") && e.contains("5 images") && e.contains("4 labels"), "{e}");
 }
@@ -113,11 +114,11 @@ fn image_folder_resizes_crops_and_flips() {
     assert_eq!(b.labels, vec![0, 1]);
     // Centre crop, unflipped: the left column of image 0 is red, the right column green.
     let px = |img: usize, ch: usize, y: usize, x: usize| b.images[((img * 3 + ch) * 14 + y) * 14 + x];
-    assert_eq!((px(0, 0, 7, 0), px(0, 1, 7, 13)), (1.0, 1.0));
+    assert_eq!((px(0, 0, 7, 0), px(0, 1, 7, 13)), (255, 255));
     // Augmented batches flip about half of the time.
     let flips = (0..40)
         .map(|_| folder.batch(&[0], true, &mut rng))
-        .filter(|b| b.images[7 * 14] < 0.0 && b.images[7 * 14 + 13] > 0.0)
+        .filter(|b| b.images[7 * 14] < 128 && b.images[7 * 14 + 13] > 128)
         .count();
     assert!((5..=35).contains(&flips), "{flips} flips of 40");
 }
@@ -143,7 +144,8 @@ fn synthetic_data_is_deterministic_and_class_dependent() {
     let all: Vec<usize> = (0..64).collect();
     let batch = a.batch(&all, false, &mut rng);
     // Images of the same class are closer to each other than to other classes on average.
-    let img = |i: usize| &batch.images[i * 64..(i + 1) * 64];
+    let pixels = batch.normalised_data().to_vec::<f32>().unwrap();
+    let img = |i: usize| &pixels[i * 64..(i + 1) * 64];
     let dist = |i: usize, j: usize| img(i).iter().zip(img(j)).map(|(x, y)| (x - y).powi(2)).sum::<f32>();
     let (mut same, mut diff, mut ns, mut nd) = (0.0, 0.0, 0, 0);
     for i in 0..64 {

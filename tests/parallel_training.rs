@@ -19,7 +19,7 @@ use owt::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, SingleDevice, Tr
 use owt_models::{AlexNet, Head, ModelKind, ModelSpec};
 
 fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
-    owt::train::RunOptions { out: dir, resume, verbose: false }
+    owt::train::RunOptions { resume, ..owt::train::RunOptions::new(dir) }
 }
 
 type Ref = Autodiff<Flex>;
@@ -100,7 +100,7 @@ fn run<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
         let (x, y) = layout.place_batch(Tensor::from_data(x, device), Tensor::from_data(y, device));
         let (next, outcome) = train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, x, y);
         model = next;
-        losses.push(outcome.loss);
+        losses.push(outcome.read().0);
     }
     (parameter_values(&model), losses)
 }
@@ -241,16 +241,14 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
         let eval = |model: &AlexNet<H>| {
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);
             let b = splits.test.batch(&held_out, false, &mut rng);
-            let (x, y) = owt::train::trainer::batch_tensors::<H>(b, &device);
-            let (x, y) = layout.place_batch(x, y);
+            let (x, y) = layout.upload_batch(&b);
             Head::Softmax.loss(model.forward(x), y).into_scalar().elem::<f64>()
         };
         let before = eval(&model);
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
         let order: Vec<usize> = (0..splits.train.len()).collect();
         for chunk in order.chunks(64) {
-            let (x, y) = owt::train::trainer::batch_tensors::<H>(splits.train.batch(chunk, false, &mut rng), &device);
-            let (x, y) = layout.place_batch(x, y);
+            let (x, y) = layout.upload_batch(&splits.train.batch(chunk, false, &mut rng));
             model = train_step(&layout, model, &mut optim, 0.01, Head::Softmax, fc_update, x, y).0;
         }
         let after = eval(&model);

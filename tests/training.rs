@@ -35,7 +35,7 @@ fn config(epochs: usize, head: Head) -> TrainConfig {
 }
 
 fn quiet(out: &std::path::Path, resume: bool) -> RunOptions<'_> {
-    RunOptions { out, resume, verbose: false }
+    RunOptions { resume, ..RunOptions::new(out) }
 }
 
 #[test]

@@ -3,6 +3,10 @@
 //! mesh's ledger (bytes = elements x element size of every piece that lands on another rank;
 //! one message per piece). Placement changes without communication (Replicate to Shard by
 //! local slicing) live here too, so the full redistribution table is in one file.
+//!
+//! No collective makes an empty piece: a dimension shorter than the mesh is never split
+//! ([`can_shard`]); tensors with fewer elements than ranks are all-reduced by sending every
+//! summand whole instead of by ring slices.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::TensorMetadata;
@@ -11,7 +15,7 @@ use crate::dtensor::{bytes_of, slices_along, DTensor};
 use crate::kind::ShardKind;
 use crate::ledger::Traffic;
 use crate::mesh::MeshDevice;
-use crate::placement::{shard_ranges, Placement};
+use crate::placement::{can_shard, shard_ranges, Placement};
 
 /// How partial values combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,9 +94,13 @@ fn combine<B: Backend, K: ShardKind<B>>(a: K::Prim, b: K::Prim, op: ReduceOp) ->
     }
 }
 
-/// `Partial` to `Shard(dim)`: rank r receives every other rank's r-th slice and reduces.
+/// `Partial` to `Shard(dim)`: rank r receives every other rank's r-th slice and reduces. A
+/// dimension shorter than the mesh is not split: the result is all-reduced to `Replicate`.
 pub fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Partial, "reduce_scatter needs Partial, got {}", t.placement);
+    if !can_shard(t.shape[dim], t.ranks()) {
+        return all_reduce(t, ReduceOp::Sum);
+    }
     let mut traffic = Traffic::default();
     let out = reduce_scatter_op(t, dim, ReduceOp::Sum, &mut traffic);
     out.mesh.record(names::REDUCE_SCATTER, traffic);
@@ -127,9 +135,15 @@ fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(
 }
 
 /// `Partial` to `Replicate`: a ring all-reduce (reduce-scatter, then all-gather, over the
-/// flattened tensor), moving 2(K-1)/K of the tensor per rank.
+/// flattened tensor), moving 2(K-1)/K of the tensor per rank. A tensor with fewer elements
+/// than ranks (a scalar loss, a correct count) has no ring slice for every rank: each rank
+/// receives every other rank's summand whole and reduces them in rank order, so every rank
+/// computes the same value.
 pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Partial, "all_reduce needs Partial, got {}", t.placement);
+    if t.ranks() > 1 && !can_shard(t.shape.num_elements(), t.ranks()) {
+        return all_reduce_whole(t, op);
+    }
     let shape = t.shape.clone();
     let flat = burn::tensor::Shape::new([shape.num_elements()]);
     let flat_t = t.map::<K>(flat.clone(), |_, p| K::reshape(p, flat.clone()));
@@ -148,6 +162,22 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -
     DTensor::from_parts(scattered.mesh, shape, scattered.dtype, Placement::Replicate, shards)
 }
 
+/// The all-reduce of tiny tensors: every summand to every rank, reduced in rank order.
+fn all_reduce_whole<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
+    let k = t.ranks();
+    let mut traffic = Traffic::default();
+    let shards: Vec<K::Prim> = (0..k)
+        .map(|dst| {
+            (0..k)
+                .map(|src| transfer::<B, K>(&t.mesh, t.shards[src].clone(), src, dst, &mut traffic))
+                .reduce(|a, b| combine::<B, K>(a, b, op))
+                .expect("at least one rank")
+        })
+        .collect();
+    t.mesh.record(names::ALL_REDUCE, traffic);
+    DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
+}
+
 /// One rank's tensor to every rank: `Replicate` from `root`'s copy.
 pub fn broadcast<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Prim, root: usize) -> DTensor<B, K> {
     let mut traffic = Traffic::default();
@@ -164,9 +194,13 @@ pub fn send<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Pri
     out
 }
 
-/// `Replicate` to `Shard(dim)`: each rank keeps its slice. No communication.
+/// `Replicate` to `Shard(dim)`: each rank keeps its slice. No communication. A dimension
+/// shorter than the mesh is not split: the tensor stays `Replicate` (see [`can_shard`]).
 pub fn shard_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Replicate, "local sharding needs Replicate, got {}", t.placement);
+    if !can_shard(t.shape[dim], t.ranks()) {
+        return t;
+    }
     let ranges = shard_ranges(t.shape[dim], t.ranks());
     let shape = t.shape.clone();
     t.map_placed::<K>(shape.clone(), Placement::Shard(dim), |r, p| {
@@ -185,9 +219,9 @@ pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor
 ///
 /// | from \ to | Replicate | Shard(d) | Partial |
 /// |---|---|---|---|
-/// | Replicate | - | local slice | local (rank 0 keeps it) |
+/// | Replicate | - | local slice (none if dim d is shorter than the mesh) | local (rank 0 keeps it) |
 /// | Shard(e) | all_gather(e) | all_gather(e) + local slice (d != e) | all_gather + local |
-/// | Partial | all_reduce | reduce_scatter(d) | - |
+/// | Partial | all_reduce | reduce_scatter(d) (all_reduce if dim d is shorter than the mesh) | - |
 pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Placement) -> DTensor<B, K> {
     if t.placement == target {
         return t;

@@ -73,6 +73,9 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
     ) -> Self {
         assert_eq!(shards.len(), mesh.size(), "Hybrid: {} shards for a mesh of {} ranks", shards.len(), mesh.size());
         let t = Self { mesh, shape, dtype, placement, shards };
+        if t.shards.iter().any(|s| s.shape().num_elements() == 0) {
+            t.mesh.record_empty(&format!("{} {} {:?}", K::NAME, t.placement, &t.shape[..]));
+        }
         debug_assert!(
             (0..t.shards.len()).all(|r| t.shards[r].shape() == t.local_shape(r)),
             "Hybrid: shard shapes {:?} do not match {:?} {}",

@@ -21,14 +21,20 @@ impl std::ops::AddAssign for Traffic {
 /// The phase recorded when the caller set none.
 pub const UNLABELLED: &str = "-";
 
-/// What moved between ranks since the last reset: traffic per (phase, collective), and the
-/// ops that had no placement rule and ran gathered (fallbacks), by op name.
+/// What moved between ranks since the last reset: traffic per (phase, collective), the ops
+/// that had no placement rule and ran gathered (fallbacks), by op name, and the empty pieces
+/// that reached a rank (empty work: some inner backends, CubeCL CUDA among them, fail on a
+/// kernel launched over zero elements).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LedgerSnapshot {
     /// Traffic keyed by (phase, collective name).
     pub traffic: BTreeMap<(String, String), Traffic>,
     /// Fallback count by op name.
     pub fallbacks: BTreeMap<String, u64>,
+    /// Tensors holding a zero-element piece on some rank, by what they were (kind, placement,
+    /// global shape). Every inner op run on such a piece would be empty work; `Hybrid`'s rules
+    /// never make one from non-empty inputs, so anything here is a bug or an empty user tensor.
+    pub empty_ops: BTreeMap<String, u64>,
 }
 
 impl LedgerSnapshot {
@@ -67,6 +73,11 @@ impl LedgerSnapshot {
     pub fn total_fallbacks(&self) -> u64 {
         self.fallbacks.values().sum()
     }
+
+    /// Number of empty-work attempts of all kinds.
+    pub fn total_empty_ops(&self) -> u64 {
+        self.empty_ops.values().sum()
+    }
 }
 
 /// The mutable ledger a mesh owns.
@@ -88,6 +99,10 @@ impl Ledger {
 
     pub(crate) fn fallback(&mut self, op: &str) {
         *self.snapshot.fallbacks.entry(op.to_string()).or_default() += 1;
+    }
+
+    pub(crate) fn empty(&mut self, what: &str) {
+        *self.snapshot.empty_ops.entry(what.to_string()).or_default() += 1;
     }
 
     pub(crate) fn snapshot(&self) -> LedgerSnapshot {

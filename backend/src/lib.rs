@@ -20,6 +20,7 @@ mod phase_marker;
 mod placement;
 mod rules;
 mod shape_rules;
+mod upload;
 
 pub use api::Distributed;
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
@@ -29,4 +30,5 @@ pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
 pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
 pub use mesh::{MeshDevice, PhaseGuard};
 pub use phase_marker::mark_backward_phase;
-pub use placement::{shard_ranges, shard_sizes, Placement};
+pub use placement::{can_shard, shard_ranges, shard_sizes, Placement};
+pub use upload::Upload;

@@ -133,6 +133,10 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.ledger().fallback(op)
     }
 
+    pub(crate) fn record_empty(&self, what: &str) {
+        self.ledger().empty(what)
+    }
+
     /// Panics unless `other` is this mesh: tensors from two meshes cannot meet in one op.
     pub(crate) fn check_same(&self, other: &Self, op: &str) {
         if self.inner.id != other.inner.id {

@@ -35,6 +35,14 @@ impl std::fmt::Display for Placement {
     }
 }
 
+/// Whether a dimension of `len` entries can be split over `ranks` ranks: only when every rank
+/// gets at least one entry. A shorter dimension (a batch remainder smaller than the mesh, a
+/// scalar) stays whole (`Replicate`), so no rank ever holds an empty piece and no inner kernel
+/// is launched over zero elements.
+pub fn can_shard(len: usize, ranks: usize) -> bool {
+    len >= ranks
+}
+
 /// Sizes of the slices of `len` elements split over `ranks` ranks: the first `len % ranks`
 /// ranks get one extra (10 over 4 is 3, 3, 2, 2).
 pub fn shard_sizes(len: usize, ranks: usize) -> Vec<usize> {

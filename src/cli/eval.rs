@@ -43,7 +43,7 @@ impl BackendJob for EvalJob<'_> {
         })?;
         let [c, h, w] = splits.test.image_dims();
         arch.check_input([0, c, h, w])?;
-        Ok(evaluate(&model, state.config.head, splits.test.as_ref(), &device))
+        evaluate(&model, state.config.head, &splits.test, &device)
     }
 }
 

@@ -76,6 +76,10 @@ pub struct TrainArgs {
     /// rank's chunk, the 2014 paper's variant).
     #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
     pub fc_update: FcUpdate,
+    /// Steps between reads of the running loss and accuracy (progress lines and the
+    /// divergence check); each read waits for the device, so a GPU prefers a larger value.
+    #[arg(long, default_value_t = crate::train::trainer::READ_EVERY, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub read_every: usize,
 }
 
 fn parse_scheme(s: &str) -> Result<Exchange, String> {
@@ -150,7 +154,12 @@ impl TrainJob<'_> {
             self.config.lr,
             self.config.fc_update.name()
         );
-        let opts = RunOptions { out: &self.args.out, resume: self.args.resume, verbose: true };
+        let opts = RunOptions {
+            resume: self.args.resume,
+            verbose: true,
+            read_every: self.args.read_every,
+            ..RunOptions::new(&self.args.out)
+        };
         train::<B, L>(&self.config, &splits, layout, &opts)
     }
 }

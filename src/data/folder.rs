@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 use image::imageops::FilterType;
 use rand::Rng;
 
-use crate::data::images::{normalise, Batch, ImageSource};
+use crate::data::images::{Batch, ImageSource};
 use crate::error::OwtError;
+
+/// The grey (0 after normalisation, nearly) fed in place of an image that cannot be decoded.
+const BLANK: u8 = 128;
 
 /// Image file extensions the folder loader reads.
 const EXTENSIONS: [&str; 4] = ["png", "jpg", "jpeg", "JPEG"];
@@ -76,7 +79,7 @@ impl ImageFolder {
         &self.class_names
     }
 
-    fn load(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Vec<f32> {
+    fn load(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Vec<u8> {
         let (path, _) = &self.files[index];
         let side = self.crop;
         let decoded = match image::open(path) {
@@ -84,7 +87,7 @@ impl ImageFolder {
             Err(e) => {
                 // A corrupt file must not end a long run: warn and feed a blank image.
                 eprintln!("warning: cannot decode {}: {e}; using a blank image", path.display());
-                return vec![0.0; self.channels * side * side];
+                return vec![BLANK; self.channels * side * side];
             }
         };
         let (w, h) = (decoded.width().max(1) as usize, decoded.height().max(1) as usize);
@@ -102,17 +105,13 @@ impl ImageFolder {
         let flip = augment && rng.random_bool(0.5);
         let cropped = resized.crop_imm(x0 as u32, y0 as u32, side as u32, side as u32);
         let cropped = if flip { cropped.fliph() } else { cropped };
-        let mut out = vec![0.0; self.channels * side * side];
         if self.channels == 1 {
-            for (i, p) in cropped.to_luma8().into_raw().into_iter().enumerate() {
-                out[i] = normalise(p);
-            }
-        } else {
-            let rgb = cropped.to_rgb8();
-            for (i, px) in rgb.pixels().enumerate() {
-                for ch in 0..3 {
-                    out[ch * side * side + i] = normalise(px.0[ch]);
-                }
+            return cropped.to_luma8().into_raw();
+        }
+        let mut out = vec![0; self.channels * side * side];
+        for (i, px) in cropped.to_rgb8().pixels().enumerate() {
+            for ch in 0..3 {
+                out[ch * side * side + i] = px.0[ch];
             }
         }
         out

@@ -2,15 +2,47 @@
 
 use rand::Rng;
 
-/// One batch as flat host data: `images` is `[n, c, h, w]` row-major, normalised to [-1, 1].
+use burn::tensor::TensorData;
+
+/// One batch as flat host data: `images` is `[n, c, h, w]` row-major bytes, as stored (after
+/// any crop or flip). They travel to the device as bytes, a quarter of the floats' size, and
+/// are normalised there ([`normalise`] is the same map on the host).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// Pixels, `n * c * h * w`.
-    pub images: Vec<f32>,
+    pub images: Vec<u8>,
     /// Class ids, `n`.
     pub labels: Vec<i64>,
     /// `[n, c, h, w]`.
     pub dims: [usize; 4],
+}
+
+impl Batch {
+    /// Number of images.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Whether the batch holds no image.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// The pixels as `[n, c, h, w]` bytes (`DType::U8`).
+    pub fn pixel_data(&self) -> TensorData {
+        TensorData::new(self.images.clone(), self.dims)
+    }
+
+    /// The pixels normalised on the host, as `[n, c, h, w]` f32 (for backends without byte
+    /// tensors).
+    pub fn normalised_data(&self) -> TensorData {
+        TensorData::new(self.images.iter().map(|&p| normalise(p)).collect::<Vec<f32>>(), self.dims)
+    }
+
+    /// The labels as `[n]` i64.
+    pub fn label_data(&self) -> TensorData {
+        TensorData::new(self.labels.clone(), [self.labels.len()])
+    }
 }
 
 /// A labelled image source: the training loop's only view of data.
@@ -30,9 +62,13 @@ pub trait ImageSource: Send + Sync {
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch;
 }
 
-/// Maps a byte pixel to the [-1, 1] range the models are trained on.
+/// What a byte pixel is divided by, before 1 is subtracted: maps 0..=255 to [-1, 1].
+pub const PIXEL_SCALE: f64 = 127.5;
+
+/// Maps a byte pixel to the [-1, 1] range the models are trained on (on the host; the
+/// training input does the same on the device).
 pub fn normalise(pixel: u8) -> f32 {
-    pixel as f32 / 127.5 - 1.0
+    pixel as f32 / PIXEL_SCALE as f32 - 1.0
 }
 
 /// Images held in memory as bytes (MNIST, Fashion-MNIST, synthetic).
@@ -89,9 +125,9 @@ impl ImageSource for InMemoryImages {
             let flip = augment && self.flip && rng.random_bool(0.5);
             for row in src.chunks_exact(w) {
                 if flip {
-                    images.extend(row.iter().rev().map(|&p| normalise(p)));
+                    images.extend(row.iter().rev());
                 } else {
-                    images.extend(row.iter().map(|&p| normalise(p)));
+                    images.extend_from_slice(row);
                 }
             }
         }

@@ -69,11 +69,14 @@ impl Costs {
         ((self.k - 1) * elements * ELEM, self.k * (self.k - 1))
     }
 
-    /// Ring all_reduce of `elements`: reduce-scatter of the flat tensor (pieces only to ranks
-    /// whose slice is non-empty), then all_gather.
+    /// all_reduce of `elements`: a ring (reduce-scatter of the flat tensor, then all_gather)
+    /// when every rank gets a slice, else every summand sent whole to every other rank.
     fn all_reduce(&self, elements: u64) -> (u64, u64) {
-        let nonempty = elements.min(self.k);
-        (2 * (self.k - 1) * elements * ELEM, (self.k - 1) * nonempty + self.k * (self.k - 1))
+        let k = self.k;
+        if elements < k {
+            return (k * (k - 1) * elements * ELEM, k * (k - 1));
+        }
+        (2 * (k - 1) * elements * ELEM, 2 * k * (k - 1))
     }
 
     /// reduce_scatter of a tensor of `elements` onto a dimension of length `len`.
@@ -266,16 +269,13 @@ pub fn comm_plan(
 }
 
 /// The softmax cross-entropy and the accuracy count on logits split as `split`, with labels
-/// placed as `labels`.
+/// placed as `labels`. The step leaves the loss value and the correct count on the device as
+/// pending sums; the training loop reads them every few steps (two all-reduces of one number
+/// each per read), which is not part of a step's traffic.
 fn loss(b: &mut Builder, split: Split, labels: Placement, n: u64) {
     let k = b.costs.k;
     match split {
         Split::Batch | Split::Whole => {
-            if split == Split::Batch {
-                // Loss value and correct count are sums of per-rank parts.
-                let scalar = b.costs.all_reduce(1);
-                b.add("loss", "forward", "all_reduce", (2 * scalar.0, 2 * scalar.1));
-            }
             if labels != Placement::Replicate {
                 // The gather's backward scatters into a whole tensor: the labels are gathered.
                 let labels = b.costs.all_gather(n);
@@ -288,17 +288,13 @@ fn loss(b: &mut Builder, split: Split, labels: Placement, n: u64) {
             // class comes from every rank's best value and index (K candidates per image).
             let mut gathered = (2 * k * (k - 1) * n * ELEM, 2 * k * (k - 1));
             let vector = b.costs.all_reduce(n);
-            let scalar = b.costs.all_reduce(1);
-            let mut reduced = (2 * vector.0 + scalar.0, 2 * vector.1 + scalar.1);
             if labels != Placement::Replicate {
                 let labels = b.costs.all_gather(n);
                 gathered = (gathered.0 + labels.0, gathered.1 + labels.1);
-                // The correct count sums per-rank parts too.
-                reduced = (reduced.0 + scalar.0, reduced.1 + scalar.1);
                 b.add("loss", "backward", "all_gather", labels);
             }
             b.add("loss", "forward", "all_gather", gathered);
-            b.add("loss", "forward", "all_reduce", reduced);
+            b.add("loss", "forward", "all_reduce", (2 * vector.0, 2 * vector.1));
             b.add("loss", "backward", "all_reduce", vector);
         }
     }

@@ -8,11 +8,15 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
-use owt_hybrid::{Distributed, Exchange, Hybrid, LedgerSnapshot, MeshDevice};
+use burn::tensor::DType;
+use owt_hybrid::{Exchange, Hybrid, LedgerSnapshot, MeshDevice, Placement, Upload};
 use owt_models::{AlexNet, Architecture};
 
+use crate::data::Batch;
 use crate::error::OwtError;
 use crate::parallel::{sync_gradients, LayerPhases, Plan};
+use crate::train::input::{bytes_on_device, normalise_on_device};
+use crate::train::trainer::batch_tensors;
 
 /// How a run places its model and batches and turns a loss into gradients.
 pub trait Layout<B: AutodiffBackend> {
@@ -36,8 +40,13 @@ pub trait Layout<B: AutodiffBackend> {
     /// A batch laid out as the layout's input.
     fn place_batch(&self, images: Tensor<B, 4>, labels: Tensor<B, 1, Int>) -> (Tensor<B, 4>, Tensor<B, 1, Int>);
 
-    /// An evaluation batch laid out as the layout's input (no autodiff).
-    fn place_eval_input(&self, images: Tensor<B::InnerBackend, 4>) -> Tensor<B::InnerBackend, 4>;
+    /// A host batch on the device, laid out as the layout's input: on a mesh each rank
+    /// receives only its own piece; pixels go as bytes where the backend has them and are
+    /// normalised on the device.
+    fn upload_batch(&self, batch: &Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>);
+
+    /// [`Layout::upload_batch`] for evaluation (no autodiff).
+    fn upload_eval(&self, batch: &Batch) -> (Tensor<B::InnerBackend, 4>, Tensor<B::InnerBackend, 1, Int>);
 
     /// The conv trunk's features (labelled per layer on a mesh). Starts a new step's labels.
     fn features(&self, model: &AlexNet<B>, images: Tensor<B, 4>) -> Tensor<B, 2>;
@@ -97,8 +106,12 @@ impl<B: AutodiffBackend> Layout<B> for SingleDevice<B> {
         (images, labels)
     }
 
-    fn place_eval_input(&self, images: Tensor<B::InnerBackend, 4>) -> Tensor<B::InnerBackend, 4> {
-        images
+    fn upload_batch(&self, batch: &Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
+        batch_tensors::<B>(batch, &self.device)
+    }
+
+    fn upload_eval(&self, batch: &Batch) -> (Tensor<B::InnerBackend, 4>, Tensor<B::InnerBackend, 1, Int>) {
+        batch_tensors::<B::InnerBackend>(batch, &self.device)
     }
 
     fn features(&self, model: &AlexNet<B>, images: Tensor<B, 4>) -> Tensor<B, 2> {
@@ -150,6 +163,28 @@ impl<IB: Backend> MeshLayout<IB> {
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 
+/// A host batch on a mesh as `placement`, each rank uploading only its piece (bytes
+/// normalised on the device where the inner backend has byte tensors).
+fn upload_placed<B, IB>(
+    batch: &Batch,
+    placement: Placement,
+    mesh: &MeshDevice<IB::Device>,
+) -> (Tensor<B, 4>, Tensor<B, 1, Int>)
+where
+    B: Backend<Device = MeshDevice<IB::Device>>,
+    IB: Backend,
+    Tensor<B, 4>: Upload<IB::Device>,
+    Tensor<B, 4, Int>: Upload<IB::Device>,
+    Tensor<B, 1, Int>: Upload<IB::Device>,
+{
+    let images = if bytes_on_device::<B>(mesh) {
+        normalise_on_device(Tensor::<B, 4, Int>::upload(batch.pixel_data(), placement, mesh, Some(DType::U8)))
+    } else {
+        Tensor::<B, 4>::upload(batch.normalised_data(), placement, mesh, None)
+    };
+    (images, Tensor::<B, 1, Int>::upload(batch.label_data(), placement, mesh, None))
+}
+
 impl<IB: Backend> Layout<AH<IB>> for MeshLayout<IB> {
     fn device(&self) -> &MeshDevice<IB::Device> {
         &self.mesh
@@ -180,8 +215,12 @@ impl<IB: Backend> Layout<AH<IB>> for MeshLayout<IB> {
         self.plan.place_batch(images, labels)
     }
 
-    fn place_eval_input(&self, images: Tensor<Hybrid<IB>, 4>) -> Tensor<Hybrid<IB>, 4> {
-        images.distribute(self.plan.input)
+    fn upload_batch(&self, batch: &Batch) -> (Tensor<AH<IB>, 4>, Tensor<AH<IB>, 1, Int>) {
+        upload_placed::<AH<IB>, IB>(batch, self.plan.input, &self.mesh)
+    }
+
+    fn upload_eval(&self, batch: &Batch) -> (Tensor<Hybrid<IB>, 4>, Tensor<Hybrid<IB>, 1, Int>) {
+        upload_placed::<Hybrid<IB>, IB>(batch, self.plan.input, &self.mesh)
     }
 
     fn features(&self, model: &AlexNet<AH<IB>>, images: Tensor<AH<IB>, 4>) -> Tensor<AH<IB>, 2> {

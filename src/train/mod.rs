@@ -3,6 +3,7 @@
 pub mod atomic;
 pub mod checkpoint;
 pub mod config;
+pub mod input;
 pub mod layout;
 pub mod metrics;
 pub mod progress;
@@ -14,4 +15,4 @@ pub use config::TrainConfig;
 pub use layout::{Layout, MeshLayout, SingleDevice};
 pub use metrics::{Communication, EpochMetrics};
 pub use step::{train_step, FcUpdate, StepOutcome};
-pub use trainer::{evaluate, evaluate_placed, load_model, sgd, train, Evaluation, RunOptions};
+pub use trainer::{evaluate, evaluate_with, load_model, sgd, train, Evaluation, RunOptions};

@@ -13,7 +13,7 @@ use owt_hybrid::shard_ranges;
 use owt_models::{AlexNet, Head};
 
 use crate::train::layout::Layout;
-use crate::train::trainer::count_correct;
+use crate::train::trainer::correct_count;
 
 /// When the FC layers' weights are updated (`--fc-update`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum)]
@@ -37,17 +37,31 @@ impl FcUpdate {
     }
 }
 
-/// What one step measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StepOutcome {
-    /// Mean loss over the batch (before the update).
-    pub loss: f64,
-    /// Images classified correctly (before the update).
-    pub correct: usize,
+/// What one step measured, still on the device: reading it waits for the step to finish, so
+/// the training loop adds it to a [`crate::train::input::Tally`] instead and reads that now
+/// and then.
+#[derive(Debug, Clone)]
+pub struct StepOutcome<B: Backend> {
+    /// Mean loss over the batch (before the update), shape [1].
+    pub loss: Tensor<B, 1>,
+    /// Images classified correctly (before the update), shape [1].
+    pub correct: Tensor<B, 1, Int>,
+    /// Images in the batch.
+    pub images: usize,
+}
+
+impl<B: Backend> StepOutcome<B> {
+    /// The mean loss and the correct count, read back from the device.
+    pub fn read(&self) -> (f64, usize) {
+        let mut tally = crate::train::input::Tally::<B>::default();
+        tally.add(self.loss.clone(), self.correct.clone(), self.images);
+        let values = tally.read();
+        (values.mean_loss(), values.correct)
+    }
 }
 
 /// One step of SGD on `images`/`labels` (already placed by the layout): forward, loss,
-/// backward, gradient sync and `optim` at rate `lr`.
+/// backward, gradient sync and `optim` at rate `lr`. Nothing is read back from the device.
 #[allow(clippy::too_many_arguments)]
 pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>(
     layout: &L,
@@ -58,7 +72,7 @@ pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
     fc_update: FcUpdate,
     images: Tensor<B, 4>,
     labels: Tensor<B, 1, Int>,
-) -> (AlexNet<B>, StepOutcome) {
+) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     match fc_update {
         FcUpdate::PerStep => {
             let features = layout.features(&model, images);
@@ -72,16 +86,16 @@ pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
     }
 }
 
-/// The loss to differentiate and what it and the logits say about the batch.
-fn loss_and_outcome<B: Backend>(
+/// The loss to differentiate and what it and the logits say about the batch (on the device).
+fn loss_and_outcome<B: AutodiffBackend>(
     head: Head,
     logits: Tensor<B, 2>,
     labels: Tensor<B, 1, Int>,
-) -> (Tensor<B, 1>, StepOutcome) {
-    let correct = count_correct(head, logits.clone().detach(), labels.clone());
+) -> (Tensor<B, 1>, StepOutcome<B::InnerBackend>) {
+    let images = labels.dims()[0];
+    let correct = correct_count(head, logits.clone().inner(), labels.clone().inner());
     let loss = head.loss(logits, labels);
-    let value = loss.clone().into_scalar().elem::<f64>();
-    (loss, StepOutcome { loss: value, correct })
+    (loss.clone(), StepOutcome { loss: loss.inner(), correct, images })
 }
 
 /// The chunks of a batch of `n` images on `ranks` ranks: each rank's batch shard.
@@ -97,11 +111,11 @@ fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
     head: Head,
     images: Tensor<B, 4>,
     labels: Tensor<B, 1, Int>,
-) -> (AlexNet<B>, StepOutcome) {
+) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     let n = labels.dims()[0];
     let features = layout.features(&model, images);
     let detached = features.clone().detach();
-    let (mut loss_sum, mut correct) = (0.0, 0);
+    let (mut loss_sum, mut correct) = (None::<Tensor<B::InnerBackend, 1>>, None::<Tensor<B::InnerBackend, 1, Int>>);
     let mut feature_grads = Vec::new();
     for range in chunks(n, layout.ranks()) {
         let share = range.len() as f64 / n as f64;
@@ -109,8 +123,15 @@ fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
         let y = labels.clone().slice([range]);
         let logits = layout.classifier(&model, x.clone());
         let (loss, o) = loss_and_outcome(head, logits, y);
-        loss_sum += o.loss * share;
-        correct += o.correct;
+        let weighted = o.loss.mul_scalar(share);
+        loss_sum = Some(match loss_sum {
+            Some(sum) => sum + weighted,
+            None => weighted,
+        });
+        correct = Some(match correct {
+            Some(sum) => sum + o.correct,
+            None => o.correct,
+        });
         // Backward through the FC layers only (the chunk's features are a leaf): FC gradients
         // from this chunk's mean loss, and the gradient reaching the features.
         let mut grads = layout.backward(loss);
@@ -125,5 +146,10 @@ fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
     let surrogate = (features * g).sum();
     let grads = layout.backward(surrogate);
     let conv_grads: GradientsParams = layout.sync(&model, grads);
-    (optim.step(lr, model, conv_grads), StepOutcome { loss: loss_sum, correct })
+    let outcome = StepOutcome {
+        loss: loss_sum.expect("a batch has at least one chunk"),
+        correct: correct.expect("a batch has at least one chunk"),
+        images: n,
+    };
+    (optim.step(lr, model, conv_grads), outcome)
 }

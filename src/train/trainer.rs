@@ -3,6 +3,7 @@
 //! checkpoint after every epoch, exact resume.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
@@ -22,6 +23,7 @@ use crate::error::OwtError;
 use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState};
 use crate::train::config::TrainConfig;
+use crate::train::input::{upload_images, upload_labels, Prefetch, Tally, TallyValues};
 use crate::train::layout::Layout;
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::progress::Progress;
@@ -29,6 +31,13 @@ use crate::train::step::train_step;
 
 /// Batch size used for evaluation (no gradients, so larger is fine).
 pub const EVAL_BATCH: usize = 500;
+
+/// Steps between two reads of the running loss and accuracy by default: each read waits for
+/// the device, so a GPU is not stopped at every step.
+pub const READ_EVERY: usize = 10;
+
+/// Batches prepared ahead of the step that uses them.
+const PREFETCH: usize = 2;
 
 /// Where a run writes and whether it reports progress.
 #[derive(Debug, Clone)]
@@ -39,6 +48,16 @@ pub struct RunOptions<'a> {
     pub resume: bool,
     /// Progress lines on stderr and a summary line per epoch on stdout.
     pub verbose: bool,
+    /// Steps between reads of the running loss and accuracy (progress and the divergence
+    /// check happen at reads; the epoch's figures are exact regardless).
+    pub read_every: usize,
+}
+
+impl<'a> RunOptions<'a> {
+    /// Quiet options writing to `out`, reading the running figures every [`READ_EVERY`] steps.
+    pub fn new(out: &'a Path) -> Self {
+        Self { out, resume: false, verbose: false, read_every: READ_EVERY }
+    }
 }
 
 /// Loss and accuracy over a split.
@@ -52,48 +71,46 @@ pub struct Evaluation {
     pub images: usize,
 }
 
-/// Turns a host batch into tensors on `device`.
-pub fn batch_tensors<B: Backend>(batch: Batch, device: &B::Device) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
-    let n = batch.labels.len();
-    let images = Tensor::from_data(TensorData::new(batch.images, batch.dims), device);
-    let labels = Tensor::from_data(TensorData::new(batch.labels, [n]), device);
-    (images, labels)
+/// Turns a host batch into tensors on one device (pixels normalised on the device).
+pub fn batch_tensors<B: Backend>(batch: &Batch, device: &B::Device) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
+    (upload_images::<B>(batch, device), upload_labels::<B>(batch, device))
 }
 
-/// Loss and accuracy of `model` on `source` (deterministic view, no augmentation).
+/// Loss and accuracy of `model` on `source` (deterministic view, no augmentation) on one device.
 pub fn evaluate<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
-    source: &dyn ImageSource,
+    source: &Arc<dyn ImageSource>,
     device: &B::Device,
-) -> Evaluation {
-    evaluate_placed(model, head, source, device, &|images| images)
+) -> Result<Evaluation, OwtError> {
+    evaluate_with(model, head, source, &|batch| batch_tensors::<B>(batch, device))
 }
 
-/// [`evaluate`] with each batch of images laid out by `place` first (a parallel run's input
-/// placement, so evaluation is split over the ranks like training).
-pub fn evaluate_placed<B: Backend>(
+/// [`evaluate`] with each host batch brought to the device by `upload` (a parallel run's input
+/// placement, so evaluation is split over the ranks like training). Batches are prepared ahead
+/// on a background thread; the sums stay on the device and are read once at the end.
+pub fn evaluate_with<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
-    source: &dyn ImageSource,
-    device: &B::Device,
-    place: &dyn Fn(Tensor<B, 4>) -> Tensor<B, 4>,
-) -> Evaluation {
-    let mut rng = StdRng::seed_from_u64(0);
-    let (mut loss_sum, mut correct) = (0.0, 0usize);
+    source: &Arc<dyn ImageSource>,
+    upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
+) -> Result<Evaluation, OwtError> {
     let indices: Vec<usize> = (0..source.len()).collect();
-    for chunk in indices.chunks(EVAL_BATCH) {
-        let (images, labels) = batch_tensors::<B>(source.batch(chunk, false, &mut rng), device);
-        let logits = model.forward(place(images));
-        loss_sum += head.loss(logits.clone(), labels.clone()).into_scalar().elem::<f64>() * chunk.len() as f64;
-        correct += count_correct(head, logits, labels);
+    let mut batches = Prefetch::start(source.clone(), indices, EVAL_BATCH, false, StdRng::seed_from_u64(0), PREFETCH);
+    let mut tally = Tally::<B>::default();
+    while let Some(batch) = batches.next_batch()? {
+        let (images, labels) = upload(&batch);
+        let logits = model.forward(images);
+        let correct = correct_count(head, logits.clone(), labels.clone());
+        tally.add(head.loss(logits, labels), correct, batch.len());
     }
-    let n = source.len().max(1);
-    Evaluation { loss: loss_sum / n as f64, accuracy: correct as f64 / n as f64, images: source.len() }
+    let values = tally.read();
+    Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), images: source.len() })
 }
 
-pub(crate) fn count_correct<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> usize {
-    head.predict(logits).equal(labels).int().sum().into_scalar().elem::<i64>() as usize
+/// How many of `logits`' predictions equal `labels`, as a device tensor of shape [1].
+pub fn correct_count<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> Tensor<B, 1, Int> {
+    head.predict(logits).equal(labels).int().sum()
 }
 
 /// Seed of the randomness of epoch `epoch` (shuffle, augmentation, dropout): a function of
@@ -144,7 +161,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         }
     }
     let mut model = layout.place_model(model)?;
-    let train_set = splits.train.as_ref();
+    let train_set = &splits.train;
     for epoch in start_epoch..config.epochs {
         let started = Instant::now();
         let seed = epoch_seed(config.seed, epoch);
@@ -152,37 +169,50 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         let mut rng = StdRng::seed_from_u64(seed);
         let mut order: Vec<usize> = (0..train_set.len()).collect();
         order.shuffle(&mut rng);
-        let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), order.len(), opts.verbose);
-        let (mut loss_sum, mut correct, mut seen, mut steps) = (0.0, 0usize, 0usize, 0usize);
+        let total = order.len();
+        let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, opts.verbose);
+        let mut batches = Prefetch::start(train_set.clone(), order, config.batch, true, rng, PREFETCH);
+        let mut tally = Tally::<B::InnerBackend>::default();
+        let mut steps = 0usize;
         layout.reset_traffic();
-        for chunk in order.chunks(config.batch) {
-            let (images, labels) = batch_tensors::<B>(train_set.batch(chunk, true, &mut rng), device);
-            let (images, labels) = layout.place_batch(images, labels);
+        let diverged = |values: &TallyValues| {
+            OwtError::input(format!(
+                "training diverged in epoch {} (loss {}): lower --lr (got {})",
+                epoch + 1,
+                values.mean_loss(),
+                config.lr
+            ))
+        };
+        while let Some(batch) = batches.next_batch()? {
+            let (images, labels) = layout.upload_batch(&batch);
             let (next, outcome) =
                 train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, images, labels);
             model = next;
-            if !outcome.loss.is_finite() {
-                return Err(OwtError::input(format!(
-                    "training diverged in epoch {} (loss {}): lower --lr (got {})",
-                    epoch + 1,
-                    outcome.loss,
-                    config.lr
-                )));
-            }
-            correct += outcome.correct;
-            loss_sum += outcome.loss * chunk.len() as f64;
-            seen += chunk.len();
+            tally.add(outcome.loss, outcome.correct, outcome.images);
             steps += 1;
-            progress.update(seen, loss_sum / seen as f64, correct as f64 / seen as f64);
+            if steps % opts.read_every.max(1) == 0 && tally.images() < total {
+                let values = tally.read();
+                if !values.loss_sum.is_finite() {
+                    return Err(diverged(&values));
+                }
+                progress.update(values.images, values.mean_loss(), values.accuracy());
+            }
         }
+        // Reading waits for the epoch's queued work, so the clock stops after it.
+        let values = tally.read();
+        if !values.loss_sum.is_finite() {
+            return Err(diverged(&values));
+        }
+        progress.update(values.images, values.mean_loss(), values.accuracy());
         let train_seconds = started.elapsed().as_secs_f64();
+        let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
-        let place = |images: Tensor<B::InnerBackend, 4>| layout.place_eval_input(images);
-        let test = evaluate_placed(&model.valid(), config.head, splits.test.as_ref(), device, &place);
+        let upload = |batch: &Batch| layout.upload_eval(batch);
+        let test = evaluate_with(&model.valid(), config.head, &splits.test, &upload)?;
         let m = EpochMetrics {
             epoch: epoch + 1,
-            train_loss: loss_sum / seen as f64,
-            train_accuracy: correct as f64 / seen as f64,
+            train_loss: values.mean_loss(),
+            train_accuracy: values.accuracy(),
             test_loss: test.loss,
             test_accuracy: test.accuracy,
             images_per_second: seen as f64 / train_seconds,

@@ -1,0 +1,124 @@
+//! Distributed tensors made straight from host data: each rank uploads only the piece its
+//! placement gives it (a batch shard, not the whole batch), so feeding a mesh moves each
+//! image from the host once. Nothing crosses ranks, so nothing is recorded in the ledger.
+
+use burn::backend::Autodiff;
+use burn::tensor::backend::{get_device_settings, Backend};
+use burn::tensor::{DType, Int, Shape, Tensor, TensorData, TensorPrimitive};
+
+use crate::backend::Hybrid;
+use crate::dtensor::DTensor;
+use crate::kind::{FloatKind, IntKind, ShardKind};
+use crate::mesh::MeshDevice;
+use crate::placement::{can_shard, shard_ranges, Placement};
+
+/// The rows `range` of dimension `dim` of row-major host data.
+pub(crate) fn host_slice(data: &TensorData, dim: usize, range: std::ops::Range<usize>) -> TensorData {
+    let shape = &data.shape;
+    let elem = data.dtype.size();
+    let outer: usize = shape[..dim].iter().product();
+    let inner: usize = shape[dim + 1..].iter().product::<usize>() * elem;
+    let rows = shape[dim];
+    let bytes = data.as_bytes();
+    let mut out = Vec::with_capacity(outer * range.len() * inner);
+    for o in 0..outer {
+        out.extend_from_slice(&bytes[(o * rows + range.start) * inner..(o * rows + range.end) * inner]);
+    }
+    let mut local: Shape = shape.clone();
+    local[dim] = range.len();
+    TensorData::from_bytes_vec(out, local, data.dtype)
+}
+
+/// The pieces of `data` under `placement`, one per rank (Partial: rank 0 holds the value, the
+/// others zeros of the same shape and type).
+fn pieces(data: TensorData, placement: Placement, ranks: usize) -> (Placement, Vec<TensorData>) {
+    match placement {
+        Placement::Shard(d) if ranks > 1 && can_shard(data.shape[d], ranks) => {
+            let pieces = shard_ranges(data.shape[d], ranks).into_iter().map(|r| host_slice(&data, d, r)).collect();
+            (placement, pieces)
+        }
+        Placement::Partial if ranks > 1 => {
+            let zeros = TensorData::from_bytes_vec(vec![0; data.as_bytes().len()], data.shape.clone(), data.dtype);
+            let mut pieces = vec![data];
+            pieces.extend((1..ranks).map(|_| zeros.clone()));
+            (placement, pieces)
+        }
+        // One rank, Replicate, or a dimension shorter than the mesh: whole on every rank.
+        _ => (Placement::Replicate, vec![data; ranks]),
+    }
+}
+
+fn upload<B: Backend, K: ShardKind<B>>(
+    data: TensorData,
+    placement: Placement,
+    mesh: &MeshDevice<B::Device>,
+    make: impl Fn(TensorData, &B::Device) -> K::Prim,
+) -> DTensor<B, K> {
+    let (shape, dtype) = (data.shape.clone(), data.dtype);
+    let (placement, pieces) = pieces(data, placement, mesh.size());
+    let shards = pieces.into_iter().enumerate().map(|(r, p)| make(p, mesh.rank_device(r))).collect();
+    DTensor::from_parts(mesh.clone(), shape, dtype, placement, shards)
+}
+
+/// Tensors that can be built on a mesh straight into a placement from host data.
+pub trait Upload<D>: Sized {
+    /// `data` laid out as `placement` on `mesh`, each rank uploading only its own piece. The
+    /// element type is `dtype`, or the mesh's default for the tensor kind when `None` (so
+    /// `DType::U8` images stay bytes on the device). A dimension shorter than the mesh is not
+    /// split: such a tensor is `Replicate`.
+    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<D>, dtype: Option<DType>) -> Self;
+}
+
+impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Hybrid<B>, N> {
+    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
+        let dtype = dtype.unwrap_or_else(|| get_device_settings::<Hybrid<B>>(mesh).float_dtype.into());
+        let t = upload::<B, FloatKind>(data.convert_dtype(dtype), placement, mesh, |p, d| B::float_from_data(p, d));
+        Tensor::from_primitive(TensorPrimitive::Float(t))
+    }
+}
+
+impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Hybrid<B>, N, Int> {
+    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
+        let dtype = dtype.unwrap_or_else(|| get_device_settings::<Hybrid<B>>(mesh).int_dtype.into());
+        let t = upload::<B, IntKind>(data.convert_dtype(dtype), placement, mesh, |p, d| B::int_from_data(p, d));
+        Tensor::from_primitive(t)
+    }
+}
+
+impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Autodiff<Hybrid<B>>, N> {
+    /// A leaf without gradient tracking (input data).
+    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
+        Tensor::from_inner(Tensor::<Hybrid<B>, N>::upload(data, placement, mesh, dtype))
+    }
+}
+
+impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Autodiff<Hybrid<B>>, N, Int> {
+    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
+        Tensor::from_primitive(Tensor::<Hybrid<B>, N, Int>::upload(data, placement, mesh, dtype).into_primitive())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_slices_take_rows_of_any_dimension() {
+        let data = TensorData::new((0..24u8).collect::<Vec<_>>(), [2, 3, 4]);
+        let mid = host_slice(&data, 1, 1..3);
+        assert_eq!(mid.shape.to_vec(), vec![2, 2, 4]);
+        assert_eq!(mid.to_vec::<u8>().unwrap(), vec![4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23]);
+        let first = host_slice(&data, 0, 1..2);
+        assert_eq!(first.to_vec::<u8>().unwrap(), (12..24).collect::<Vec<u8>>());
+        let last = host_slice(&data, 2, 3..4);
+        assert_eq!(last.to_vec::<u8>().unwrap(), vec![3, 7, 11, 15, 19, 23]);
+    }
+
+    #[test]
+    fn short_dimensions_stay_whole() {
+        let data = TensorData::new(vec![1.0f32, 2.0], [1, 2]);
+        let (placement, pieces) = pieces(data, Placement::Shard(0), 3);
+        assert_eq!(placement, Placement::Replicate);
+        assert!(pieces.iter().all(|p| p.num_elements() == 2));
+    }
+}

@@ -1,0 +1,180 @@
+//! The training input, built to keep a GPU fed: host batches are prepared on a background
+//! thread one step ahead ([`Prefetch`]), pixels travel to the device as bytes and are
+//! normalised there ([`upload_images`]), and running loss and accuracy stay on the device until
+//! they are read ([`Tally`]), so a step does not wait for the host.
+
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use burn::prelude::*;
+use burn::tensor::{DType, Transaction};
+use rand::rngs::StdRng;
+
+use crate::data::images::PIXEL_SCALE;
+use crate::data::{Batch, ImageSource};
+use crate::error::OwtError;
+
+/// Batches of an image source in a given order, prepared on a background thread up to
+/// `ahead` batches before they are asked for. The order of random draws (crops, flips) is the
+/// order of the batches, so the batches are exactly those a loop on one thread would make.
+pub struct Prefetch {
+    rx: Option<Receiver<Batch>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl Prefetch {
+    /// Starts preparing `order` in chunks of `batch` images of `source` (`augment`: random
+    /// crops and flips drawn from `rng`).
+    pub fn start(
+        source: Arc<dyn ImageSource>,
+        order: Vec<usize>,
+        batch: usize,
+        augment: bool,
+        mut rng: StdRng,
+        ahead: usize,
+    ) -> Self {
+        let (tx, rx) = sync_channel(ahead.max(1));
+        let worker = std::thread::Builder::new()
+            .name("owt-batches".into())
+            .spawn(move || {
+                for chunk in order.chunks(batch.max(1)) {
+                    if tx.send(source.batch(chunk, augment, &mut rng)).is_err() {
+                        return; // The consumer stopped early.
+                    }
+                }
+            })
+            .expect("spawning the batch preparation thread");
+        Self { rx: Some(rx), worker: Some(worker) }
+    }
+
+    /// The next batch; `Ok(None)` at the end, an error if preparing it failed (the worker's
+    /// panic message, e.g. an unreadable image).
+    pub fn next_batch(&mut self) -> Result<Option<Batch>, OwtError> {
+        let Some(rx) = &self.rx else { return Ok(None) };
+        match rx.recv() {
+            Ok(batch) => Ok(Some(batch)),
+            Err(_) => {
+                self.rx = None;
+                match self.worker.take().map(JoinHandle::join) {
+                    Some(Err(panic)) => {
+                        let why = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "unknown error".into());
+                        Err(OwtError::data(format!("preparing a batch failed: {why}")))
+                    }
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        // Closing the channel stops the worker at its next send.
+        self.rx = None;
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// Whether `B` holds byte tensors on `device`, so pixels can travel as bytes (CUDA and Flex
+/// do; WGSL has no 8-bit type, so wgpu gets floats normalised on the host).
+pub fn bytes_on_device<B: Backend>(device: &B::Device) -> bool {
+    B::supports_dtype(device, DType::U8)
+}
+
+/// Byte pixels, `[n, c, h, w]`, to the [-1, 1] floats the models take (the map of
+/// [`crate::data::images::normalise`], done on the device).
+pub fn normalise_on_device<B: Backend>(bytes: Tensor<B, 4, Int>) -> Tensor<B, 4> {
+    bytes.float().div_scalar(PIXEL_SCALE).sub_scalar(1.0)
+}
+
+/// A batch's images on one device, normalised.
+pub fn upload_images<B: Backend>(batch: &Batch, device: &B::Device) -> Tensor<B, 4> {
+    if bytes_on_device::<B>(device) {
+        normalise_on_device(Tensor::<B, 4, Int>::from_data(batch.pixel_data(), (device, DType::U8)))
+    } else {
+        Tensor::from_data(batch.normalised_data(), device)
+    }
+}
+
+/// A batch's labels on one device.
+pub fn upload_labels<B: Backend>(batch: &Batch, device: &B::Device) -> Tensor<B, 1, Int> {
+    Tensor::from_data(batch.label_data(), device)
+}
+
+/// Running sums over a split (loss weighted by images, correct predictions) kept on the
+/// device: adding a step's results queues work but waits for nothing; [`Tally::read`] brings
+/// both back in one transfer.
+pub struct Tally<B: Backend> {
+    loss: Option<Tensor<B, 1>>,
+    correct: Option<Tensor<B, 1, Int>>,
+    images: usize,
+}
+
+impl<B: Backend> Default for Tally<B> {
+    fn default() -> Self {
+        Self { loss: None, correct: None, images: 0 }
+    }
+}
+
+/// What a [`Tally`] held when read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TallyValues {
+    /// Sum of per-image losses.
+    pub loss_sum: f64,
+    /// Images predicted correctly.
+    pub correct: usize,
+    /// Images counted.
+    pub images: usize,
+}
+
+impl TallyValues {
+    /// Mean loss per image (0 when empty).
+    pub fn mean_loss(&self) -> f64 {
+        self.loss_sum / self.images.max(1) as f64
+    }
+
+    /// Fraction correct (0 when empty).
+    pub fn accuracy(&self) -> f64 {
+        self.correct as f64 / self.images.max(1) as f64
+    }
+}
+
+impl<B: Backend> Tally<B> {
+    /// Adds `images` images whose mean loss is `mean_loss` (shape [1]) and of which `correct`
+    /// (shape [1]) were right.
+    pub fn add(&mut self, mean_loss: Tensor<B, 1>, correct: Tensor<B, 1, Int>, images: usize) {
+        let loss = mean_loss.mul_scalar(images as f64);
+        self.loss = Some(match self.loss.take() {
+            Some(sum) => sum + loss,
+            None => loss,
+        });
+        self.correct = Some(match self.correct.take() {
+            Some(sum) => sum + correct,
+            None => correct,
+        });
+        self.images += images;
+    }
+
+    /// Images added so far (known on the host without reading the device).
+    pub fn images(&self) -> usize {
+        self.images
+    }
+
+    /// Reads the sums back (one transfer for both; waits for the queued work).
+    pub fn read(&self) -> TallyValues {
+        let (Some(loss), Some(correct)) = (&self.loss, &self.correct) else {
+            return TallyValues { loss_sum: 0.0, correct: 0, images: 0 };
+        };
+        let data = Transaction::default().register(loss.clone()).register(correct.clone()).execute();
+        let loss_sum = data[0].iter::<f64>().next().unwrap_or(f64::NAN);
+        let correct = data[1].iter::<i64>().next().unwrap_or(0).max(0) as usize;
+        TallyValues { loss_sum, correct, images: self.images }
+    }
+}
