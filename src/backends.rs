@@ -1,8 +1,11 @@
 //! Choosing the inner backend at run time (`--backend flex|wgpu|cuda`), with clear errors when
-//! one is not compiled in or has no device.
+//! one is not compiled in or cannot start, and building meshes over it: which devices the
+//! ranks get and how pieces travel between them (decided by the runtime's capabilities in
+//! [`mesh_over`]).
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
+use owt_hybrid::{MeshDevice, RuntimeCapabilities, Transport};
 
 use crate::error::OwtError;
 
@@ -42,70 +45,202 @@ pub trait BackendJob {
 pub trait MeshJob {
     /// What the work returns.
     type Output;
-    /// Runs the work with one inner-backend device per rank.
-    fn run<IB: Backend>(self, devices: Vec<IB::Device>) -> Result<Self::Output, OwtError>;
+    /// Runs the work on `mesh`, whose ranks are devices of inner backend `IB`.
+    fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError>;
 }
 
-/// Runs `job` on `ranks` ranks of `kind`: with Flex, `ranks` virtual ranks on the CPU; with
-/// wgpu, the default adapter and then the CPU adapter (two distinct devices where the machine
-/// has both; further ranks share the default adapter); with CUDA, GPU `i` for rank `i`.
-/// Meshes use the inner backends without kernel fusion: burn-fusion 0.21 loses tensor handles
-/// when one program's tensors live on two devices.
-pub fn run_on_mesh<J: MeshJob>(kind: BackendKind, ranks: usize, job: J) -> Result<J::Output, OwtError> {
-    if ranks == 0 {
+/// How many ranks a mesh has and whether they share one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MeshRequest {
+    /// Ranks (K).
+    pub ranks: usize,
+    /// Every rank on the first device (always so on Flex): K virtual ranks of one GPU.
+    pub virtual_ranks: bool,
+}
+
+/// The mesh over `devices` of a runtime with `caps`: pieces go device to device where the
+/// runtime can move them itself, else through the host (the one place this is decided).
+pub fn mesh_over<D: burn::tensor::backend::DeviceOps>(caps: RuntimeCapabilities, devices: Vec<D>) -> MeshDevice<D> {
+    let transport = Transport::choose(caps, &devices);
+    MeshDevice::with_transport(devices, transport)
+}
+
+/// Runs `job` on a mesh of `request.ranks` ranks of `kind`: with Flex, virtual ranks on the
+/// CPU; with wgpu, the default adapter and then the CPU adapter (two distinct devices where
+/// the machine has both; further ranks share the default adapter); with CUDA, GPU `i` for
+/// rank `i`. `virtual_ranks` puts every rank on the first device. Meshes use the inner
+/// backends without kernel fusion: burn-fusion 0.21 loses tensor handles when one program's
+/// tensors live on two devices.
+pub fn run_on_mesh<J: MeshJob>(kind: BackendKind, request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
+    if request.ranks == 0 {
         return Err(OwtError::input("--devices must be at least 1, got 0"));
     }
     match kind {
-        BackendKind::Flex => job.run::<Flex>(vec![Default::default(); ranks]),
-        BackendKind::Wgpu => mesh_wgpu(ranks, job),
-        BackendKind::Cuda => mesh_cuda(ranks, job),
+        BackendKind::Flex => job.run::<Flex>(MeshDevice::virtual_ranks(Default::default(), request.ranks)),
+        BackendKind::Wgpu => mesh_wgpu(request, job),
+        BackendKind::Cuda => mesh_cuda(request, job),
+    }
+}
+
+/// Runs `job` on `kind`, or explains why that backend cannot be used here. `fusion` picks
+/// burn's kernel-fusing backend on wgpu and CUDA (the default) or the plain CubeCL one.
+pub fn run_on<J: BackendJob>(kind: BackendKind, fusion: bool, job: J) -> Result<J::Output, OwtError> {
+    match kind {
+        BackendKind::Flex => job.run::<Autodiff<Flex>>(Default::default()),
+        BackendKind::Wgpu => run_wgpu(fusion, job),
+        BackendKind::Cuda => run_cuda(fusion, job),
     }
 }
 
 #[cfg(feature = "wgpu")]
-fn mesh_wgpu<J: MeshJob>(ranks: usize, job: J) -> Result<J::Output, OwtError> {
-    use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
-    type W = CubeBackend<WgpuRuntime, f32, i32, u32>;
-    probe::<W>(&WgpuDevice::DefaultDevice).map_err(|why| {
-        OwtError::backend(format!(
-            "--backend wgpu: no usable wgpu adapter ({why}); on a CPU-only Linux machine install mesa-vulkan-drivers"
-        ))
-    })?;
-    let devices =
-        (0..ranks).map(|r| if r == 1 { WgpuDevice::Cpu } else { WgpuDevice::DefaultDevice }).collect::<Vec<_>>();
-    job.run::<W>(devices)
+mod wgpu_backend {
+    use super::*;
+    use burn::backend::wgpu::{CubeBackend, Wgpu, WgpuDevice, WgpuRuntime};
+
+    /// The plain CubeCL wgpu backend (meshes, `--no-fusion`).
+    pub type Plain = CubeBackend<WgpuRuntime, f32, i32, u32>;
+
+    /// What CubeCL's wgpu runtime can do between its devices.
+    pub fn capabilities() -> RuntimeCapabilities {
+        use burn_cubecl::cubecl::server::ServerCommunication;
+        let comm = <<WgpuRuntime as burn_cubecl::cubecl::Runtime>::Server as ServerCommunication>::SERVER_COMM_ENABLED;
+        RuntimeCapabilities { device_to_device: comm, device_all_reduce: false }
+    }
+
+    fn usable(device: &WgpuDevice) -> Result<(), OwtError> {
+        crate::kernel_cache::configure(&crate::kernel_cache::wgpu_class());
+        probe::<Plain>(device).map_err(|why| {
+            OwtError::backend(format!(
+                "--backend wgpu: no usable wgpu adapter ({why}); on a CPU-only Linux machine install mesa-vulkan-drivers"
+            ))
+        })
+    }
+
+    pub fn mesh<J: MeshJob>(request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
+        usable(&WgpuDevice::DefaultDevice)?;
+        let devices = (0..request.ranks)
+            .map(|r| if r == 1 && !request.virtual_ranks { WgpuDevice::Cpu } else { WgpuDevice::DefaultDevice })
+            .collect::<Vec<_>>();
+        job.run::<Plain>(mesh_over(capabilities(), devices))
+    }
+
+    pub fn single<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
+        let device = WgpuDevice::DefaultDevice;
+        usable(&device)?;
+        if fusion {
+            job.run::<Autodiff<Wgpu>>(device)
+        } else {
+            job.run::<Autodiff<Plain>>(device)
+        }
+    }
+}
+
+#[cfg(feature = "wgpu")]
+pub use wgpu_backend::capabilities as wgpu_capabilities;
+
+#[cfg(feature = "wgpu")]
+fn mesh_wgpu<J: MeshJob>(request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
+    wgpu_backend::mesh(request, job)
+}
+
+#[cfg(feature = "wgpu")]
+fn run_wgpu<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
+    wgpu_backend::single(fusion, job)
 }
 
 #[cfg(not(feature = "wgpu"))]
-fn mesh_wgpu<J: MeshJob>(_ranks: usize, _job: J) -> Result<J::Output, OwtError> {
-    run_wgpu(NoJob).map(|_| unreachable!("wgpu is not built in"))
+fn mesh_wgpu<J: MeshJob>(_request: MeshRequest, _job: J) -> Result<J::Output, OwtError> {
+    run_wgpu(true, NoJob).map(|_| unreachable!("wgpu is not built in"))
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn run_wgpu<J: BackendJob>(_fusion: bool, _job: J) -> Result<J::Output, OwtError> {
+    Err(OwtError::backend(
+        "--backend wgpu: this owt was built without the wgpu feature; rebuild with `cargo build --features wgpu` or use --backend flex",
+    ))
 }
 
 #[cfg(feature = "cuda")]
-fn mesh_cuda<J: MeshJob>(ranks: usize, job: J) -> Result<J::Output, OwtError> {
-    use burn::backend::cuda::CudaDevice;
-    type C = burn_cubecl::CubeBackend<cubecl_cuda::CudaRuntime, f32, i32, u8>;
-    if !std::path::Path::new("/proc/driver/nvidia/version").exists()
-        && std::env::var_os("OWT_SKIP_DRIVER_CHECK").is_none()
-    {
-        return Err(OwtError::backend(
-            "--backend cuda: expected an NVIDIA GPU with its driver, found none (/proc/driver/nvidia/version is missing); use --backend flex",
-        ));
+mod cuda_backend {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::cuda_preflight::{preflight, CudaNeeds, HostSystem};
+    use burn::backend::cuda::{Cuda, CudaDevice};
+    use cubecl_cuda::CudaRuntime;
+
+    /// The plain CubeCL CUDA backend (meshes, `--no-fusion`).
+    pub type Plain = burn_cubecl::CubeBackend<CudaRuntime, f32, i32, u8>;
+
+    /// What CubeCL's CUDA runtime can do between its devices: NCCL send/recv and all-reduce.
+    pub fn capabilities() -> RuntimeCapabilities {
+        use burn_cubecl::cubecl::server::ServerCommunication;
+        let comm = <<CudaRuntime as burn_cubecl::cubecl::Runtime>::Server as ServerCommunication>::SERVER_COMM_ENABLED;
+        RuntimeCapabilities { device_to_device: comm, device_all_reduce: comm }
     }
-    let devices: Vec<CudaDevice> = (0..ranks).map(|index| CudaDevice { index }).collect();
-    for (rank, device) in devices.iter().enumerate() {
-        probe::<C>(device).map_err(|why| {
-            OwtError::backend(format!(
-                "--backend cuda --devices {ranks}: GPU {rank} is not usable ({why}); expected {ranks} GPUs"
-            ))
-        })?;
+
+    fn usable<B: Backend<Device = CudaDevice>>(devices: &[CudaDevice], transfers: bool) -> Result<(), OwtError> {
+        let gpus = devices.iter().map(|d| d.index).max().map_or(1, |i| i + 1);
+        preflight(&HostSystem, CudaNeeds { gpus, transfers })?;
+        let name = HostSystem.gpu_name(0).unwrap_or_else(|| "unknown".into());
+        crate::kernel_cache::configure(&format!("cuda-{name}"));
+        for device in devices {
+            probe::<B>(device).map_err(|why| {
+                OwtError::backend(format!("--backend cuda: GPU {} did not start: {why}", device.index))
+            })?;
+        }
+        Ok(())
     }
-    job.run::<C>(devices)
+
+    pub fn mesh<J: MeshJob>(request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
+        let devices: Vec<CudaDevice> = (0..request.ranks)
+            .map(|index| CudaDevice { index: if request.virtual_ranks { 0 } else { index } })
+            .collect();
+        let caps = capabilities();
+        let on_devices = Transport::device_all_reduce(caps, &devices);
+        usable::<Plain>(&devices, Transport::choose(caps, &devices) == Transport::DeviceToDevice)?;
+        let mesh = mesh_over(caps, devices);
+        if on_devices {
+            mesh.set_device_all_reduce::<Plain>(Arc::new(crate::nccl::NcclAllReduce));
+        }
+        job.run::<Plain>(mesh)
+    }
+
+    pub fn single<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
+        let device = CudaDevice::default();
+        if fusion {
+            usable::<Cuda>(std::slice::from_ref(&device), false)?;
+            job.run::<Autodiff<Cuda>>(device)
+        } else {
+            usable::<Plain>(std::slice::from_ref(&device), false)?;
+            job.run::<Autodiff<Plain>>(device)
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+pub use cuda_backend::capabilities as cuda_capabilities;
+
+#[cfg(feature = "cuda")]
+fn mesh_cuda<J: MeshJob>(request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
+    cuda_backend::mesh(request, job)
+}
+
+#[cfg(feature = "cuda")]
+fn run_cuda<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
+    cuda_backend::single(fusion, job)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn mesh_cuda<J: MeshJob>(_ranks: usize, _job: J) -> Result<J::Output, OwtError> {
-    run_cuda(NoJob).map(|_| unreachable!("cuda is not built in"))
+fn mesh_cuda<J: MeshJob>(_request: MeshRequest, _job: J) -> Result<J::Output, OwtError> {
+    run_cuda(true, NoJob).map(|_| unreachable!("cuda is not built in"))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_cuda<J: BackendJob>(_fusion: bool, _job: J) -> Result<J::Output, OwtError> {
+    Err(OwtError::backend(
+        "--backend cuda: this owt was built without the cuda feature; rebuild with `cargo build --features cuda` (needs an NVIDIA GPU) or use --backend flex",
+    ))
 }
 
 /// A job that never runs: lets the mesh paths reuse the single-device "not built in" errors.
@@ -120,79 +255,16 @@ impl BackendJob for NoJob {
     }
 }
 
-/// Runs `job` on `kind`, or explains why that backend cannot be used here.
-pub fn run_on<J: BackendJob>(kind: BackendKind, job: J) -> Result<J::Output, OwtError> {
-    match kind {
-        BackendKind::Flex => job.run::<Autodiff<Flex>>(Default::default()),
-        BackendKind::Wgpu => run_wgpu(job),
-        BackendKind::Cuda => run_cuda(job),
-    }
-}
-
-#[cfg(feature = "wgpu")]
-fn run_wgpu<J: BackendJob>(job: J) -> Result<J::Output, OwtError> {
-    use burn::backend::wgpu::{Wgpu, WgpuDevice};
-    let device = WgpuDevice::DefaultDevice;
-    probe::<Wgpu>(&device).map_err(|why| {
-        OwtError::backend(format!(
-            "--backend wgpu: no usable wgpu adapter ({why}); on a CPU-only Linux machine install mesa-vulkan-drivers"
-        ))
-    })?;
-    job.run::<Autodiff<Wgpu>>(device)
-}
-
-#[cfg(not(feature = "wgpu"))]
-fn run_wgpu<J: BackendJob>(_job: J) -> Result<J::Output, OwtError> {
-    Err(OwtError::backend(
-        "--backend wgpu: this owt was built without the wgpu feature; rebuild with `cargo build --features wgpu` or use --backend flex",
-    ))
-}
-
-#[cfg(feature = "cuda")]
-fn run_cuda<J: BackendJob>(job: J) -> Result<J::Output, OwtError> {
-    use burn::backend::cuda::{Cuda, CudaDevice};
-    if !std::path::Path::new("/proc/driver/nvidia/version").exists()
-        && std::env::var_os("OWT_SKIP_DRIVER_CHECK").is_none()
-    {
-        return Err(OwtError::backend(
-            "--backend cuda: expected an NVIDIA GPU with its driver, found none (/proc/driver/nvidia/version is missing); use --backend flex",
-        ));
-    }
-    let device = CudaDevice::default();
-    probe::<Cuda>(&device)
-        .map_err(|why| OwtError::backend(format!("--backend cuda: the GPU is not usable ({why})")))?;
-    job.run::<Autodiff<Cuda>>(device)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_cuda<J: BackendJob>(_job: J) -> Result<J::Output, OwtError> {
-    Err(OwtError::backend(
-        "--backend cuda: this owt was built without the cuda feature; rebuild with `cargo build --features cuda` (needs an NVIDIA GPU) or use --backend flex",
-    ))
-}
-
-/// Runs one tiny op on `device`; a backend that cannot start panics inside its runtime, so the
-/// panic is caught (with the default hook silenced) and turned into a message.
+/// Runs one tiny op on `device`. A backend that cannot start panics on its runtime's worker
+/// thread and the caller sees only the hang-up; [`crate::panics::capture`] reports the
+/// worker's own message instead.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
-fn probe<B: burn::tensor::backend::Backend>(device: &B::Device) -> Result<(), String> {
+fn probe<B: Backend>(device: &B::Device) -> Result<(), String> {
     use burn::tensor::Tensor;
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
     let device = device.clone();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+    crate::panics::capture(move || {
         let t = Tensor::<B, 1>::ones([4], &device);
         t.sum().into_scalar()
-    }));
-    std::panic::set_hook(hook);
-    result.map(|_| ()).map_err(|payload| {
-        payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "the runtime panicked while starting".into())
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_string()
     })
+    .map(|_| ())
 }

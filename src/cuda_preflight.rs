@@ -224,6 +224,31 @@ impl CudaSystem for HostSystem {
     }
 }
 
+impl HostSystem {
+    /// The name the driver gives GPU `index` (e.g. "NVIDIA H200"), if the driver answers.
+    pub fn gpu_name(&self, index: usize) -> Option<String> {
+        type CuInit = unsafe extern "C" fn(u32) -> i32;
+        type CuDeviceGet = unsafe extern "C" fn(*mut i32, i32) -> i32;
+        type CuDeviceGetName = unsafe extern "C" fn(*mut std::ffi::c_char, i32, i32) -> i32;
+        // SAFETY: the driver's documented C entry points, with a buffer of the size passed.
+        unsafe {
+            let lib = libloading::Library::new("libcuda.so.1").ok()?;
+            let init: libloading::Symbol<CuInit> = lib.get(b"cuInit\0").ok()?;
+            let get: libloading::Symbol<CuDeviceGet> = lib.get(b"cuDeviceGet\0").ok()?;
+            let name: libloading::Symbol<CuDeviceGetName> = lib.get(b"cuDeviceGetName\0").ok()?;
+            let mut device = 0i32;
+            if init(0) != 0 || get(&mut device, index as i32) != 0 {
+                return None;
+            }
+            let mut buf = [0 as std::ffi::c_char; 256];
+            if name(buf.as_mut_ptr(), buf.len() as i32, device) != 0 {
+                return None;
+            }
+            Some(std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,9 @@ pub mod cli;
 pub mod cuda_preflight;
 pub mod data;
 pub mod error;
+pub mod kernel_cache;
+#[cfg(feature = "cuda")]
+pub mod nccl;
 pub mod panics;
 pub mod parallel;
 pub mod train;

@@ -8,16 +8,12 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // An unexpected panic still ends in one line, not a backtrace.
+    // An unexpected panic still ends in one line, not a backtrace, and names its cause rather
+    // than a GPU worker's hung-up channel.
     std::panic::set_hook(Box::new(|info| {
-        let msg = info
-            .payload()
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
+        let msg = owt::panics::clean(&owt::panics::payload_text(info.payload()));
         let at = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
-        eprintln!("error: internal: {}{at}", msg.lines().next().unwrap_or(""));
+        eprintln!("error: internal: {}{at}", msg.as_deref().unwrap_or(owt::panics::NO_CAUSE));
     }));
     let cli = owt::cli::Cli::parse();
     if let Err(e) = owt::cli::run(cli) {

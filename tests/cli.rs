@@ -271,3 +271,69 @@ fn plan_prints_json_whose_totals_add_up() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("total"));
 }
+
+fn bench_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["bench", "--model", "alexnet-small", "--json"];
+    all.extend_from_slice(args);
+    let o = owt(&all);
+    assert!(o.status.success(), "owt {all:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn bench_reports_steady_state_speed_traffic_and_losses() {
+    let single = bench_json(&["--batch", "8", "--warmup", "1", "--steps", "3", "--seed", "4"]);
+    for field in ["images_per_s", "median_step_ms", "first_step_ms", "bytes_per_step"] {
+        assert!(single[field].as_f64().unwrap() >= 0.0, "{field}: {single}");
+    }
+    assert!(single["images_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(single["fallbacks"], 0);
+    assert_eq!(single["empty_ops"], 0);
+    assert_eq!(single["bytes_per_step"], 0.0, "one device moves nothing");
+    let losses: Vec<f64> = single["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(losses.len(), 4, "warmup and timed steps");
+    assert!(losses.iter().all(|l| l.is_finite() && *l > 0.0), "{losses:?}");
+    // The same steps on a 3-rank mesh (uneven shards of 8): the same losses, the traffic
+    // `owt plan` computes, nothing gathered for want of a rule, no empty piece.
+    let mesh = bench_json(&[
+        "--batch",
+        "8",
+        "--warmup",
+        "1",
+        "--steps",
+        "3",
+        "--seed",
+        "4",
+        "--devices",
+        "3",
+        "--scheme",
+        "b",
+    ]);
+    assert_eq!(mesh["devices"], 3);
+    assert_eq!(mesh["fallbacks"], 0);
+    assert_eq!(mesh["empty_ops"], 0);
+    let mesh_losses: Vec<f64> = mesh["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    for (a, b) in mesh_losses.iter().zip(&losses) {
+        assert!((a - b).abs() <= 1e-4 * b, "mesh {mesh_losses:?} vs one device {losses:?}");
+    }
+    let o = owt(&["plan", "--model", "alexnet-small", "--devices", "3", "--batch", "8", "--scheme", "b", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(mesh["bytes_per_step"].as_f64().unwrap(), plan["total_bytes"].as_f64().unwrap(), "{mesh}");
+    assert_eq!(mesh["messages_per_step"].as_f64().unwrap(), plan["total_messages"].as_f64().unwrap());
+    // Text output is one line.
+    let o = owt(&["bench", "--model", "alexnet-small", "--batch", "4", "--warmup", "0", "--steps", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("images/s") && text.contains("median step"), "{text}");
+}
+
+#[test]
+fn bench_refuses_bad_input_in_one_line() {
+    let o = owt(&["bench", "--model", "alexnet-small", "--batch", "0"]);
+    assert_one_line_error(&o, &["--batch", "got 0"]);
+    let o = owt(&["bench", "--model", "alexnet-small", "--batch", "2", "--devices", "4"]);
+    assert_one_line_error(&o, &["4"]);
+    let o = owt(&["bench", "--model", "alexnet-small", "--steps", "0"]);
+    assert!(!o.status.success() && stderr(&o).contains("--steps"), "{}", stderr(&o));
+}

@@ -108,7 +108,9 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
     // 500-image evaluation batches: a remainder of 1 image.
     let source = images(owt::train::trainer::EVAL_BATCH + 1);
     let single = SingleDevice::<Ref>::new(device);
-    let want = evaluate_with(&model, Head::Softmax, &source, &|b| single.upload_eval(b)).unwrap();
+    let want =
+        evaluate_with(&model, Head::Softmax, &source, owt::train::trainer::EVAL_BATCH, &|b| single.upload_eval(b))
+            .unwrap();
     for k in [2, 3, 4] {
         let layout = MeshLayout::<Flex>::new(
             MeshDevice::virtual_ranks(device, k),
@@ -120,7 +122,10 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
         let hmodel =
             layout.place_model(hmodel.load_record(record_from_bytes::<H, _>(&weights, &mesh).unwrap())).unwrap();
         layout.reset_traffic();
-        let got = evaluate_with(&hmodel.valid(), Head::Softmax, &source, &|b| layout.upload_eval(b)).unwrap();
+        let got = evaluate_with(&hmodel.valid(), Head::Softmax, &source, owt::train::trainer::EVAL_BATCH, &|b| {
+            layout.upload_eval(b)
+        })
+        .unwrap();
         let ledger = layout.traffic().unwrap();
         assert_eq!(ledger.total_empty_ops(), 0, "K={k}: {:?}", ledger.empty_ops);
         assert_eq!(ledger.total_fallbacks(), 0, "K={k}: {:?}", ledger.fallbacks);

@@ -106,3 +106,17 @@ fn two_wgpu_devices_match_flex() {
         assert!(ledger.total().bytes > 0, "fc {fc}: the two devices must have exchanged data");
     }
 }
+
+/// CubeCL's wgpu runtime cannot move data between its devices itself (its server-to-server
+/// send is unimplemented), so a wgpu mesh over two adapters stages through the host; virtual
+/// ranks never transfer.
+#[test]
+fn a_wgpu_mesh_stages_through_the_host() {
+    use burn::backend::wgpu::WgpuDevice;
+    use owt_hybrid::Transport;
+    let caps = owt::backends::wgpu_capabilities();
+    assert!(!caps.device_to_device && !caps.device_all_reduce, "{caps:?}");
+    let mesh = owt::backends::mesh_over(caps, vec![WgpuDevice::DefaultDevice, WgpuDevice::Cpu]);
+    assert_eq!(mesh.transport(), Transport::HostStaged);
+    assert!(!mesh.has_device_all_reduce());
+}

@@ -53,7 +53,7 @@ fn transfer<B: Backend, K: ShardKind<B>>(
     }
     traffic.bytes += bytes_of(&p);
     traffic.messages += 1;
-    K::to_device(p, mesh.rank_device(to))
+    K::to_device(p, mesh.rank_device(to), mesh.transport())
 }
 
 /// Concatenates pieces along `dim`, leaving out empty ones (uneven shards of tiny tensors).
@@ -144,6 +144,14 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -
     if t.ranks() > 1 && !can_shard(t.shape.num_elements(), t.ranks()) {
         return all_reduce_whole(t, op);
     }
+    let t = if op == ReduceOp::Sum && t.ranks() > 1 {
+        match all_reduce_on_devices(t) {
+            Ok(done) => return done,
+            Err(t) => t,
+        }
+    } else {
+        t
+    };
     let shape = t.shape.clone();
     let flat = burn::tensor::Shape::new([shape.num_elements()]);
     let flat_t = t.map::<K>(flat.clone(), |_, p| K::reshape(p, flat.clone()));
@@ -160,6 +168,21 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -
         .collect();
     scattered.mesh.record(names::ALL_REDUCE, traffic);
     DTensor::from_parts(scattered.mesh, shape, scattered.dtype, Placement::Replicate, shards)
+}
+
+/// The sum by the inner backend's own all-reduce across the ranks' devices (NCCL on CUDA),
+/// where the mesh has one for this kind; recorded as the ring it replaces (the same bytes).
+fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Result<DTensor<B, K>, DTensor<B, K>> {
+    let DTensor { mesh, shape, dtype, placement, shards } = t;
+    match K::device_all_reduce(&mesh, shards) {
+        Ok(summed) => {
+            let k = mesh.size() as u64;
+            let piece = (shape.num_elements() * dtype.size()) as u64;
+            mesh.record(names::ALL_REDUCE, Traffic { bytes: 2 * (k - 1) * piece, messages: 2 * k * (k - 1) });
+            Ok(DTensor::from_parts(mesh, shape, dtype, Placement::Replicate, summed))
+        }
+        Err(shards) => Err(DTensor { mesh, shape, dtype, placement, shards }),
+    }
 }
 
 /// The all-reduce of tiny tensors: every summand to every rank, reduced in rank order.

@@ -123,7 +123,7 @@ pub(crate) fn exchange_matmul<B: Backend>(lhs: F<B>, rhs: F<B>, dim: usize) -> F
                         }
                         traffic.bytes += bytes_of(&piece);
                         traffic.messages += 1;
-                        <FloatKind as ShardKind<B>>::to_device(piece, lhs.mesh.rank_device(dst))
+                        <FloatKind as ShardKind<B>>::to_device(piece, lhs.mesh.rank_device(dst), lhs.mesh.transport())
                     })
                     .collect()
             })

@@ -4,14 +4,17 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Shape, Slice, TensorMetadata};
 
+use crate::transport::Transport;
+
 /// What the placement machinery needs from an inner tensor kind.
 pub trait ShardKind<B: Backend>: 'static {
     /// The inner backend's primitive of this kind.
     type Prim: TensorMetadata + 'static;
     /// "float", "int" or "bool", for messages.
     const NAME: &'static str;
-    /// Moves a tensor to another inner device (through the host when the devices differ).
-    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim;
+    /// Moves a tensor to another inner device by `transport` (nothing moves when the device
+    /// is its own).
+    fn to_device(p: Self::Prim, device: &B::Device, transport: Transport) -> Self::Prim;
     /// The inner device a tensor lives on.
     fn device(p: &Self::Prim) -> B::Device;
     /// Concatenates along `dim`.
@@ -26,6 +29,14 @@ pub trait ShardKind<B: Backend>: 'static {
     fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim;
     /// A zero tensor like `p` (the neutral summand).
     fn zeros_like(p: &Self::Prim) -> Self::Prim;
+    /// The sum of `pieces` (one per rank) on every rank, done by the inner backend across its
+    /// devices where the mesh has such an all-reduce for this kind; the pieces back otherwise.
+    fn device_all_reduce(
+        _mesh: &crate::mesh::MeshDevice<B::Device>,
+        pieces: Vec<Self::Prim>,
+    ) -> Result<Vec<Self::Prim>, Vec<Self::Prim>> {
+        Err(pieces)
+    }
 }
 
 /// Float tensors.
@@ -38,9 +49,9 @@ pub struct IntKind;
 #[derive(Debug, Clone, Copy)]
 pub struct BoolKind;
 
-/// Reads a tensor back to the host. Transfers between distinct devices are staged through
-/// host memory: CubeCL 0.10 has no server-to-server copy for wgpu (its `send` is
-/// unimplemented), and a host round trip works on every backend.
+/// Reads a tensor back to the host, for [`Transport::HostStaged`]: CubeCL 0.10 has no
+/// server-to-server copy for wgpu (its `send` is unimplemented), and a host round trip works
+/// on every backend.
 fn read_host(
     read: impl std::future::Future<Output = Result<burn::tensor::TensorData, burn::tensor::backend::ExecutionError>>,
 ) -> burn::tensor::TensorData {
@@ -63,11 +74,14 @@ fn int_dtype(dtype: DType) -> burn::tensor::IntDType {
 impl<B: Backend> ShardKind<B> for FloatKind {
     type Prim = B::FloatTensorPrimitive;
     const NAME: &'static str = "float";
-    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
+    fn to_device(p: Self::Prim, device: &B::Device, transport: Transport) -> Self::Prim {
         if B::float_device(&p) == *device {
             return p;
         }
-        B::float_from_data(read_host(B::float_into_data(p)), device)
+        match transport {
+            Transport::HostStaged => B::float_from_data(read_host(B::float_into_data(p)), device),
+            Transport::DeviceToDevice => B::float_to_device(p, device),
+        }
     }
     fn device(p: &Self::Prim) -> B::Device {
         B::float_device(p)
@@ -91,16 +105,28 @@ impl<B: Backend> ShardKind<B> for FloatKind {
     fn zeros_like(p: &Self::Prim) -> Self::Prim {
         B::float_zeros(p.shape(), &B::float_device(p), float_dtype(p.dtype()))
     }
+    fn device_all_reduce(
+        mesh: &crate::mesh::MeshDevice<B::Device>,
+        pieces: Vec<Self::Prim>,
+    ) -> Result<Vec<Self::Prim>, Vec<Self::Prim>> {
+        match mesh.device_all_reduce::<B>() {
+            Some(all_reduce) => Ok(all_reduce.all_reduce_sum(pieces)),
+            None => Err(pieces),
+        }
+    }
 }
 
 impl<B: Backend> ShardKind<B> for IntKind {
     type Prim = B::IntTensorPrimitive;
     const NAME: &'static str = "int";
-    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
+    fn to_device(p: Self::Prim, device: &B::Device, transport: Transport) -> Self::Prim {
         if B::int_device(&p) == *device {
             return p;
         }
-        B::int_from_data(read_host(B::int_into_data(p)), device)
+        match transport {
+            Transport::HostStaged => B::int_from_data(read_host(B::int_into_data(p)), device),
+            Transport::DeviceToDevice => B::int_to_device(p, device),
+        }
     }
     fn device(p: &Self::Prim) -> B::Device {
         B::int_device(p)
@@ -129,11 +155,14 @@ impl<B: Backend> ShardKind<B> for IntKind {
 impl<B: Backend> ShardKind<B> for BoolKind {
     type Prim = B::BoolTensorPrimitive;
     const NAME: &'static str = "bool";
-    fn to_device(p: Self::Prim, device: &B::Device) -> Self::Prim {
+    fn to_device(p: Self::Prim, device: &B::Device, transport: Transport) -> Self::Prim {
         if B::bool_device(&p) == *device {
             return p;
         }
-        B::bool_from_data(read_host(B::bool_into_data(p)), device)
+        match transport {
+            Transport::HostStaged => B::bool_from_data(read_host(B::bool_into_data(p)), device),
+            Transport::DeviceToDevice => B::bool_to_device(p, device),
+        }
     }
     fn device(p: &Self::Prim) -> B::Device {
         B::bool_device(p)

@@ -20,6 +20,7 @@ mod phase_marker;
 mod placement;
 mod rules;
 mod shape_rules;
+mod transport;
 mod upload;
 
 pub use api::Distributed;
@@ -31,4 +32,5 @@ pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
 pub use mesh::{MeshDevice, PhaseGuard};
 pub use phase_marker::mark_backward_phase;
 pub use placement::{can_shard, shard_ranges, shard_sizes, Placement};
+pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
 pub use upload::Upload;

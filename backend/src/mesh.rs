@@ -6,8 +6,11 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
+use burn::tensor::backend::Backend;
+
 use crate::exchange::Exchange;
 use crate::ledger::{Ledger, LedgerSnapshot};
+use crate::transport::{DeviceAllReduce, Transport};
 
 /// Device-type id `Hybrid` devices report to Burn ("HY").
 const MESH_TYPE_ID: u16 = 0x4859;
@@ -15,8 +18,11 @@ const MESH_TYPE_ID: u16 = 0x4859;
 struct MeshInner<D> {
     id: u16,
     ranks: Vec<D>,
+    transport: Transport,
     ledger: Mutex<Ledger>,
     exchange: Mutex<Exchange>,
+    /// An `Arc<dyn DeviceAllReduce<B>>` for the inner backend `B`, when installed.
+    device_all_reduce: Mutex<Option<Box<dyn Any + Send + Sync>>>,
 }
 
 /// A mesh of ranks, each on an inner-backend device; several ranks may share one physical
@@ -35,8 +41,15 @@ static DEFAULTS: LazyLock<Mutex<HashMap<TypeId, u16>>> = LazyLock::new(|| Mutex:
 static NEXT_ID: Mutex<u16> = Mutex::new(0);
 
 impl<D: DeviceOps> MeshDevice<D> {
-    /// A mesh with one rank per entry of `ranks`, in rank order. Panics on an empty list.
+    /// A mesh with one rank per entry of `ranks`, in rank order, moving pieces between
+    /// distinct devices through the host (works on every backend). Panics on an empty list.
     pub fn new(ranks: Vec<D>) -> Self {
+        Self::with_transport(ranks, Transport::HostStaged)
+    }
+
+    /// [`MeshDevice::new`] moving pieces between distinct devices by `transport` (see
+    /// [`Transport::choose`]).
+    pub fn with_transport(ranks: Vec<D>, transport: Transport) -> Self {
         assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
         let id = {
             let mut next = NEXT_ID.lock().unwrap_or_else(|e| e.into_inner());
@@ -48,8 +61,10 @@ impl<D: DeviceOps> MeshDevice<D> {
             inner: Arc::new(MeshInner {
                 id,
                 ranks,
+                transport,
                 ledger: Mutex::new(Ledger::default()),
                 exchange: Mutex::new(Exchange::default()),
+                device_all_reduce: Mutex::new(None),
             }),
         };
         REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Box::new(mesh.clone()));
@@ -74,6 +89,27 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// The inner devices in rank order.
     pub fn rank_devices(&self) -> &[D] {
         &self.inner.ranks
+    }
+
+    /// How pieces travel between ranks on distinct devices.
+    pub fn transport(&self) -> Transport {
+        self.inner.transport
+    }
+
+    /// Lets the collectives sum float tensors with the inner backend's own all-reduce across
+    /// the ranks' devices (NCCL on CUDA) instead of their ring of transfers.
+    pub fn set_device_all_reduce<B: Backend<Device = D>>(&self, all_reduce: Arc<dyn DeviceAllReduce<B>>) {
+        *self.inner.device_all_reduce.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(all_reduce));
+    }
+
+    /// Whether an inner all-reduce is installed.
+    pub fn has_device_all_reduce(&self) -> bool {
+        self.inner.device_all_reduce.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    pub(crate) fn device_all_reduce<B: Backend<Device = D>>(&self) -> Option<Arc<dyn DeviceAllReduce<B>>> {
+        let installed = self.inner.device_all_reduce.lock().unwrap_or_else(|e| e.into_inner());
+        installed.as_ref().and_then(|b| b.downcast_ref::<Arc<dyn DeviceAllReduce<B>>>()).cloned()
     }
 
     /// This mesh's id (unique in the process).

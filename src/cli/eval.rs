@@ -49,7 +49,7 @@ impl BackendJob for EvalJob<'_> {
 
 /// Evaluates and prints accuracy and loss.
 pub fn run(args: &EvalArgs) -> Result<(), OwtError> {
-    let e = run_on(args.backend, EvalJob(args))?;
+    let e = run_on(args.backend, true, EvalJob(args))?;
     println!("test accuracy {:.2}% ({} images), test loss {:.4}", 100.0 * e.accuracy, e.images, e.loss);
     Ok(())
 }

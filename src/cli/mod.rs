@@ -1,5 +1,6 @@
-//! The `owt` command line: `info`, `train`, `eval`, `plan`.
+//! The `owt` command line: `info`, `train`, `eval`, `plan`, `bench`.
 
+pub mod bench;
 pub mod eval;
 pub mod info;
 pub mod plan;
@@ -31,6 +32,8 @@ pub enum Command {
     Eval(eval::EvalArgs),
     /// Print the analytic communication of one training step under a parallel plan.
     Plan(plan::PlanArgs),
+    /// Time synthetic training steps: steady-state images/s, step time, traffic per step.
+    Bench(bench::BenchArgs),
 }
 
 /// Model selection flags shared by commands.
@@ -78,5 +81,6 @@ pub fn run(cli: Cli) -> Result<(), OwtError> {
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }

@@ -7,7 +7,7 @@ use clap::Args;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use owt_hybrid::{Exchange, MeshDevice};
 
-use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
+use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob, MeshRequest};
 use crate::cli::ModelArgs;
 use crate::data::{open_splits, DataRequest, DatasetKind, Splits};
 use crate::error::OwtError;
@@ -65,6 +65,9 @@ pub struct TrainArgs {
     /// where the machine has them; with cuda, GPU i for rank i.
     #[arg(long, default_value_t = 1)]
     pub devices: usize,
+    /// Put every rank on the first device (as Flex always does): K ranks of one GPU.
+    #[arg(long)]
+    pub virtual_ranks: bool,
     /// Parallel plan (default weird-trick when --devices > 1).
     #[arg(long, value_enum)]
     pub plan: Option<PlanKind>,
@@ -174,8 +177,8 @@ impl BackendJob for TrainJob<'_> {
 
 impl MeshJob for TrainJob<'_> {
     type Output = Vec<EpochMetrics>;
-    fn run<IB: Backend>(self, devices: Vec<IB::Device>) -> Result<Self::Output, OwtError> {
-        let layout = MeshLayout::<IB>::new(MeshDevice::new(devices), self.args.plan().plan(), self.args.scheme);
+    fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError> {
+        let layout = MeshLayout::<IB>::new(mesh, self.args.plan().plan(), self.args.scheme);
         self.train(&layout)
     }
 }
@@ -194,9 +197,10 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         let plan = args.plan().plan();
         plan.check_mesh(args.devices, config.batch)?;
         plan.check_architecture(&arch, args.devices)?;
-        run_on_mesh(args.backend, args.devices, TrainJob { args, config })?
+        let request = MeshRequest { ranks: args.devices, virtual_ranks: args.virtual_ranks };
+        run_on_mesh(args.backend, request, TrainJob { args, config })?
     } else {
-        run_on(args.backend, TrainJob { args, config })?
+        run_on(args.backend, true, TrainJob { args, config })?
     };
     if let Some(last) = metrics.last() {
         println!(

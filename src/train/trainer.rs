@@ -29,7 +29,9 @@ use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::progress::Progress;
 use crate::train::step::train_step;
 
-/// Batch size used for evaluation (no gradients, so larger is fine).
+/// Batch size of `owt eval` and [`evaluate`] (no gradients, so larger is fine). A training
+/// run evaluates at its own batch size instead, so evaluation reuses the kernels (and on GPUs
+/// the autotune results) of the training steps' forward passes.
 pub const EVAL_BATCH: usize = 500;
 
 /// Steps between two reads of the running loss and accuracy by default: each read waits for
@@ -83,20 +85,22 @@ pub fn evaluate<B: Backend>(
     source: &Arc<dyn ImageSource>,
     device: &B::Device,
 ) -> Result<Evaluation, OwtError> {
-    evaluate_with(model, head, source, &|batch| batch_tensors::<B>(batch, device))
+    evaluate_with(model, head, source, EVAL_BATCH, &|batch| batch_tensors::<B>(batch, device))
 }
 
-/// [`evaluate`] with each host batch brought to the device by `upload` (a parallel run's input
-/// placement, so evaluation is split over the ranks like training). Batches are prepared ahead
-/// on a background thread; the sums stay on the device and are read once at the end.
+/// [`evaluate`] in batches of `batch` images, each brought to the device by `upload` (a
+/// parallel run's input placement, so evaluation is split over the ranks like training).
+/// Batches are prepared ahead on a background thread; the sums stay on the device and are
+/// read once at the end.
 pub fn evaluate_with<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
     source: &Arc<dyn ImageSource>,
+    batch: usize,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
 ) -> Result<Evaluation, OwtError> {
     let indices: Vec<usize> = (0..source.len()).collect();
-    let mut batches = Prefetch::start(source.clone(), indices, EVAL_BATCH, false, StdRng::seed_from_u64(0), PREFETCH);
+    let mut batches = Prefetch::start(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), PREFETCH);
     let mut tally = Tally::<B>::default();
     while let Some(batch) = batches.next_batch()? {
         let (images, labels) = upload(&batch);
@@ -208,7 +212,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
         let upload = |batch: &Batch| layout.upload_eval(batch);
-        let test = evaluate_with(&model.valid(), config.head, &splits.test, &upload)?;
+        let test = evaluate_with(&model.valid(), config.head, &splits.test, config.batch, &upload)?;
         let m = EpochMetrics {
             epoch: epoch + 1,
             train_loss: values.mean_loss(),

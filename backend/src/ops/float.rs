@@ -39,7 +39,8 @@ pub(crate) fn to_mesh<B: Backend, K: crate::kind::ShardKind<B>>(
     }
     let whole = resolve_partial(redistribute(t, Placement::Replicate));
     let source = whole.shards[0].clone();
-    replicate_with::<B, K>(device, |d| K::to_device(source.clone(), d))
+    // Between meshes: the host path works for any pair of devices.
+    replicate_with::<B, K>(device, |d| K::to_device(source.clone(), d, crate::transport::Transport::HostStaged))
 }
 
 /// Reads a tensor back whole: Partial summed, shards gathered (counted), rank 0's copy read.

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# owt's GPU check: runs a prebuilt `owt` (built elsewhere with --features cuda) on this machine,
+# which needs no Rust toolchain and no network, and writes one JSON with what it measured:
+#   - cold and warm starts (the first step with an empty kernel cache, then with a warm one);
+#   - `owt bench` for AlexNetOwt at batch 128 on one GPU (Cuda with fusion, and plain
+#     CubeBackend) and for AlexNetSmall;
+#   - Hybrid on K = 1, 2, 4 virtual ranks of GPU 0 for weird-trick a/b/c and data-parallel,
+#     and two-tower on AlexNet2012 at K = 2, each with its loss after 5 steps against the
+#     single-device run (relative difference);
+#   - the same AlexNet in PyTorch on the same GPU, strict fp32, when `import torch` works,
+#     and owt's images/s as a ratio of it.
+# `--backend flex` runs the same cases on the CPU at reduced sizes (to try the script itself).
+#
+# Usage: scripts/gpu-check.sh [--owt PATH] [--backend cuda|flex] [--out FILE] [--quick]
+#   --owt PATH   the owt binary (default: ./owt, else ./owt.gz unpacked next to it)
+#   --out FILE   where the JSON goes (default: gpu-check.json)
+#   --quick      fewer cases (K = 2 only, scheme a, no two-tower)
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+owt=""
+backend=cuda
+out=gpu-check.json
+quick=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --owt) owt=$2; shift 2 ;;
+        --backend) backend=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --quick) quick=1; shift ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+if [ -z "$owt" ]; then
+    if [ -x ./owt ]; then owt=./owt
+    elif [ -f ./owt.gz ]; then gunzip -kf ./owt.gz && chmod +x ./owt && owt=./owt
+    else echo "gpu-check: no owt binary: pass --owt PATH (a release build with --features cuda)" >&2; exit 2
+    fi
+fi
+command -v python3 >/dev/null || { echo "gpu-check: python3 is needed to write the JSON" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/owt-gpu-check.XXXXXX)
+export OWT_CACHE_DIR=$work/cache
+echo "gpu-check: owt $owt, backend $backend, work in $work" >&2
+
+if [ "$backend" = cuda ]; then
+    # NVRTC: any libnvrtc.so* that is not a stub; never a `stubs` directory on the path.
+    nvrtc=$(find /usr /opt /root /home -name 'libnvrtc.so*' 2>/dev/null | grep -v '/stubs/' | head -n 1)
+    clean_path=$(printf '%s' "${LD_LIBRARY_PATH:-}" | tr ':' '\n' | grep -v stubs | paste -sd: -)
+    if [ -n "$nvrtc" ]; then
+        export LD_LIBRARY_PATH="$(dirname "$nvrtc")${clean_path:+:$clean_path}"
+    else
+        export LD_LIBRARY_PATH="$clean_path"
+    fi
+    # CUDA headers: CUDA_PATH must hold include/cuda_runtime.h.
+    if [ -z "${CUDA_PATH:-}" ] || [ ! -f "$CUDA_PATH/include/cuda_runtime.h" ]; then
+        header=$(find /usr/local /opt /usr/include -name cuda_runtime.h -path '*include*' 2>/dev/null | head -n 1)
+        [ -n "$header" ] && export CUDA_PATH=$(dirname "$(dirname "$header")")
+    fi
+    echo "gpu-check: NVRTC ${nvrtc:-not found}, CUDA_PATH ${CUDA_PATH:-unset}" >&2
+    big="--model alexnet-owt --classes 10"; batch=128; small_batch=128; warm=3; steps=16
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$work/gpu.txt" 2>/dev/null
+else
+    big="--model alexnet-owt --classes 10 --input 67"; batch=8; small_batch=32; warm=1; steps=4
+    echo "$backend (CPU try-out)" > "$work/gpu.txt"
+fi
+
+# Runs `owt bench` for one case; its JSON (or its error) lands in $work/<name>.json/.err.
+run_case() {
+    local name=$1; shift
+    local start=$(date +%s.%N)
+    timeout 900 "$owt" bench --backend "$backend" --json "$@" > "$work/$name.json" 2> "$work/$name.err"
+    local rc=$?
+    local end=$(date +%s.%N)
+    echo "$name $rc $(echo "$end - $start" | bc 2>/dev/null || echo 0) $*" >> "$work/cases.txt"
+    echo "gpu-check: $name rc=$rc" >&2
+}
+
+# Cold, then warm: the same small run twice with one cache directory.
+run_case cold_start --model alexnet-small --batch "$small_batch" --warmup 0 --steps 3
+run_case warm_start --model alexnet-small --batch "$small_batch" --warmup 0 --steps 3
+
+# One device.
+run_case owt_fused $big --batch "$batch" --warmup "$warm" --steps "$steps"
+run_case owt_plain $big --batch "$batch" --warmup "$warm" --steps "$steps" --no-fusion
+run_case small_fused --model alexnet-small --batch "$small_batch" --warmup "$warm" --steps "$steps"
+
+# Hybrid on virtual ranks of one device; 5 steps each are compared with owt_plain's first 5.
+if [ "$quick" = 1 ]; then ks="2"; schemes="a"; else ks="1 2 4"; schemes="a b c"; fi
+for k in $ks; do
+    for s in $schemes; do
+        run_case "hybrid_k${k}_weird_trick_${s}" $big --batch "$batch" --warmup "$warm" --steps "$steps" \
+            --devices "$k" --plan weird-trick --scheme "$s" --virtual-ranks
+    done
+    run_case "hybrid_k${k}_data_parallel" $big --batch "$batch" --warmup "$warm" --steps "$steps" \
+        --devices "$k" --plan data-parallel --virtual-ranks
+done
+if [ "$quick" = 0 ]; then
+    tower="--model alexnet-2012 --classes 10"
+    [ "$backend" = cuda ] || tower="$tower --input 67"
+    run_case tower_single $tower --batch "$batch" --warmup "$warm" --steps "$steps" --no-fusion
+    run_case hybrid_k2_two_tower $tower --batch "$batch" --warmup "$warm" --steps "$steps" \
+        --devices 2 --plan two-tower --virtual-ranks
+fi
+
+# PyTorch on the same device, when it is installed.
+if python3 -c 'import torch' 2>/dev/null; then
+    if [ "$backend" = cuda ]; then
+        timeout 600 python3 "$here/torch_alexnet.py" --batch "$batch" --steps "$steps" > "$work/torch.json" 2> "$work/torch.err"
+    else
+        timeout 600 python3 "$here/torch_alexnet.py" --batch "$batch" --steps "$steps" --cpu > "$work/torch.json" 2> "$work/torch.err"
+    fi
+else
+    echo "import torch failed" > "$work/torch.err"
+fi
+
+python3 - "$work" "$out" "$backend" <<'PY'
+import json, os, sys
+
+work, out, backend = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def load(name):
+    try:
+        with open(os.path.join(work, name + ".json")) as f:
+            return json.load(f)
+    except Exception:
+        try:
+            err = open(os.path.join(work, name + ".err")).read().strip().splitlines()
+        except Exception:
+            err = []
+        return {"error": err[-1] if err else "no output"}
+
+cases = {}
+for line in open(os.path.join(work, "cases.txt")):
+    name, rc, seconds, *args = line.split()
+    case = load(name)
+    case["rc"] = int(rc)
+    case["wall_s"] = float(seconds or 0)
+    case["args"] = " ".join(args)
+    cases[name] = case
+
+def loss5(case):
+    losses = case.get("losses") or []
+    return losses[4] if len(losses) >= 5 else None
+
+checks = {"crashes": sorted(n for n, c in cases.items() if c["rc"] != 0 or "error" in c)}
+mesh = {}
+for name, case in cases.items():
+    if not name.startswith("hybrid_"):
+        continue
+    ref = cases.get("tower_single" if "two_tower" in name else "owt_plain", {})
+    a, b = loss5(case), loss5(ref)
+    mesh[name] = {"loss_step5": a, "single_device_loss_step5": b,
+                  "relative_difference": abs(a - b) / abs(b) if a is not None and b else None,
+                  "images_per_s": case.get("images_per_s"), "median_step_ms": case.get("median_step_ms"),
+                  "bytes_per_step": case.get("bytes_per_step"), "empty_ops": case.get("empty_ops"),
+                  "fallbacks": case.get("fallbacks")}
+diffs = [m["relative_difference"] for m in mesh.values() if m["relative_difference"] is not None]
+checks["mesh_loss_max_relative_difference"] = max(diffs) if diffs else None
+checks["mesh_losses_within_1e-3"] = bool(diffs) and max(diffs) <= 1e-3
+k1 = cases.get("hybrid_k1_weird_trick_a", {}).get("median_step_ms")
+plain = cases.get("owt_plain", {}).get("median_step_ms")
+checks["hybrid_k1_over_plain_step_time"] = k1 / plain if k1 and plain else None
+cold = cases.get("cold_start", {}).get("first_step_ms")
+warm = cases.get("warm_start", {}).get("first_step_ms")
+checks["cold_first_step_ms"], checks["warm_first_step_ms"] = cold, warm
+checks["cold_start_wall_s"] = cases.get("cold_start", {}).get("wall_s")
+checks["warm_start_wall_s"] = cases.get("warm_start", {}).get("wall_s")
+
+torch = None
+try:
+    torch = json.load(open(os.path.join(work, "torch.json")))
+except Exception:
+    torch = {"error": open(os.path.join(work, "torch.err")).read().strip()[-300:]}
+ratio = None
+fused = cases.get("owt_fused", {}).get("images_per_s")
+if torch and "fp32_strict_device_resident" in torch and fused:
+    ratio = fused / torch["fp32_strict_device_resident"]["images_per_s"]
+checks["owt_over_torch_fp32_strict"] = ratio
+
+report = {"backend": backend, "device": open(os.path.join(work, "gpu.txt")).read().strip(),
+          "checks": checks, "mesh": mesh, "cases": cases, "torch": torch}
+with open(out, "w") as f:
+    json.dump(report, f, indent=2)
+print(json.dumps(checks, indent=2))
+PY
+echo "gpu-check: wrote $out" >&2

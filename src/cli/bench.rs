@@ -1,0 +1,287 @@
+//! `owt bench`: synthetic training steps on any backend and layout, timed after warmup steps
+//! (which absorb kernel compilation and autotuning). Reports steady-state images/s, the
+//! median step time, the traffic between ranks per step, fallbacks and empty pieces, and the
+//! loss of every step (so two layouts can be compared on the same steps).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Transaction;
+use clap::Args;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde::Serialize;
+
+use owt_hybrid::{Exchange, MeshDevice};
+use owt_models::{AlexNet, Head};
+
+use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob, MeshRequest};
+use crate::cli::ModelArgs;
+use crate::data::{synthetic_images, ImageSource};
+use crate::error::OwtError;
+use crate::parallel::PlanKind;
+use crate::train::input::Prefetch;
+use crate::train::metrics::TrafficPerStep;
+use crate::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, SingleDevice, TrainConfig};
+
+/// Arguments of `owt bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The model.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Global batch size.
+    #[arg(long, default_value_t = 128)]
+    pub batch: usize,
+    /// Compute backend.
+    #[arg(long, value_enum, default_value_t = BackendKind::Flex)]
+    pub backend: BackendKind,
+    /// Ranks of the mesh (with --plan or more than 1: Hybrid; otherwise the plain backend).
+    #[arg(long, default_value_t = 1)]
+    pub devices: usize,
+    /// Parallel plan; runs on a Hybrid mesh even with --devices 1.
+    #[arg(long, value_enum)]
+    pub plan: Option<PlanKind>,
+    /// Activity exchange scheme: a, b or c.
+    #[arg(long, default_value = "a", value_parser = parse_scheme)]
+    pub scheme: Exchange,
+    /// When FC weights are updated.
+    #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
+    pub fc_update: FcUpdate,
+    /// Put every rank on the first device (as Flex always does), e.g. K ranks of one GPU.
+    #[arg(long)]
+    pub virtual_ranks: bool,
+    /// Single device without kernel fusion (wgpu, cuda: CubeBackend instead of Fusion); meshes
+    /// never fuse.
+    #[arg(long)]
+    pub no_fusion: bool,
+    /// Output head.
+    #[arg(long, default_value = "softmax", value_parser = parse_head)]
+    pub head: Head,
+    /// Steps run before timing (compilation and autotuning happen here).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Timed steps.
+    #[arg(long, default_value_t = 10, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub steps: usize,
+    /// Seed of the weights, data and dropout.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_scheme(s: &str) -> Result<Exchange, String> {
+    Exchange::from_letter(s).ok_or_else(|| format!("unknown scheme {s:?}: expected a, b or c"))
+}
+
+fn parse_head(s: &str) -> Result<Head, String> {
+    s.parse()
+}
+
+/// What a benchmark measured (the JSON of `owt bench --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Model name.
+    pub model: String,
+    /// Backend name.
+    pub backend: String,
+    /// Whether the single-device backend fused kernels.
+    pub fusion: bool,
+    /// Where the steps ran.
+    pub layout: String,
+    /// Ranks (0 for the plain single-device backend).
+    pub devices: usize,
+    /// Global batch.
+    pub batch: usize,
+    /// Untimed steps.
+    pub warmup: usize,
+    /// Timed steps.
+    pub steps: usize,
+    /// Steady-state training images per second over the timed steps.
+    pub images_per_s: f64,
+    /// Median wall time of a timed step (upload, forward, backward, update, device sync).
+    pub median_step_ms: f64,
+    /// Wall time of the first step: kernel compilation and autotuning on GPUs (the cold start).
+    pub first_step_ms: f64,
+    /// Bytes moved between ranks per timed step.
+    pub bytes_per_step: f64,
+    /// Messages between ranks per timed step.
+    pub messages_per_step: f64,
+    /// Per collective, bytes and messages per timed step.
+    pub by_collective: BTreeMap<String, TrafficPerStep>,
+    /// Ops that ran gathered for want of a rule, over the timed steps.
+    pub fallbacks: u64,
+    /// Zero-element pieces over the timed steps (0 on a correct mesh).
+    pub empty_ops: u64,
+    /// Mean loss of every step, warmup included (before each update).
+    pub losses: Vec<f64>,
+}
+
+impl BenchReport {
+    /// The report as one line of text.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} on {} ({}), batch {}: {:.1} images/s, median step {:.2} ms, first step {:.0} ms, {:.0} bytes and {:.0} messages per step, {} fallbacks, {} empty ops, loss {:.4} -> {:.4}",
+            self.model,
+            self.backend,
+            self.layout,
+            self.batch,
+            self.images_per_s,
+            self.median_step_ms,
+            self.first_step_ms,
+            self.bytes_per_step,
+            self.messages_per_step,
+            self.fallbacks,
+            self.empty_ops,
+            self.losses.first().copied().unwrap_or(f64::NAN),
+            self.losses.last().copied().unwrap_or(f64::NAN),
+        )
+    }
+}
+
+/// The median of `xs` (not empty).
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+struct BenchJob<'a> {
+    args: &'a BenchArgs,
+}
+
+impl BenchJob<'_> {
+    fn config(&self) -> TrainConfig {
+        TrainConfig {
+            batch: self.args.batch,
+            seed: self.args.seed,
+            head: self.args.head,
+            fc_update: self.args.fc_update,
+            ..TrainConfig::new(self.args.model.spec(), crate::data::DatasetKind::Synthetic)
+        }
+    }
+
+    fn run_layout<B: AutodiffBackend, L: Layout<B>>(self, layout: &L, devices: usize) -> Result<BenchReport, OwtError> {
+        let args = self.args;
+        let config = self.config();
+        let arch = config.model.architecture()?;
+        layout.check(&arch, config.batch)?;
+        let device = layout.device();
+        B::seed(device, config.seed);
+        let model: AlexNet<B> = arch.try_init(device)?;
+        let mut model = layout.place_model(model)?;
+        let mut optim = sgd::<B>(&config);
+        // Four batches of distinct images, cycled.
+        let source: Arc<dyn ImageSource> =
+            Arc::new(synthetic_images(arch.input, arch.classes, 4 * config.batch, config.seed));
+        let total = args.warmup + args.steps;
+        let order: Vec<usize> =
+            (0..total).flat_map(|s| (0..config.batch).map(move |i| (s % 4) * config.batch + i)).collect();
+        let mut batches = Prefetch::start(source, order, config.batch, false, StdRng::seed_from_u64(config.seed), 2);
+        let mut losses = Vec::with_capacity(total);
+        let mut times = Vec::with_capacity(args.steps);
+        let mut first_step_ms = 0.0;
+        let started = Instant::now();
+        let mut timed_from = started;
+        for step in 0..total {
+            if step == args.warmup {
+                layout.reset_traffic();
+                timed_from = Instant::now();
+            }
+            let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
+            let t0 = Instant::now();
+            let (images, labels) = layout.upload_batch(&batch);
+            let (next, outcome) =
+                train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, images, labels);
+            model = next;
+            losses.push(outcome.loss);
+            B::sync(device).map_err(|e| OwtError::backend(format!("the device failed during step {step}: {e:?}")))?;
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            if step == 0 {
+                first_step_ms = ms;
+            }
+            if step >= args.warmup {
+                times.push(ms);
+            }
+        }
+        let timed_s = timed_from.elapsed().as_secs_f64();
+        let ledger = layout.traffic().unwrap_or_default();
+        let losses = losses
+            .into_iter()
+            .fold(Transaction::default(), |t, l| t.register(l))
+            .execute()
+            .iter()
+            .map(|d| d.iter::<f64>().next().unwrap_or(f64::NAN))
+            .collect();
+        let communication = crate::train::Communication::per_step(&ledger, args.steps);
+        Ok(BenchReport {
+            model: arch.name.to_string(),
+            backend: args.backend.name().to_string(),
+            fusion: devices == 0 && !args.no_fusion && args.backend != BackendKind::Flex,
+            layout: layout.describe(),
+            devices,
+            batch: config.batch,
+            warmup: args.warmup,
+            steps: args.steps,
+            images_per_s: (args.steps * config.batch) as f64 / timed_s,
+            median_step_ms: median(times),
+            first_step_ms,
+            bytes_per_step: communication.bytes_per_step,
+            messages_per_step: communication.messages_per_step,
+            by_collective: communication.by_collective,
+            fallbacks: ledger.total_fallbacks(),
+            empty_ops: ledger.total_empty_ops(),
+            losses,
+        })
+    }
+}
+
+impl BackendJob for BenchJob<'_> {
+    type Output = BenchReport;
+    fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<BenchReport, OwtError> {
+        let layout = SingleDevice::<B>::new(device);
+        self.run_layout(&layout, 0)
+    }
+}
+
+impl MeshJob for BenchJob<'_> {
+    type Output = BenchReport;
+    fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
+        let devices = mesh.size();
+        let layout =
+            MeshLayout::<IB>::new(mesh, self.args.plan.unwrap_or(PlanKind::WeirdTrick).plan(), self.args.scheme);
+        self.run_layout(&layout, devices)
+    }
+}
+
+/// Runs the benchmark and prints its report.
+pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
+    if args.batch == 0 {
+        return Err(OwtError::input("--batch must be at least 1, got 0"));
+    }
+    let arch = args.model.spec().architecture()?;
+    let report = if args.devices != 1 || args.plan.is_some() {
+        let plan = args.plan.unwrap_or(PlanKind::WeirdTrick).plan();
+        plan.check_mesh(args.devices, args.batch)?;
+        plan.check_architecture(&arch, args.devices)?;
+        let request = MeshRequest { ranks: args.devices, virtual_ranks: args.virtual_ranks };
+        run_on_mesh(args.backend, request, BenchJob { args })?
+    } else {
+        run_on(args.backend, !args.no_fusion, BenchJob { args })?
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| OwtError::io(e.to_string()))?);
+    } else {
+        println!("{}", report.summary());
+    }
+    Ok(())
+}
