@@ -4,7 +4,7 @@ team's shared/bench/torch_alexnet_gpu.py so scripts/gpu-check.sh can carry it. P
 object: images/s and ms/step for strict fp32 with the batch on the device, strict fp32 with
 each batch converted from u8 on the host, and TF32.
 
-Usage: python3 torch_alexnet.py [--batch 128] [--steps 16] [--cpu]
+Usage: python3 torch_alexnet.py [--batch 128] [--steps 16] [--input 224] [--cpu]
 """
 import argparse
 import json
@@ -27,13 +27,13 @@ def alexnet(classes=10):
         nn.Linear(4096, classes))
 
 
-def run(batch, steps, tf32, from_host, dev):
+def run(batch, steps, side, tf32, from_host, dev):
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.manual_seed(0)
     m = alexnet().to(dev)
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
-    host = torch.randint(0, 256, (batch, 3, 224, 224), dtype=torch.uint8)
+    host = torch.randint(0, 256, (batch, 3, side, side), dtype=torch.uint8)
     labels = torch.randint(0, 10, (batch,))
     x_dev = (host.float() / 127.5 - 1).to(dev)
     y_dev = labels.to(dev)
@@ -69,15 +69,16 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=16)
+    p.add_argument("--input", type=int, default=224)
     p.add_argument("--cpu", action="store_true")
     a = p.parse_args()
     dev = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu",
-           "batch": a.batch, "steps": a.steps}
-    out["fp32_strict_device_resident"] = run(a.batch, a.steps, False, False, dev)
+           "batch": a.batch, "steps": a.steps, "input": a.input}
+    out["fp32_strict_device_resident"] = run(a.batch, a.steps, a.input, False, False, dev)
     if dev == "cuda":
-        out["fp32_strict_from_host_u8"] = run(a.batch, a.steps, False, True, dev)
-        out["tf32_device_resident"] = run(a.batch, a.steps, True, False, dev)
+        out["fp32_strict_from_host_u8"] = run(a.batch, a.steps, a.input, False, True, dev)
+        out["tf32_device_resident"] = run(a.batch, a.steps, a.input, True, False, dev)
     print(json.dumps(out))
 
 
