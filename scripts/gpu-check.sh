@@ -14,7 +14,14 @@
 # Usage: scripts/gpu-check.sh [--owt PATH] [--backend cuda|flex] [--out FILE] [--quick]
 #   --owt PATH   the owt binary (default: ./owt, else ./owt.gz unpacked next to it)
 #   --out FILE   where the JSON goes (default: gpu-check.json)
-#   --quick      fewer cases (K = 2 only, scheme a, no two-tower)
+#   --quick      fewer cases (K = 2 only, scheme a, no two-tower): each new per-rank batch
+#                size is tuned on first use, so on a cold kernel cache the full set takes
+#                much longer than a 15-minute GPU slot
+#   --case-timeout S  seconds one case may run (default 600)
+#   --only REGEX      run only the cases whose names match (e.g. 'cold|warm|owt_'), to split
+#                     the check over several calls of at most 10 minutes each
+#   --cache DIR       kernel cache to use and keep (default: a fresh one in the work dir);
+#                     pass the same DIR to every split call so later calls start warm
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,13 +29,19 @@ owt=""
 backend=cuda
 out=gpu-check.json
 quick=0
+case_timeout=600
+only='.'
+cache=
 while [ $# -gt 0 ]; do
     case "$1" in
         --owt) owt=$2; shift 2 ;;
         --backend) backend=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --quick) quick=1; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --case-timeout) case_timeout=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
+        --cache) cache=$2; shift 2 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -42,8 +55,9 @@ fi
 command -v python3 >/dev/null || { echo "gpu-check: python3 is needed to write the JSON" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/owt-gpu-check.XXXXXX)
-export OWT_CACHE_DIR=$work/cache
-echo "gpu-check: owt $owt, backend $backend, work in $work" >&2
+export OWT_CACHE_DIR=${cache:-$work/cache}
+touch "$work/cases.txt"
+echo "gpu-check: owt $owt, backend $backend, work in $work, kernel cache in $OWT_CACHE_DIR" >&2
 
 if [ "$backend" = cuda ]; then
     # NVRTC: any libnvrtc.so* that is not a stub; never a `stubs` directory on the path.
@@ -70,8 +84,9 @@ fi
 # Runs `owt bench` for one case; its JSON (or its error) lands in $work/<name>.json/.err.
 run_case() {
     local name=$1; shift
+    [[ $name =~ $only ]] || return 0
     local start=$(date +%s%N)
-    timeout 900 "$owt" bench --backend "$backend" --json "$@" > "$work/$name.json" 2> "$work/$name.err"
+    timeout "$case_timeout" "$owt" bench --backend "$backend" --json "$@" > "$work/$name.json" 2> "$work/$name.err"
     local rc=$?
     local end=$(date +%s%N)
     echo "$name $rc $(( (end - start) / 1000000 )) $*" >> "$work/cases.txt"
@@ -105,8 +120,10 @@ if [ "$quick" = 0 ]; then
         --devices 2 --plan two-tower --virtual-ranks
 fi
 
-# PyTorch on the same device, when it is installed.
-if python3 -c 'import torch' 2>/dev/null; then
+# PyTorch on the same device, when it is installed (case name: torch).
+if ! [[ torch =~ $only ]]; then
+    echo "not run (--only $only)" > "$work/torch.err"
+elif python3 -c 'import torch' 2>/dev/null; then
     if [ "$backend" = cuda ]; then
         timeout 600 python3 "$here/torch_alexnet.py" --batch "$batch" --steps "$steps" --input "$side" > "$work/torch.json" 2> "$work/torch.err"
     else

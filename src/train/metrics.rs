@@ -43,6 +43,10 @@ pub struct Communication {
     pub by_collective: BTreeMap<String, TrafficPerStep>,
     /// Ops that had no placement rule and ran gathered, with their counts over the epoch.
     pub fallbacks: BTreeMap<String, u64>,
+    /// Tensors made with a zero-element piece on some rank, by kind, placement and shape,
+    /// over the epoch (each would launch empty work; none are expected).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub empty_ops: BTreeMap<String, u64>,
 }
 
 /// One collective's bytes and messages per step.
@@ -72,6 +76,7 @@ impl Communication {
             messages_per_step: per(total.messages),
             by_collective,
             fallbacks: ledger.fallbacks.clone(),
+            empty_ops: ledger.empty_ops.clone(),
         }
     }
 }
