@@ -20,7 +20,7 @@ fn main() -> Result<(), owt::OwtError> {
         &config,
         &splits,
         &SingleDevice::<Autodiff<Flex>>::new(device.clone()),
-        &RunOptions { verbose: true, ..RunOptions::new(out) },
+        &RunOptions { verbose: true, overwrite: true, ..RunOptions::new(out) },
     )?;
     let (model, state) = load_model::<Flex>(out, &device)?;
     let e = evaluate(&model, state.config.head, &splits.test, &device)?;

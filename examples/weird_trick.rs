@@ -38,7 +38,8 @@ fn main() -> Result<(), owt::OwtError> {
     let mesh = MeshDevice::virtual_ranks(Default::default(), 4);
     let layout = MeshLayout::<Flex>::new(mesh, plan.clone(), Exchange::Broadcast);
     let out = std::path::Path::new("runs/example-weird-trick");
-    let metrics = train(&config, &splits, &layout, &RunOptions { verbose: true, ..RunOptions::new(out) })?;
+    let metrics =
+        train(&config, &splits, &layout, &RunOptions { verbose: true, overwrite: true, ..RunOptions::new(out) })?;
     let measured = metrics.last().and_then(|m| m.communication.clone()).expect("a mesh run reports traffic");
     let planned = comm_plan(&arch, &plan, 4, config.batch, Exchange::Broadcast)?;
     println!(

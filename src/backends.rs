@@ -108,7 +108,13 @@ mod wgpu_backend {
     }
 
     fn usable(device: &WgpuDevice) -> Result<(), OwtError> {
-        crate::kernel_cache::configure(&crate::kernel_cache::wgpu_class());
+        let adapters = crate::kernel_cache::wgpu_adapters();
+        if adapters.is_empty() {
+            return Err(OwtError::backend(
+                "--backend wgpu: no Vulkan, Metal or DX12 adapter found; on a CPU-only Linux machine install mesa-vulkan-drivers (apt-get install mesa-vulkan-drivers)",
+            ));
+        }
+        crate::kernel_cache::configure(&crate::kernel_cache::wgpu_class(&adapters));
         probe::<Plain>(device).map_err(|why| {
             OwtError::backend(format!(
                 "--backend wgpu: no usable wgpu adapter ({why}); on a CPU-only Linux machine install mesa-vulkan-drivers"

@@ -115,13 +115,20 @@ pub fn configure(class: &str) -> Option<PathBuf> {
     .clone()
 }
 
-/// The device class of the wgpu adapters here: `wgpu-cpu` when every adapter is a CPU (Mesa
-/// lavapipe on a machine without a GPU, where the default device is that CPU), else `wgpu`.
+/// The kinds of the wgpu adapters on this machine (empty: no Vulkan, Metal or DX12 driver).
 #[cfg(feature = "wgpu")]
-pub fn wgpu_class() -> String {
+pub fn wgpu_adapters() -> Vec<wgpu::DeviceType> {
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapters = cubecl_common::future::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-    let cpu_only = !adapters.is_empty() && adapters.iter().all(|a| a.get_info().device_type == wgpu::DeviceType::Cpu);
+    adapters.iter().map(|a| a.get_info().device_type).collect()
+}
+
+/// The device class of wgpu adapters of these kinds: `wgpu-cpu` when every adapter is a CPU
+/// (Mesa lavapipe on a machine without a GPU, where the default device is that CPU), else
+/// `wgpu`.
+#[cfg(feature = "wgpu")]
+pub fn wgpu_class(adapters: &[wgpu::DeviceType]) -> String {
+    let cpu_only = !adapters.is_empty() && adapters.iter().all(|t| *t == wgpu::DeviceType::Cpu);
     if cpu_only { "wgpu-cpu" } else { "wgpu" }.to_string()
 }
 

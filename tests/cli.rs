@@ -236,7 +236,7 @@ fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() 
     assert_eq!(metrics[1]["layout"], "4 ranks, plan weird-trick, scheme a");
     // A different FC update is a different run.
     let o = owt(&[&base[..], &["--epochs", "3", "--devices", "4", "--resume"]].concat());
-    assert_one_line_error(&o, &["cannot resume", "fc_update"]);
+    assert_one_line_error(&o, &["cannot resume", "--fc-update per-chunk", "--fc-update per-step"]);
 }
 
 #[test]

@@ -12,6 +12,14 @@ use burn::tensor::ops::ConvOptions;
 use burn::tensor::Distribution;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 
+/// Fails the test in one line when this machine has no wgpu adapter at all, rather than in a
+/// CubeCL worker's panic.
+fn require_adapter() {
+    if owt::kernel_cache::wgpu_adapters().is_empty() {
+        panic!("no Vulkan adapter found: install mesa-vulkan-drivers (apt-get install mesa-vulkan-drivers) to run the wgpu tests on the CPU");
+    }
+}
+
 type Ref = Autodiff<Flex>;
 /// The wgpu backend without kernel fusion: fusion's per-device servers lose track of tensors
 /// read back across two devices (burn-fusion 0.21 panics "Should have handle for tensor").
@@ -41,6 +49,7 @@ fn close(a: Vec<f32>, b: Vec<f32>, what: &str) {
 
 #[test]
 fn two_wgpu_devices_match_flex() {
+    require_adapter();
     let rd = Default::default();
     let normal = Distribution::Normal(0.0, 0.3);
     let w1 = Tensor::<Flex, 4>::random([4, 3, 3, 3], normal, &rd).into_data();

@@ -115,12 +115,37 @@ impl Architecture {
         if let Some(side) = self.adaptive_pool {
             p.adaptive_pool("avgpool", side);
         }
-        p.flatten();
+        p.flatten()?;
         let widths = [self.hidden[0], self.hidden[1], self.classes];
         for (j, width) in widths.into_iter().enumerate() {
-            p.linear(&format!("fc{}", j + 6), width);
+            p.linear(&format!("fc{}", j + 6), width)?;
         }
-        Ok(p.finish())
+        p.finish()
+    }
+
+    /// Every parameter's path and shape, as the module built from this architecture holds
+    /// them (`conv1.weight` `[filters, in/groups, k, k]`, `fc6.weight` `[in, out]`, biases),
+    /// without building it: what a parallel plan is checked against.
+    pub fn parameters(&self) -> Result<Vec<(String, Vec<usize>)>, ArchitectureError> {
+        let features = self.fc_input_features()?;
+        let mut params = Vec::new();
+        let mut in_channels = self.input[0];
+        for (i, conv) in self.convs.iter().enumerate() {
+            let name = format!("conv{}", i + 1);
+            params.push((
+                format!("{name}.weight"),
+                vec![conv.filters, in_channels / conv.groups, conv.kernel, conv.kernel],
+            ));
+            params.push((format!("{name}.bias"), vec![conv.filters]));
+            in_channels = conv.filters;
+        }
+        let widths = [features, self.hidden[0], self.hidden[1], self.classes];
+        for j in 0..3 {
+            let name = format!("fc{}", j + 6);
+            params.push((format!("{name}.weight"), vec![widths[j], widths[j + 1]]));
+            params.push((format!("{name}.bias"), vec![widths[j + 1]]));
+        }
+        Ok(params)
     }
 
     /// Number of features entering fc6 (256x6x6 = 9216 for the full-size networks).

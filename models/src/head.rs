@@ -46,6 +46,16 @@ impl Head {
         }
     }
 
+    /// The loss per image of a uniform guess (all logits 0) over `classes` classes: ln(C) for
+    /// softmax, C ln 2 for independent logistic units. Training starts near it; a loss far
+    /// above it means the run diverged.
+    pub fn uniform_loss(self, classes: usize) -> f64 {
+        match self {
+            Head::Softmax => (classes as f64).ln(),
+            Head::Logistic => classes as f64 * std::f64::consts::LN_2,
+        }
+    }
+
     /// Predicted class per image (the largest logit, for either head).
     pub fn predict<B: Backend>(self, logits: Tensor<B, 2>) -> Tensor<B, 1, Int> {
         let [batch, _] = logits.dims();

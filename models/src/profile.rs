@@ -36,6 +36,15 @@ impl ModelProfile {
         self.layers.iter().find(|l| l.name == name)
     }
 
+    /// Elements of every layer's output for one image, summed: the activations a training
+    /// step keeps per image (saturating at `u64::MAX`).
+    pub fn activation_elements(&self) -> u64 {
+        self.layers
+            .iter()
+            .map(|l| l.output_shape.iter().fold(1u64, |acc, &x| acc.saturating_mul(x as u64)))
+            .fold(0u64, u64::saturating_add)
+    }
+
     /// Parameters and MACs of the layers whose name starts with `prefix` (e.g. "conv", "fc").
     pub fn sum_by_prefix(&self, prefix: &str) -> (usize, u64) {
         self.layers.iter().filter(|l| l.name.starts_with(prefix)).fold((0, 0), |(p, m), l| (p + l.params, m + l.macs))
@@ -70,6 +79,9 @@ impl ProfileBuilder {
         padding: usize,
     ) -> Result<[usize; 2], ArchitectureError> {
         let [h, w] = [self.shape[1], self.shape[2]];
+        if h.checked_add(2 * padding).is_none() || w.checked_add(2 * padding).is_none() {
+            return Err(self.too_large(name, "input sides"));
+        }
         match (output_side(h, kernel, stride, padding), output_side(w, kernel, stride, padding)) {
             (Some(oh), Some(ow)) if oh > 0 && ow > 0 => Ok([oh, ow]),
             _ => Err(ArchitectureError(format!(
@@ -79,18 +91,33 @@ impl ProfileBuilder {
         }
     }
 
+    /// The error for a size that does not fit in 64 bits.
+    fn too_large(&self, name: &str, what: &str) -> ArchitectureError {
+        ArchitectureError(format!("{}: {name} is too large: its {what} overflow 64-bit arithmetic", self.model))
+    }
+
     pub(crate) fn conv(&mut self, name: &str, conv: &ConvLayer) -> Result<(), ArchitectureError> {
         let in_channels = self.shape[0];
-        if in_channels % conv.groups != 0 || conv.filters % conv.groups != 0 {
+        if conv.groups == 0 || in_channels % conv.groups != 0 || conv.filters % conv.groups != 0 {
             return Err(ArchitectureError(format!(
                 "{}: {name} has {} groups but {in_channels} input and {} output channels",
                 self.model, conv.groups, conv.filters
             )));
         }
         let [oh, ow] = self.spatial(name, conv.kernel, conv.stride, conv.padding)?;
-        let per_filter = in_channels / conv.groups * conv.kernel * conv.kernel;
-        let params = conv.filters * per_filter + conv.filters;
-        let macs = (conv.filters * per_filter * oh * ow) as u64;
+        let per_filter = (in_channels / conv.groups)
+            .checked_mul(conv.kernel)
+            .and_then(|x| x.checked_mul(conv.kernel))
+            .ok_or_else(|| self.too_large(name, "weights"))?;
+        let params = conv
+            .filters
+            .checked_mul(per_filter)
+            .and_then(|x| x.checked_add(conv.filters))
+            .ok_or_else(|| self.too_large(name, "parameters"))?;
+        let macs = [per_filter, oh, ow]
+            .into_iter()
+            .try_fold(conv.filters as u64, |acc, x| acc.checked_mul(x as u64))
+            .ok_or_else(|| self.too_large(name, "multiply-accumulates"))?;
         self.shape = vec![conv.filters, oh, ow];
         self.push(name, params, macs);
         Ok(())
@@ -112,22 +139,36 @@ impl ProfileBuilder {
         self.push(name, 0, 0);
     }
 
-    pub(crate) fn flatten(&mut self) {
-        self.shape = vec![self.shape.iter().product()];
+    pub(crate) fn flatten(&mut self) -> Result<(), ArchitectureError> {
+        let features = self
+            .shape
+            .iter()
+            .try_fold(1usize, |acc, &x| acc.checked_mul(x))
+            .ok_or_else(|| self.too_large("flatten", "features"))?;
+        self.shape = vec![features];
+        Ok(())
     }
 
-    pub(crate) fn linear(&mut self, name: &str, width: usize) {
+    pub(crate) fn linear(&mut self, name: &str, width: usize) -> Result<(), ArchitectureError> {
         let d_in = self.shape[0];
+        let weights = d_in.checked_mul(width).ok_or_else(|| self.too_large(name, "weights"))?;
+        let params = weights.checked_add(width).ok_or_else(|| self.too_large(name, "parameters"))?;
         self.shape = vec![width];
-        self.push(name, d_in * width + width, (d_in * width) as u64);
+        self.push(name, params, weights as u64);
+        Ok(())
     }
 
-    pub(crate) fn finish(self) -> ModelProfile {
-        ModelProfile {
-            model: self.model,
-            total_params: self.layers.iter().map(|l| l.params).sum(),
-            total_macs: self.layers.iter().map(|l| l.macs).sum(),
-            layers: self.layers,
+    pub(crate) fn finish(self) -> Result<ModelProfile, ArchitectureError> {
+        let total_params = self.layers.iter().try_fold(0usize, |acc, l| acc.checked_add(l.params));
+        let total_macs = self.layers.iter().try_fold(0u64, |acc, l| acc.checked_add(l.macs));
+        match (total_params, total_macs) {
+            (Some(total_params), Some(total_macs)) => {
+                Ok(ModelProfile { model: self.model, total_params, total_macs, layers: self.layers })
+            }
+            _ => Err(ArchitectureError(format!(
+                "{}: the model is too large: its totals overflow 64-bit arithmetic",
+                self.model
+            ))),
         }
     }
 }

@@ -269,14 +269,16 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         return Err(OwtError::input("--batch must be at least 1, got 0"));
     }
     let arch = args.model.spec().architecture()?;
+    let job = BenchJob { args };
+    let mut config = job.config();
+    config.limit = Some(4 * args.batch);
+    crate::cli::train::check_memory(&config, args.backend)?;
     let report = if args.devices != 1 || args.plan.is_some() {
-        let plan = args.plan.unwrap_or(PlanKind::WeirdTrick).plan();
-        plan.check_mesh(args.devices, args.batch)?;
-        plan.check_architecture(&arch, args.devices)?;
+        args.plan.unwrap_or(PlanKind::WeirdTrick).plan().check_run(&arch, args.devices, args.batch)?;
         let request = MeshRequest { ranks: args.devices, virtual_ranks: args.virtual_ranks };
-        run_on_mesh(args.backend, request, BenchJob { args })?
+        run_on_mesh(args.backend, request, job)?
     } else {
-        run_on(args.backend, !args.no_fusion, BenchJob { args })?
+        run_on(args.backend, !args.no_fusion, job)?
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| OwtError::io(e.to_string()))?);

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::backends::{run_on, BackendJob, BackendKind};
-use crate::data::{open_splits, DataRequest, DatasetKind};
+use crate::data::{open_test_split, DataRequest, DatasetKind};
 use crate::error::OwtError;
 use crate::train::{evaluate, load_model, Evaluation};
 
 /// Arguments of `owt eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// Run directory holding checkpoint.owt (the --out of `owt train`).
+    /// Run directory holding checkpoint.owt (the --out of `owt train`), or the checkpoint file.
     #[arg(long)]
     pub checkpoint: PathBuf,
     /// The dataset whose test split to evaluate on.
@@ -34,16 +34,16 @@ impl BackendJob for EvalJob<'_> {
         let args = self.0;
         let (model, state) = load_model::<B::InnerBackend>(&args.checkpoint, &device)?;
         let arch = &model.architecture;
-        let splits = open_splits(&DataRequest {
+        let test = open_test_split(&DataRequest {
             kind: args.dataset,
             dir: args.data.clone(),
             limit: None,
             model_input: arch.input,
             seed: state.config.seed,
         })?;
-        let [c, h, w] = splits.test.image_dims();
+        let [c, h, w] = test.image_dims();
         arch.check_input([0, c, h, w])?;
-        evaluate(&model, state.config.head, &splits.test, &device)
+        evaluate(&model, state.config.head, &test, &device)
     }
 }
 

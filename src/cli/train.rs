@@ -13,6 +13,7 @@ use crate::data::{open_splits, DataRequest, DatasetKind, Splits};
 use crate::error::OwtError;
 use crate::parallel::PlanKind;
 use crate::train::config::defaults;
+use crate::train::run_dir::{self, Existing};
 use crate::train::{train, EpochMetrics, FcUpdate, Layout, MeshLayout, RunOptions, SingleDevice, TrainConfig};
 use owt_models::Head;
 
@@ -59,8 +60,12 @@ pub struct TrainArgs {
     #[arg(long, default_value = "runs/latest")]
     pub out: PathBuf,
     /// Continue the run in --out from its checkpoint (on any device count).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "overwrite")]
     pub resume: bool,
+    /// Replace the checkpoint --out holds (without this or --resume, a run refuses to start
+    /// there).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Ranks of the mesh: with flex, virtual ranks on the CPU; with wgpu, distinct adapters
     /// where the machine has them; with cuda, GPU i for rank i.
     #[arg(long, default_value_t = 1)]
@@ -159,6 +164,7 @@ impl TrainJob<'_> {
         );
         let opts = RunOptions {
             resume: self.args.resume,
+            overwrite: self.args.overwrite,
             verbose: true,
             read_every: self.args.read_every,
             ..RunOptions::new(&self.args.out)
@@ -183,20 +189,51 @@ impl MeshJob for TrainJob<'_> {
     }
 }
 
+/// Images a run keeps decoded in host memory (IDX and synthetic sets; folders decode on
+/// the fly), for the memory estimate.
+pub fn host_images(config: &TrainConfig) -> u64 {
+    match config.dataset {
+        DatasetKind::Synthetic => {
+            let n = config.limit.unwrap_or(crate::data::SYNTHETIC_TRAIN) as u64;
+            n.saturating_add((n / 4).max(1))
+        }
+        DatasetKind::FashionMnist | DatasetKind::Mnist => {
+            config.limit.map_or(60_000, |n| n.min(60_000)) as u64 + 10_000
+        }
+        DatasetKind::Folder => 0,
+    }
+}
+
+/// Refuses, before any data is read, a model or batch that cannot fit in this machine's
+/// memory (the Flex backend computes in host memory).
+pub fn check_memory(config: &TrainConfig, backend: BackendKind) -> Result<(), OwtError> {
+    let arch = config.model.architecture()?;
+    let estimate = crate::train::budget::estimate(&arch, config.batch, host_images(config))?;
+    let available = if backend == BackendKind::Flex { crate::train::budget::available_memory() } else { None };
+    crate::train::budget::check_fits(&arch, config.batch, estimate, available)
+}
+
 /// Trains and reports where results went.
 pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     let config = args.config();
     config.validate()?;
     let arch = config.model.architecture()?;
+    // The run directory first: a bad --out must not cost an epoch.
+    let existing = match (args.resume, args.overwrite) {
+        (true, _) => Existing::Resume,
+        (false, true) => Existing::Overwrite,
+        (false, false) => Existing::Refuse,
+    };
+    run_dir::prepare(&args.out, existing)?;
     if args.resume {
         // Refuse a resume that would not continue the same run before anything starts.
-        config.check_resume_of(&crate::train::Checkpoint::read_state(&args.out)?.config)?;
+        // The whole checkpoint is read and its checksums verified, so damage is found now.
+        config.check_resume_of(&crate::train::Checkpoint::load(&args.out)?.state.config)?;
     }
+    check_memory(&config, args.backend)?;
     let metrics = if args.on_mesh() {
         // Refuse an impossible plan before any data is read or backend started.
-        let plan = args.plan().plan();
-        plan.check_mesh(args.devices, config.batch)?;
-        plan.check_architecture(&arch, args.devices)?;
+        args.plan().plan().check_run(&arch, args.devices, config.batch)?;
         let request = MeshRequest { ranks: args.devices, virtual_ranks: args.virtual_ranks };
         run_on_mesh(args.backend, request, TrainJob { args, config })?
     } else {

@@ -71,6 +71,7 @@ impl ImageFolder {
                 class_names.len()
             )));
         }
+        let files = drop_undecodable(root, files)?;
         Ok(Self { files, class_names, channels, resize, crop })
     }
 
@@ -116,6 +117,57 @@ impl ImageFolder {
         }
         out
     }
+}
+
+/// Largest share of a split's files that may fail to decode; above it the split is refused.
+pub const MAX_UNDECODABLE: f64 = 0.01;
+
+/// Why `path` cannot be decoded, if it cannot (its header is read, not its pixels).
+fn undecodable(path: &Path) -> Option<String> {
+    let reader = image::ImageReader::open(path).ok()?.with_guessed_format();
+    match reader {
+        Err(e) => Some(e.to_string()),
+        Ok(r) => r.into_dimensions().err().map(|e| e.to_string()),
+    }
+}
+
+/// `files` without those that cannot be decoded: refused when more than [`MAX_UNDECODABLE`]
+/// of them fail (naming the count and the first few), else one warning line.
+fn drop_undecodable(root: &Path, files: Vec<(PathBuf, usize)>) -> Result<Vec<(PathBuf, usize)>, OwtError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
+    let chunk = files.len().div_ceil(threads);
+    let verdicts: Vec<Option<String>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|(p, _)| undecodable(p)).collect::<Vec<_>>()))
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("decoding a header does not panic")).collect()
+    });
+    let bad: Vec<(&Path, &str)> =
+        files.iter().zip(&verdicts).filter_map(|((p, _), v)| v.as_deref().map(|why| (p.as_path(), why))).collect();
+    if bad.is_empty() {
+        return Ok(files);
+    }
+    let first: Vec<String> = bad
+        .iter()
+        .take(3)
+        .map(|(p, why)| format!("{} ({why})", p.file_name().unwrap_or_default().to_string_lossy()))
+        .collect();
+    let summary = format!(
+        "{} of {} images in {} cannot be decoded, e.g. {}",
+        bad.len(),
+        files.len(),
+        root.display(),
+        first.join(", ")
+    );
+    if bad.len() as f64 > MAX_UNDECODABLE * files.len() as f64 {
+        return Err(OwtError::data(format!(
+            "{summary}: more than {}% of the split; fix or remove them",
+            MAX_UNDECODABLE * 100.0
+        )));
+    }
+    eprintln!("warning: {summary}; they are left out");
+    Ok(files.into_iter().zip(verdicts).filter(|(_, v)| v.is_none()).map(|(f, _)| f).collect())
 }
 
 impl ImageSource for ImageFolder {

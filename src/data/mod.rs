@@ -58,6 +58,37 @@ pub struct DataRequest {
 /// Default number of synthetic training images (test split: a quarter of it).
 pub const SYNTHETIC_TRAIN: usize = 2048;
 
+/// Opens only the dataset's held-out split (what `owt eval` needs): a folder dataset needs no
+/// `train/` directory for it.
+pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtError> {
+    let test: Arc<dyn ImageSource> = match req.kind {
+        DatasetKind::FashionMnist => {
+            let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from(FASHION_MNIST_DIR));
+            let hint = "Install it with `apt-get install dataset-fashion-mnist` (Debian) or pass --data DIR with the four IDX files.";
+            Arc::new(load_mnist_split(&dir, false, "Fashion-MNIST", hint)?)
+        }
+        DatasetKind::Mnist => {
+            let dir = req.dir.clone().ok_or_else(|| {
+                OwtError::data(
+                    "MNIST needs --data DIR with t10k-images-idx3-ubyte(.gz) and t10k-labels-idx1-ubyte(.gz)",
+                )
+            })?;
+            Arc::new(load_mnist_split(&dir, false, "MNIST", "Pass --data DIR with the IDX files.")?)
+        }
+        DatasetKind::Folder => {
+            let dir = req.dir.clone().ok_or_else(|| {
+                OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)")
+            })?;
+            Arc::new(held_out_folder(&dir, req.model_input)?)
+        }
+        DatasetKind::Synthetic => open_splits(req)?.test,
+    };
+    if test.is_empty() {
+        return Err(OwtError::data("the test split is empty (0 images)"));
+    }
+    Ok(test)
+}
+
 /// Opens the dataset's train and test splits, with errors that say how to get the data.
 pub fn open_splits(req: &DataRequest) -> Result<Splits, OwtError> {
     let splits = match req.kind {
@@ -106,15 +137,30 @@ fn mnist_splits(dir: &Path, name: &str, hint: &str, limit: Option<usize>) -> Res
     Ok(Splits { train: Arc::new(train), test: Arc::new(test) })
 }
 
+/// The shorter side images are resized to before cropping to `side`: 8/7 of the crop (256
+/// for 224), as ImageNet training does.
+fn resize_side(side: usize) -> usize {
+    side * 8 / 7
+}
+
+/// The held-out directory of a folder dataset: `DIR/val/`, else `DIR/test/`.
+fn held_out_dir(dir: &Path) -> Result<PathBuf, OwtError> {
+    ["val", "test"].iter().map(|s| dir.join(s)).find(|p| p.is_dir()).ok_or_else(|| {
+        OwtError::data(format!("{} has no val/ or test/ directory for the held-out split", dir.display()))
+    })
+}
+
+/// The held-out split of a folder dataset.
+fn held_out_folder(dir: &Path, input: [usize; 3]) -> Result<ImageFolder, OwtError> {
+    let [channels, side, _] = input;
+    ImageFolder::open(&held_out_dir(dir)?, channels, resize_side(side), side)
+}
+
 fn folder_splits(dir: &Path, input: [usize; 3]) -> Result<Splits, OwtError> {
     let [channels, side, _] = input;
-    // Resize the shorter side to 8/7 of the crop (256 for 224), as ImageNet training does.
-    let resize = side * 8 / 7;
-    let train = ImageFolder::open(&dir.join("train"), channels, resize, side)?;
-    let test_dir = ["val", "test"].iter().map(|s| dir.join(s)).find(|p| p.is_dir()).ok_or_else(|| {
-        OwtError::data(format!("{} has no val/ or test/ directory for the held-out split", dir.display()))
-    })?;
-    let test = ImageFolder::open(&test_dir, channels, resize, side)?;
+    let train = ImageFolder::open(&dir.join("train"), channels, resize_side(side), side)?;
+    let test = held_out_folder(dir, input)?;
+    let test_dir = held_out_dir(dir)?;
     if test.class_names() != train.class_names() {
         return Err(OwtError::data(format!(
             "class folders differ: train has {:?}, {} has {:?}",

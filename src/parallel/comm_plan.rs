@@ -156,8 +156,7 @@ pub fn comm_plan(
     batch: usize,
     scheme: Exchange,
 ) -> Result<CommPlan, OwtError> {
-    plan.check_mesh(ranks, batch)?;
-    plan.check_architecture(arch, ranks)?;
+    plan.check_run(arch, ranks, batch)?;
     let profile = arch.profile().map_err(|e| OwtError::input(e.0))?;
     let k = ranks as u64;
     let n = batch as u64;

@@ -168,6 +168,17 @@ impl Plan {
         self.rules.iter().find(|r| glob(&r.pattern, path)).map(|r| r.placement).unwrap_or(self.default)
     }
 
+    /// Every check a run of `arch` under this plan on `ranks` ranks with a global batch of
+    /// `batch` images must pass, from the architecture alone (no model is built): the mesh
+    /// and batch ([`Plan::check_mesh`]), the towers and grouped convs
+    /// ([`Plan::check_architecture`]) and the parameters' shapes ([`Plan::check_params`]).
+    /// `owt train`, `owt bench` and `owt plan` all refuse by this one function.
+    pub fn check_run(&self, arch: &Architecture, ranks: usize, batch: usize) -> Result<(), OwtError> {
+        self.check_mesh(ranks, batch)?;
+        self.check_architecture(arch, ranks)?;
+        self.check_params(&arch.parameters()?, ranks)
+    }
+
     /// Checks the plan against a module's parameters (path, shape) for `ranks` ranks and a
     /// global batch of `batch` images: [`Plan::check_mesh`] and [`Plan::check_params`].
     pub fn check(&self, params: &[(String, Vec<usize>)], ranks: usize, batch: usize) -> Result<(), OwtError> {
@@ -293,6 +304,25 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_architecture_lists_the_parameters_its_module_holds() {
+        use owt_models::{ModelKind, ModelSpec};
+        for spec in [
+            ModelSpec { input: Some(67), ..ModelSpec::new(ModelKind::AlexNet2012) },
+            ModelSpec { input: Some(67), ..ModelSpec::new(ModelKind::AlexNetOwt) },
+            ModelSpec::new(ModelKind::AlexNetSmall),
+            ModelSpec { towers: Some(1), ..ModelSpec::new(ModelKind::AlexNetSmall) },
+        ] {
+            let arch = spec.architecture().unwrap();
+            let module: owt_models::AlexNet<burn::backend::Flex> = arch.try_init(&Default::default()).unwrap();
+            let mut listed = arch.parameters().unwrap();
+            let mut held = crate::parallel::placer::parameter_paths(&module);
+            listed.sort();
+            held.sort();
+            assert_eq!(listed, held, "{}", arch.name);
+        }
+    }
 
     #[test]
     fn glob_matches_stars_anywhere() {

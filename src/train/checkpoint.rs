@@ -1,8 +1,11 @@
 //! Checkpoints: one file holding the run's config, its metrics so far, the model and the
-//! optimizer state, written atomically so a crash never leaves a half-written checkpoint.
+//! optimizer state, written atomically so a crash never leaves a half-written checkpoint,
+//! and checksummed so damage is found, and named, before anything is loaded.
 //!
-//! Layout: `OWTCKPT1`, then three length-prefixed (u64 little-endian) sections: JSON state,
-//! model record, optimizer record (both named MessagePack, full precision).
+//! Format 2 (written): `OWTCKPT2`, then for each section (state JSON, model record, optimizer
+//! record) its length (u64 little-endian) and CRC-32 (u32 little-endian), then the CRC-32 of
+//! everything before it (the header), then the three sections. Format 1 (`OWTCKPT1`, before
+//! checksums): the magic, then each section as length + bytes; it still loads.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +18,16 @@ use crate::train::atomic::write_atomic;
 use crate::train::config::TrainConfig;
 use crate::train::metrics::EpochMetrics;
 
-const MAGIC: &[u8; 8] = b"OWTCKPT1";
+/// The magic of every format: `OWTCKPT` and the format's digit.
+const MAGIC_PREFIX: &[u8; 7] = b"OWTCKPT";
+/// Format 1: no checksums.
+const MAGIC_V1: &[u8; 8] = b"OWTCKPT1";
+/// Format 2: a checksummed header and a checksum per section.
+const MAGIC_V2: &[u8; 8] = b"OWTCKPT2";
+/// The sections of a checkpoint, in file order.
+const SECTIONS: [&str; 3] = ["state", "model", "optimizer"];
+/// Bytes of a format-2 header: magic, (length, CRC) per section, the header's CRC.
+const HEADER_V2: usize = 8 + SECTIONS.len() * 12 + 4;
 
 /// File name of the checkpoint inside a run directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.owt";
@@ -61,44 +73,46 @@ pub fn record_from_bytes<B: Backend, R: Record<B>>(bytes: &[u8], device: &B::Dev
 }
 
 impl Checkpoint {
-    /// Writes state and records to `dir/checkpoint.owt` atomically.
+    /// Writes state and records to `dir/checkpoint.owt` atomically, in format 2.
     pub fn save(dir: &Path, state: &CheckpointState, model: &[u8], optimizer: &[u8]) -> Result<(), OwtError> {
         let json = serde_json::to_vec(state).map_err(|e| OwtError::checkpoint(e.to_string()))?;
-        let mut bytes = Vec::with_capacity(8 + 24 + json.len() + model.len() + optimizer.len());
-        bytes.extend_from_slice(MAGIC);
-        for section in [&json[..], model, optimizer] {
-            bytes.extend_from_slice(&(section.len() as u64).to_le_bytes());
-            bytes.extend_from_slice(section);
-        }
-        write_atomic(&checkpoint_path(dir), &bytes)
+        write_atomic(&checkpoint_path(dir), &encode([&json[..], model, optimizer]))
     }
 
-    /// Reads `dir/checkpoint.owt`, with errors for a missing, foreign or truncated file.
-    pub fn load(dir: &Path) -> Result<Checkpoint, OwtError> {
-        let path = checkpoint_path(dir);
-        let bytes = std::fs::read(&path).map_err(|e| unreadable(&path, dir, e))?;
-        let mut sections = parse_sections(&path, &bytes, &["state", "model", "optimizer"])?;
+    /// Reads the checkpoint at `path` (a run directory, or the checkpoint file itself), with
+    /// one-line errors for a missing, foreign, truncated or damaged file that name the damaged
+    /// section.
+    pub fn load(path: &Path) -> Result<Checkpoint, OwtError> {
+        let file = resolve(path);
+        let bytes = std::fs::read(&file).map_err(|e| unreadable(&file, path, e))?;
+        let mut sections = decode(&file, &bytes, SECTIONS.len())?;
         let optimizer = sections.pop().expect("three sections");
         let model = sections.pop().expect("three sections");
-        let state = parse_state(&path, &sections[0])?;
+        let state = parse_state(&file, &sections[0])?;
         Ok(Checkpoint { state, model, optimizer })
     }
 
-    /// Reads only the state of `dir/checkpoint.owt` (config, progress, metrics), without the
-    /// records: enough to decide whether a run can resume from it.
-    pub fn read_state(dir: &Path) -> Result<CheckpointState, OwtError> {
+    /// Reads only the state of the checkpoint at `path` (config, progress, metrics), checked,
+    /// without the records: enough to decide whether a run can resume from it.
+    pub fn read_state(path: &Path) -> Result<CheckpointState, OwtError> {
         use std::io::Read;
-        let path = checkpoint_path(dir);
-        let mut file = std::fs::File::open(&path).map_err(|e| unreadable(&path, dir, e))?;
+        let file = resolve(path);
+        let mut f = std::fs::File::open(&file).map_err(|e| unreadable(&file, path, e))?;
+        let io = |e: std::io::Error| OwtError::checkpoint(format!("cannot read {}: {e}", file.display()));
         let mut head = Vec::new();
-        let io = |e: std::io::Error| OwtError::checkpoint(format!("cannot read {}: {e}", path.display()));
-        (&mut file).take(MAGIC.len() as u64 + 8).read_to_end(&mut head).map_err(io)?;
-        if head.len() == MAGIC.len() + 8 && &head[..MAGIC.len()] == MAGIC {
-            let len = u64::from_le_bytes(head[MAGIC.len()..].try_into().expect("8 bytes"));
-            file.take(len).read_to_end(&mut head).map_err(io)?;
-        }
-        let sections = parse_sections(&path, &head, &["state"])?;
-        parse_state(&path, &sections[0])
+        (&mut f).take(HEADER_V2 as u64).read_to_end(&mut head).map_err(io)?;
+        // The state section follows the header; its length is the first in the table (format
+        // 2) or follows the magic (format 1).
+        let state_len = match head.get(..8) {
+            Some(m) if m == MAGIC_V2 && head.len() == HEADER_V2 => read_u64(&head[8..16]),
+            Some(m) if m == MAGIC_V1 && head.len() >= 16 => {
+                read_u64(&head[8..16]).saturating_sub((HEADER_V2 - 16) as u64)
+            }
+            _ => 0,
+        };
+        f.take(state_len).read_to_end(&mut head).map_err(io)?;
+        let sections = decode(&file, &head, 1)?;
+        parse_state(&file, &sections[0])
     }
 
     /// The model record's bytes.
@@ -112,26 +126,105 @@ impl Checkpoint {
     }
 }
 
-fn unreadable(path: &Path, dir: &Path, e: std::io::Error) -> OwtError {
-    OwtError::checkpoint(format!("cannot read {}: {e} (train with --out {} first)", path.display(), dir.display()))
+/// The checkpoint file `path` names: the file itself, or `checkpoint.owt` in a directory.
+pub fn resolve(path: &Path) -> PathBuf {
+    if path.is_file() {
+        path.to_path_buf()
+    } else {
+        checkpoint_path(path)
+    }
+}
+
+fn unreadable(file: &Path, given: &Path, e: std::io::Error) -> OwtError {
+    OwtError::checkpoint(format!("cannot read {}: {e} (train with --out {} first)", file.display(), given.display()))
+}
+
+fn read_u64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+fn read_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
+}
+
+/// The bytes of a format-2 checkpoint holding `sections`.
+fn encode(sections: [&[u8]; 3]) -> Vec<u8> {
+    let total: usize = sections.iter().map(|s| s.len()).sum();
+    let mut bytes = Vec::with_capacity(HEADER_V2 + total);
+    bytes.extend_from_slice(MAGIC_V2);
+    for section in sections {
+        bytes.extend_from_slice(&(section.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(section).to_le_bytes());
+    }
+    let header_crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&header_crc.to_le_bytes());
+    for section in sections {
+        bytes.extend_from_slice(section);
+    }
+    bytes
+}
+
+/// The first `count` sections of a checkpoint's bytes `bytes` (read from `path`), checked:
+/// a foreign file, a newer format, a truncation or a checksum mismatch is an error naming the
+/// part concerned.
+fn decode(path: &Path, bytes: &[u8], count: usize) -> Result<Vec<Vec<u8>>, OwtError> {
+    let damaged = |what: String| OwtError::checkpoint(format!("{} is damaged: {what}", path.display()));
+    if bytes.len() < 8 || &bytes[..7] != MAGIC_PREFIX {
+        if bytes.len() < 8 && MAGIC_V2.starts_with(bytes) {
+            return Err(damaged(format!("truncated in its header ({} of {HEADER_V2} bytes)", bytes.len())));
+        }
+        return Err(OwtError::checkpoint(format!(
+            "{} is not an owt checkpoint (expected it to start with OWTCKPT)",
+            path.display()
+        )));
+    }
+    if &bytes[..8] == MAGIC_V1 {
+        return decode_v1(path, bytes, count);
+    }
+    if &bytes[..8] != MAGIC_V2 {
+        return Err(OwtError::checkpoint(format!(
+            "{} is in checkpoint format {} (a newer owt); this owt reads formats 1 and 2",
+            path.display(),
+            bytes[7] as char
+        )));
+    }
+    if bytes.len() < HEADER_V2 {
+        return Err(damaged(format!("truncated in its header ({} of {HEADER_V2} bytes)", bytes.len())));
+    }
+    if crc32fast::hash(&bytes[..HEADER_V2 - 4]) != read_u32(&bytes[HEADER_V2 - 4..]) {
+        return Err(damaged("its header fails its checksum".into()));
+    }
+    let mut at = HEADER_V2;
+    let mut sections = Vec::with_capacity(count);
+    for (i, name) in SECTIONS.iter().enumerate().take(count) {
+        let entry = &bytes[8 + 12 * i..];
+        let (len, crc) = (read_u64(entry) as usize, read_u32(&entry[8..]));
+        let remaining = bytes.len() - at;
+        if len > remaining {
+            return Err(damaged(format!("truncated in its {name} section ({remaining} of {len} bytes)")));
+        }
+        let section = &bytes[at..at + len];
+        at += len;
+        if crc32fast::hash(section) != crc {
+            return Err(damaged(format!("its {name} section fails its checksum")));
+        }
+        sections.push(section.to_vec());
+    }
+    if count == SECTIONS.len() && at != bytes.len() {
+        return Err(damaged(format!("{} unexpected bytes after its optimizer section", bytes.len() - at)));
+    }
+    Ok(sections)
 }
 
 fn parse_state(path: &Path, json: &[u8]) -> Result<CheckpointState, OwtError> {
     serde_json::from_slice(json).map_err(|e| OwtError::checkpoint(format!("{}: unreadable state: {e}", path.display())))
 }
 
-/// The first `names.len()` length-prefixed sections after the magic of a checkpoint's bytes
-/// `bytes` (read from `path`), with errors for a foreign or truncated file.
-fn parse_sections(path: &Path, bytes: &[u8], names: &[&str]) -> Result<Vec<Vec<u8>>, OwtError> {
-    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(OwtError::checkpoint(format!(
-            "{} is not an owt checkpoint (expected it to start with OWTCKPT1)",
-            path.display()
-        )));
-    }
-    let mut rest = &bytes[MAGIC.len()..];
-    let mut sections = Vec::with_capacity(names.len());
-    for name in names {
+/// The first `count` sections of a format-1 checkpoint (no checksums: only truncation shows).
+fn decode_v1(path: &Path, bytes: &[u8], count: usize) -> Result<Vec<Vec<u8>>, OwtError> {
+    let mut rest = &bytes[MAGIC_V1.len()..];
+    let mut sections = Vec::with_capacity(count);
+    for name in &SECTIONS[..count] {
         if rest.len() < 8 {
             return Err(OwtError::checkpoint(format!("{} is truncated before its {name} section", path.display())));
         }

@@ -92,25 +92,55 @@ impl TrainConfig {
     }
 
     /// Refuses to resume the run `saved` (a checkpoint's config) with this config when a
-    /// setting other than the epoch count differs, naming it.
+    /// setting other than the epoch count differs, naming it and both values.
     pub fn check_resume_of(&self, saved: &TrainConfig) -> Result<(), crate::error::OwtError> {
-        match saved.difference(self) {
-            Some(diff) => Err(crate::error::OwtError::checkpoint(format!(
-                "cannot resume: the checkpoint's run differs in {diff} (checkpoint vs this command)"
-            ))),
+        match self.difference(saved) {
+            Some(diff) => Err(crate::error::OwtError::checkpoint(format!("cannot resume: {diff}"))),
             None => Ok(()),
         }
     }
 
-    /// The first setting that differs from `other` except the epoch count, as
-    /// "name: this vs other", for refusing a resume that would not continue the same run.
-    pub fn difference(&self, other: &TrainConfig) -> Option<String> {
-        let a = serde_json::to_value(self).ok()?;
-        let b = serde_json::to_value(other).ok()?;
-        let (a, b) = (a.as_object()?, b.as_object()?);
-        a.iter()
-            .filter(|(k, _)| k.as_str() != "epochs")
-            .find(|(k, v)| b.get(*k) != Some(v))
-            .map(|(k, v)| format!("{k}: {} vs {}", v, b.get(k).cloned().unwrap_or_default()))
+    /// The settings that decide this run's numbers, as (flag, value) in words, with defaults
+    /// resolved (`--towers 2` written out equals the default): what a resume compares.
+    pub fn effective_settings(&self) -> Vec<(&'static str, String)> {
+        let mut out = vec![("--model", self.model.kind.name().to_string())];
+        match self.model.architecture() {
+            Ok(arch) => {
+                out.push(("--input", arch.input[1].to_string()));
+                out.push(("--channels", arch.input[0].to_string()));
+                out.push(("--classes", arch.classes.to_string()));
+                out.push(("--towers", arch.towers.to_string()));
+                out.push(("dropout", arch.dropout.to_string()));
+            }
+            Err(e) => out.push(("model", e.0)),
+        }
+        let limit = match (self.dataset, self.limit) {
+            (DatasetKind::Synthetic, None) => crate::data::SYNTHETIC_TRAIN.to_string(),
+            (_, None) => "all images".to_string(),
+            (_, Some(n)) => n.to_string(),
+        };
+        out.extend([
+            ("--head", self.head.name().to_string()),
+            ("--dataset", format!("{:?}", self.dataset)),
+            ("--limit", limit),
+            ("--batch", self.batch.to_string()),
+            ("--lr", self.lr.to_string()),
+            ("--momentum", self.momentum.to_string()),
+            ("--weight-decay", self.weight_decay.to_string()),
+            ("--seed", self.seed.to_string()),
+            ("--fc-update", self.fc_update.name().to_string()),
+        ]);
+        out
+    }
+
+    /// The first setting (other than the epoch count) in which this command differs from the
+    /// checkpoint's run `saved`, in words: "this command has --lr 0.1, the checkpoint was
+    /// trained with --lr 0.01".
+    pub fn difference(&self, saved: &TrainConfig) -> Option<String> {
+        self.effective_settings().into_iter().zip(saved.effective_settings()).find(|(a, b)| a != b).map(
+            |((flag, ours), (_, theirs))| {
+                format!("this command has {flag} {ours}, the checkpoint was trained with {flag} {theirs}")
+            },
+        )
     }
 }

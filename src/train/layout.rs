@@ -199,8 +199,7 @@ impl<IB: Backend> Layout<AH<IB>> for MeshLayout<IB> {
     }
 
     fn check(&self, arch: &Architecture, batch: usize) -> Result<(), OwtError> {
-        self.plan.check_mesh(self.mesh.size(), batch)?;
-        self.plan.check_architecture(arch, self.mesh.size())
+        self.plan.check_run(arch, self.mesh.size(), batch)
     }
 
     fn place_model(&self, model: AlexNet<AH<IB>>) -> Result<AlexNet<AH<IB>>, OwtError> {

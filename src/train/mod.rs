@@ -1,12 +1,14 @@
 //! Training and evaluation, on one device or on a mesh of ranks under a parallel plan.
 
 pub mod atomic;
+pub mod budget;
 pub mod checkpoint;
 pub mod config;
 pub mod input;
 pub mod layout;
 pub mod metrics;
 pub mod progress;
+pub mod run_dir;
 pub mod step;
 pub mod trainer;
 

@@ -27,6 +27,7 @@ use crate::train::input::{upload_images, upload_labels, Prefetch, Tally, TallyVa
 use crate::train::layout::Layout;
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::progress::Progress;
+use crate::train::run_dir::{self, Existing};
 use crate::train::step::train_step;
 
 /// Batch size of `owt eval` and [`evaluate`] (no gradients, so larger is fine). A training
@@ -38,6 +39,9 @@ pub const EVAL_BATCH: usize = 500;
 /// the device, so a GPU is not stopped at every step.
 pub const READ_EVERY: usize = 10;
 
+/// A mean loss this many times a uniform guess's counts as divergence.
+pub const DIVERGENCE_FACTOR: f64 = 100.0;
+
 /// Batches prepared ahead of the step that uses them.
 const PREFETCH: usize = 2;
 
@@ -48,6 +52,9 @@ pub struct RunOptions<'a> {
     pub out: &'a Path,
     /// Continue from the checkpoint in `out`.
     pub resume: bool,
+    /// Replace a checkpoint `out` holds (without it, and without `resume`, a run refuses to
+    /// start in a directory that holds one).
+    pub overwrite: bool,
     /// Progress lines on stderr and a summary line per epoch on stdout.
     pub verbose: bool,
     /// Steps between reads of the running loss and accuracy (progress and the divergence
@@ -58,7 +65,7 @@ pub struct RunOptions<'a> {
 impl<'a> RunOptions<'a> {
     /// Quiet options writing to `out`, reading the running figures every [`READ_EVERY`] steps.
     pub fn new(out: &'a Path) -> Self {
-        Self { out, resume: false, verbose: false, read_every: READ_EVERY }
+        Self { out, resume: false, overwrite: false, verbose: false, read_every: READ_EVERY }
     }
 }
 
@@ -135,6 +142,12 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
 ) -> Result<Vec<EpochMetrics>, OwtError> {
     config.validate()?;
     let arch = config.model.architecture()?;
+    let existing = match (opts.resume, opts.overwrite) {
+        (true, _) => Existing::Resume,
+        (false, true) => Existing::Overwrite,
+        (false, false) => Existing::Refuse,
+    };
+    run_dir::prepare(opts.out, existing)?;
     let [c, h, w] = splits.train.image_dims();
     arch.check_input([0, c, h, w])?;
     if splits.train.classes() > arch.classes {
@@ -179,13 +192,24 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         let mut tally = Tally::<B::InnerBackend>::default();
         let mut steps = 0usize;
         layout.reset_traffic();
-        let diverged = |values: &TallyValues| {
-            OwtError::input(format!(
-                "training diverged in epoch {} (loss {}): lower --lr (got {})",
+        // Divergence: a non-finite mean loss, or one far above a uniform guess's, over the
+        // images since the last read. The previous epoch's checkpoint stays as it is.
+        let uniform = config.head.uniform_loss(arch.classes);
+        let bound = DIVERGENCE_FACTOR * uniform;
+        let mut last = TallyValues { loss_sum: 0.0, correct: 0, images: 0 };
+        let mut check = |values: TallyValues| -> Result<(), OwtError> {
+            let images = values.images - last.images;
+            let mean = (values.loss_sum - last.loss_sum) / images.max(1) as f64;
+            last = values;
+            if mean.is_finite() && mean <= bound {
+                return Ok(());
+            }
+            Err(OwtError::input(format!(
+                "training diverged in epoch {}: mean loss {mean:.4e} over {images} images, above {bound:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
                 epoch + 1,
-                values.mean_loss(),
-                config.lr
-            ))
+                config.lr,
+                config.weight_decay
+            )))
         };
         while let Some(batch) = batches.next_batch()? {
             let (images, labels) = layout.upload_batch(&batch);
@@ -196,17 +220,13 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             steps += 1;
             if steps % opts.read_every.max(1) == 0 && tally.images() < total {
                 let values = tally.read();
-                if !values.loss_sum.is_finite() {
-                    return Err(diverged(&values));
-                }
+                check(values)?;
                 progress.update(values.images, values.mean_loss(), values.accuracy());
             }
         }
         // Reading waits for the epoch's queued work, so the clock stops after it.
         let values = tally.read();
-        if !values.loss_sum.is_finite() {
-            return Err(diverged(&values));
-        }
+        check(values)?;
         progress.update(values.images, values.mean_loss(), values.accuracy());
         let train_seconds = started.elapsed().as_secs_f64();
         let seen = values.images;

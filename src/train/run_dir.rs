@@ -1,0 +1,116 @@
+//! The run directory (`--out`), made ready before any data is read or model built, so a bad
+//! path fails in the first second rather than after an epoch: it must be, or be creatable as,
+//! a writable directory (a probe file proves it), and a run may not silently replace the
+//! checkpoint of another. Temporary files a killed run left behind are removed.
+
+use std::path::Path;
+
+use crate::error::OwtError;
+use crate::train::checkpoint::{checkpoint_path, Checkpoint};
+
+/// What a run intends to do with the checkpoint its directory may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Continue from it (`--resume`): it must be there.
+    Resume,
+    /// Replace it (`--overwrite`).
+    Overwrite,
+    /// Start afresh: refused if a checkpoint is there.
+    Refuse,
+}
+
+/// Makes `out` a writable run directory for a run that treats its checkpoint as `existing`,
+/// or says in one line what is wrong with it.
+pub fn prepare(out: &Path, existing: Existing) -> Result<(), OwtError> {
+    let shown = out.display();
+    if out.exists() && !out.is_dir() {
+        return Err(OwtError::io(format!(
+            "--out {shown}: is a file, expected a directory for metrics.json and checkpoint.owt"
+        )));
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| OwtError::io(format!("--out {shown}: cannot create the directory: {e}")))?;
+    remove_stale_temporaries(out);
+    probe_write(out)?;
+    let checkpoint = checkpoint_path(out);
+    match existing {
+        Existing::Resume if !checkpoint.exists() => Err(OwtError::checkpoint(format!(
+            "--resume: {} holds no checkpoint (checkpoint.owt); train without --resume first",
+            shown
+        ))),
+        Existing::Refuse if checkpoint.exists() => {
+            let what = match Checkpoint::read_state(out) {
+                Ok(state) => format!(
+                    "a checkpoint of {} on {:?} after {} of {} epochs",
+                    state.config.model.kind.name(),
+                    state.config.dataset,
+                    state.epochs_done,
+                    state.config.epochs
+                ),
+                Err(_) => "a checkpoint (unreadable)".into(),
+            };
+            Err(OwtError::input(format!(
+                "--out {shown} already holds {what}: add --resume to continue it, or --overwrite to replace it"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes, syncs and removes a small file in `dir`: what checkpoint writes will need.
+fn probe_write(dir: &Path) -> Result<(), OwtError> {
+    use std::io::Write;
+    let probe = dir.join(format!(".owt-probe-{}", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&probe)?;
+        f.write_all(b"owt")?;
+        f.sync_all()
+    })();
+    let _ = std::fs::remove_file(&probe);
+    result.map_err(|e| OwtError::io(format!("--out {}: not writable: {e}", dir.display())))
+}
+
+/// Removes `.<name>.tmp-<pid>` files of atomic writes whose process is gone (a run killed
+/// while writing its checkpoint).
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")).map(|(_, pid)| pid.to_string())
+        else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid != std::process::id() && !process_alive(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether a process with this id runs (on Linux; elsewhere assumed alive, so kept).
+fn process_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new(&format!("/proc/{pid}")).exists()
+    } else {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_temporaries_of_dead_processes_go_and_live_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".checkpoint.owt.tmp-4294967");
+        let mine = dir.path().join(format!(".checkpoint.owt.tmp-{}", std::process::id()));
+        let other = dir.path().join("notes.tmp-1");
+        for f in [&dead, &mine, &other] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        remove_stale_temporaries(dir.path());
+        assert!(!dead.exists());
+        assert!(mine.exists() && other.exists());
+    }
+}

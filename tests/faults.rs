@@ -1,0 +1,376 @@
+//! The ways a user could lose work or get a wrong answer with exit code 0, each tried through
+//! the binary: a bad `--out`, a run over an existing checkpoint, damaged and truncated
+//! checkpoints, divergence, undecodable image folders, plans and sizes that cannot work,
+//! resumes with defaults written out, stale temporary files, and `eval` on a checkpoint file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn owt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_owt")).args(args).output().expect("run owt")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Asserts a failed run whose stderr is one line holding every needle, with no panic.
+fn one_line_error(o: &Output, needles: &[&str]) -> String {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected a failure, got success; stdout: {}; stderr: {err}", stdout(o));
+    assert!(!err.contains("panicked") && !err.contains("internal") && !err.contains("RUST_BACKTRACE"), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{n:?} not in: {}", lines[0]);
+    }
+    lines[0].to_string()
+}
+
+/// Asserts a run that started (it printed what it trains) and then failed, with no panic, in
+/// an error line holding every needle, and no result.
+fn failed_run(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected a failure; stderr: {err}");
+    assert!(!err.contains("panicked") && !err.contains("internal"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    for n in needles {
+        assert!(errors[0].contains(n), "{n:?} not in: {}", errors[0]);
+    }
+    assert!(!stdout(o).contains("final test accuracy"), "{}", stdout(o));
+}
+
+fn ok(o: &Output) {
+    assert!(o.status.success(), "stdout: {}; stderr: {}", stdout(o), stderr(o));
+}
+
+/// The flags of a tiny synthetic run.
+const TINY: [(&str, &str); 6] = [
+    ("--model", "alexnet-small"),
+    ("--dataset", "synthetic"),
+    ("--limit", "8"),
+    ("--batch", "4"),
+    ("--epochs", "1"),
+    ("--seed", "3"),
+];
+
+/// Flags without a value.
+const SWITCHES: [&str; 2] = ["--resume", "--overwrite"];
+
+/// `owt train` of a tiny synthetic run into `out`; `extra` flags replace the tiny run's.
+fn train(out: &Path, extra: &[&str]) -> Output {
+    let mut pairs: Vec<(String, Option<String>)> =
+        TINY.iter().map(|(f, v)| (f.to_string(), Some(v.to_string()))).collect();
+    let mut rest = extra.iter();
+    while let Some(flag) = rest.next() {
+        let value = if SWITCHES.contains(flag) { None } else { rest.next().map(|v| v.to_string()) };
+        match pairs.iter_mut().find(|(f, _)| f == flag) {
+            Some(pair) => pair.1 = value,
+            None => pairs.push((flag.to_string(), value)),
+        }
+    }
+    let mut args = vec!["train".to_string(), "--out".to_string(), out.to_str().unwrap().to_string()];
+    for (flag, value) in pairs {
+        args.push(flag);
+        args.extend(value);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    owt(&args)
+}
+
+fn eval(checkpoint: &Path) -> Output {
+    owt(&["eval", "--checkpoint", checkpoint.to_str().unwrap(), "--dataset", "synthetic"])
+}
+
+#[test]
+fn a_bad_out_fails_before_any_data_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("afile");
+    std::fs::write(&file, b"x").unwrap();
+    // The dataset is missing too: the --out error must come first.
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "mnist",
+        "--data",
+        "/nonexistent",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    one_line_error(&o, &["--out", "afile", "is a file"]);
+    let o = train(Path::new("/proc/owt-cannot-exist/run"), &[]);
+    one_line_error(&o, &["--out /proc/owt-cannot-exist/run", "cannot create"]);
+    let o = train(&file.join("below"), &[]);
+    one_line_error(&o, &["--out", "cannot create"]);
+}
+
+#[test]
+fn a_run_does_not_silently_replace_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&train(dir.path(), &[]));
+    let before = std::fs::read(dir.path().join("checkpoint.owt")).unwrap();
+    let o = train(dir.path(), &["--lr", "0.02"]);
+    one_line_error(&o, &["already holds a checkpoint of alexnet-small", "--resume", "--overwrite"]);
+    assert_eq!(std::fs::read(dir.path().join("checkpoint.owt")).unwrap(), before, "untouched");
+    ok(&train(dir.path(), &["--lr", "0.02", "--overwrite"]));
+    assert_ne!(std::fs::read(dir.path().join("checkpoint.owt")).unwrap(), before, "replaced");
+    let o = train(dir.path(), &["--resume", "--overwrite"]);
+    assert!(!o.status.success() && stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
+/// A trained checkpoint's bytes and the byte offsets where its sections start.
+fn trained_checkpoint() -> (tempfile::TempDir, Vec<u8>, [usize; 4]) {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&train(dir.path(), &[]));
+    let bytes = std::fs::read(dir.path().join("checkpoint.owt")).unwrap();
+    assert_eq!(&bytes[..8], b"OWTCKPT2");
+    let len = |i: usize| u64::from_le_bytes(bytes[8 + 12 * i..16 + 12 * i].try_into().unwrap()) as usize;
+    let state = 48;
+    let model = state + len(0);
+    let optimizer = model + len(1);
+    assert_eq!(optimizer + len(2), bytes.len());
+    (dir, bytes, [0, state, model, optimizer])
+}
+
+#[test]
+fn damaged_or_truncated_checkpoints_are_refused_naming_the_section() {
+    let (dir, bytes, [_, state, model, optimizer]) = trained_checkpoint();
+    let path = dir.path().join("checkpoint.owt");
+    ok(&eval(dir.path()));
+    // Flipped bytes in each section, including 400 in the weights.
+    for (at, count, section) in
+        [(10, 1, "header"), (state + 3, 1, "state"), (model + 100, 400, "model"), (optimizer + 50, 8, "optimizer")]
+    {
+        let mut damaged = bytes.clone();
+        for b in &mut damaged[at..at + count] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&path, &damaged).unwrap();
+        let o = eval(dir.path());
+        one_line_error(&o, &["is damaged", section]);
+        assert!(!stdout(&o).contains("accuracy"), "a damaged checkpoint was evaluated");
+        // Resuming reads it too.
+        let o = train(dir.path(), &["--epochs", "2", "--resume"]);
+        one_line_error(&o, &["is damaged", section]);
+    }
+    // Truncated anywhere: inside the magic, the header, each section, one byte short.
+    for (cut, section) in [
+        (0, "header"),
+        (5, "header"),
+        (30, "header"),
+        (state + 2, "state"),
+        (model + 10, "model"),
+        (optimizer + 1, "optimizer"),
+        (bytes.len() - 1, "optimizer"),
+    ] {
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let o = eval(dir.path());
+        one_line_error(&o, &["truncated", section]);
+    }
+    // Bytes appended after the last section.
+    std::fs::write(&path, [&bytes[..], b"junk"].concat()).unwrap();
+    one_line_error(&eval(dir.path()), &["unexpected bytes"]);
+    // A newer format is named as such.
+    let mut newer = bytes.clone();
+    newer[7] = b'9';
+    std::fs::write(&path, &newer).unwrap();
+    one_line_error(&eval(dir.path()), &["format 9", "formats 1 and 2"]);
+}
+
+#[test]
+fn checkpoints_from_before_checksums_still_load() {
+    let (dir, bytes, [_, state, model, optimizer]) = trained_checkpoint();
+    // Format 1: the magic, then each section as length + bytes.
+    let mut v1 = b"OWTCKPT1".to_vec();
+    for (a, b) in [(state, model), (model, optimizer), (optimizer, bytes.len())] {
+        v1.extend_from_slice(&((b - a) as u64).to_le_bytes());
+        v1.extend_from_slice(&bytes[a..b]);
+    }
+    let before = stdout(&eval(dir.path()));
+    std::fs::write(dir.path().join("checkpoint.owt"), &v1).unwrap();
+    let o = eval(dir.path());
+    ok(&o);
+    assert_eq!(stdout(&o), before, "the same numbers from format 1");
+    ok(&train(dir.path(), &["--epochs", "2", "--resume"]));
+}
+
+#[test]
+fn divergence_names_lr_and_weight_decay_and_keeps_the_last_good_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&train(dir.path(), &[]));
+    let good = std::fs::read(dir.path().join("checkpoint.owt")).unwrap();
+    let o = train(dir.path(), &["--lr", "5", "--overwrite", "--limit", "64", "--batch", "8"]);
+    failed_run(&o, &["diverged", "--lr (got 5)", "--weight-decay (got 0.0005)"]);
+    assert_eq!(std::fs::read(dir.path().join("checkpoint.owt")).unwrap(), good, "the last good checkpoint is kept");
+    let o = train(dir.path(), &["--weight-decay", "1e30", "--overwrite", "--limit", "64", "--batch", "8"]);
+    failed_run(&o, &["diverged", "--weight-decay (got 1000000000000000000000000000000)"]);
+}
+
+fn write_png(path: &Path, shade: u8) {
+    image::GrayImage::from_fn(12, 12, |x, _| image::Luma([shade.wrapping_add(x as u8 * 9)])).save(path).unwrap();
+}
+
+/// A folder dataset with `good` decodable and `bad` undecodable images per split, 2 classes.
+fn folder_dataset(root: &Path, splits: &[&str], good: usize, bad: usize) {
+    for split in splits {
+        for (class, shade) in [("a", 20u8), ("b", 200)] {
+            let dir = root.join(split).join(class);
+            std::fs::create_dir_all(&dir).unwrap();
+            for i in 0..good {
+                write_png(&dir.join(format!("{i}.png")), shade);
+            }
+            for i in 0..bad {
+                std::fs::write(dir.join(format!("broken{i}.jpg")), b"not a jpeg at all").unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn image_folders_refuse_many_undecodable_files_and_warn_about_a_few() {
+    let root = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let folder = |root: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--model",
+            "alexnet-small",
+            "--dataset",
+            "folder",
+            "--data",
+            root.to_str().unwrap(),
+            "--epochs",
+            "1",
+            "--batch",
+            "8",
+            "--out",
+            out.path().to_str().unwrap(),
+            "--overwrite",
+        ];
+        args.extend(extra);
+        owt(&args)
+    };
+    folder_dataset(root.path(), &["train", "val"], 0, 3);
+    let e = one_line_error(&folder(root.path(), &[]), &["6 of 6 images", "cannot be decoded", "broken0.jpg"]);
+    assert!(e.contains("more than 1%"), "{e}");
+    // 1 in 101 per split: trained on the 100 good ones, with one warning line per split.
+    let few = tempfile::tempdir().unwrap();
+    folder_dataset(few.path(), &["train", "val"], 50, 0);
+    std::fs::write(few.path().join("train/a/broken.jpg"), b"junk").unwrap();
+    let o = folder(few.path(), &[]);
+    ok(&o);
+    let err = stderr(&o);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("1 of 101") && warnings[0].contains("left out"), "{warnings:?}");
+    // Evaluation needs only the held-out split.
+    let val_only = tempfile::tempdir().unwrap();
+    folder_dataset(val_only.path(), &["val"], 4, 0);
+    let o = owt(&[
+        "eval",
+        "--checkpoint",
+        out.path().to_str().unwrap(),
+        "--dataset",
+        "folder",
+        "--data",
+        val_only.path().to_str().unwrap(),
+    ]);
+    ok(&o);
+    assert!(stdout(&o).contains("(8 images)"), "{}", stdout(&o));
+}
+
+#[test]
+fn plan_refuses_what_train_refuses_with_the_same_words() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--model", "alexnet-small", "--devices", "16", "--batch", "64"][..],
+        &["--model", "alexnet-small", "--devices", "3", "--batch", "64", "--plan", "two-tower"],
+        &["--model", "alexnet-small", "--devices", "4", "--batch", "2"],
+        &["--model", "alexnet-small", "--towers", "2", "--devices", "4", "--batch", "8", "--plan", "model-parallel"],
+    ] {
+        let plan = one_line_error(&owt(&[&["plan"][..], args].concat()), &["plan"]);
+        let mut train_args =
+            vec!["train", "--dataset", "synthetic", "--out", dir.path().to_str().unwrap(), "--overwrite"];
+        train_args.extend(args);
+        let train = one_line_error(&owt(&train_args), &["plan"]);
+        assert_eq!(plan, train, "owt plan and owt train refuse {args:?} alike");
+    }
+}
+
+#[test]
+fn sizes_that_cannot_fit_are_refused_up_front_with_the_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let max = u64::MAX.to_string();
+    one_line_error(&owt(&["info", "--model", "alexnet-small", "--classes", &max]), &["too large", "overflow"]);
+    one_line_error(
+        &owt(&["plan", "--model", "alexnet-small", "--classes", &max, "--devices", "2", "--batch", "8"]),
+        &["too large"],
+    );
+    for (flag, value) in [("--input", "20000"), ("--classes", "100000000000"), ("--batch", "1000000000")] {
+        let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--out", out, flag, value]);
+        let e = one_line_error(&o, &["needs about", "available"]);
+        assert!(e.contains("B ") || e.contains("bytes"), "{e}");
+    }
+    let o =
+        owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--limit", "1000000000000", "--out", out]);
+    one_line_error(&o, &["needs about", "of images"]);
+}
+
+#[test]
+fn resume_compares_effective_settings_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&train(dir.path(), &[]));
+    // The defaults written out are the same run.
+    ok(&train(dir.path(), &["--epochs", "2", "--resume", "--towers", "2", "--classes", "10", "--channels", "1"]));
+    let e = one_line_error(
+        &train(dir.path(), &["--epochs", "3", "--resume", "--lr", "0.1"]),
+        &["cannot resume", "--lr 0.1", "--lr 0.01"],
+    );
+    assert!(!e.contains('{') && !e.contains('"'), "no JSON: {e}");
+    one_line_error(&train(dir.path(), &["--epochs", "3", "--resume", "--towers", "1"]), &["--towers 1", "--towers 2"]);
+}
+
+#[test]
+fn a_killed_writes_temporary_file_is_removed_and_eval_takes_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&train(dir.path(), &[]));
+    // What a SIGKILL during the write leaves: a temporary of a process that is gone.
+    let stale: PathBuf = dir.path().join(".checkpoint.owt.tmp-4294967");
+    std::fs::write(&stale, b"half a checkpoint").unwrap();
+    ok(&train(dir.path(), &["--epochs", "2", "--resume"]));
+    assert!(!stale.exists(), "the stale temporary is gone");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-") || n.contains("probe"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let by_dir = eval(dir.path());
+    let by_file = eval(&dir.path().join("checkpoint.owt"));
+    ok(&by_file);
+    assert_eq!(stdout(&by_file), stdout(&by_dir));
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn no_vulkan_adapter_is_one_line_naming_the_package() {
+    let o = Command::new(env!("CARGO_BIN_EXE_owt"))
+        .args(["bench", "--model", "alexnet-small", "--batch", "2", "--backend", "wgpu", "--steps", "1"])
+        .env("VK_ICD_FILENAMES", "/nonexistent.json")
+        .env("VK_DRIVER_FILES", "/nonexistent.json")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("mesa-vulkan-drivers") && !err.contains("RecvError") && !err.contains("panicked"), "{err}");
+}
