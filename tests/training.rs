@@ -128,7 +128,7 @@ fn resume_refuses_a_different_run() {
     let e = train::<B, _>(&other, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), true))
         .unwrap_err()
         .to_string();
-    assert!(e.contains("batch: 32 vs 16"), "{e}");
+    assert!(e.contains("this command has --batch 16, the checkpoint was trained with --batch 32"), "{e}");
 }
 
 #[test]
