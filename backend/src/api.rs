@@ -84,3 +84,30 @@ macro_rules! int_distributed {
 }
 
 int_distributed!(Hybrid<B>, Autodiff<Hybrid<B>>);
+
+/// A `Partial` tensor whose rank `r` holds `summands[r]` (one per rank, all of one shape): its
+/// value is their sum. What a contraction over a sharded dimension produces; tests use it for
+/// pending sums whose pieces really differ (a tensor `distribute`d to `Partial` keeps its value
+/// on rank 0 and zeros elsewhere, which hides rules that treat summands wrongly).
+pub fn partial_from_summands<B: Backend, const D: usize>(
+    summands: Vec<burn::tensor::TensorData>,
+    mesh: &crate::MeshDevice<B::Device>,
+) -> Tensor<Hybrid<B>, D> {
+    assert_eq!(
+        summands.len(),
+        mesh.size(),
+        "one summand per rank: {} summands for {} ranks",
+        summands.len(),
+        mesh.size()
+    );
+    let shape = summands[0].shape.clone();
+    assert!(summands.iter().all(|s| s.shape == shape), "every summand must have the shape {shape:?}");
+    let dtype = burn::tensor::backend::get_device_settings::<Hybrid<B>>(mesh).float_dtype.into();
+    let shards = summands
+        .into_iter()
+        .enumerate()
+        .map(|(r, s)| B::float_from_data(s.convert_dtype(dtype), mesh.rank_device(r)))
+        .collect();
+    let t = crate::dtensor::DTensor::from_parts(mesh.clone(), shape, dtype, Placement::Partial, shards);
+    Tensor::from_primitive(TensorPrimitive::Float(t))
+}

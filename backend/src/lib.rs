@@ -15,6 +15,8 @@ mod exchange;
 mod kind;
 mod ledger;
 mod mesh;
+#[doc(hidden)]
+pub mod mutation;
 pub mod ops;
 mod phase_marker;
 mod placement;
@@ -23,7 +25,7 @@ mod shape_rules;
 mod transport;
 mod upload;
 
-pub use api::Distributed;
+pub use api::{partial_from_summands, Distributed};
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 pub use dtensor::DTensor;
 pub use exchange::Exchange;

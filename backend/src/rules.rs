@@ -8,6 +8,7 @@ use crate::collectives::{redistribute, ReduceOp};
 use crate::dtensor::DTensor;
 use crate::kind::ShardKind;
 use crate::mesh::MeshDevice;
+use crate::mutation::{self, Mutation};
 use crate::placement::Placement;
 
 /// Builds a tensor from per-rank results, deriving the global shape from the pieces.
@@ -37,7 +38,7 @@ pub(crate) fn per_rank<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
 
 /// Makes a `Partial` tensor whole (all-reduce); other placements pass unchanged.
 pub(crate) fn resolve_partial<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
-    if t.placement == Placement::Partial && t.ranks() > 1 {
+    if t.placement == Placement::Partial && t.ranks() > 1 && !mutation::active(Mutation::MissingAllReduce) {
         crate::collectives::all_reduce(t, ReduceOp::Sum)
     } else if t.placement == Placement::Partial {
         let mut t = t;
@@ -62,6 +63,9 @@ pub(crate) fn unary<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     t: DTensor<B, K>,
     f: impl FnMut(K::Prim) -> K2::Prim,
 ) -> DTensor<B, K2> {
+    if mutation::active(Mutation::NonlinearOnSummands) {
+        return per_rank(t, f);
+    }
     per_rank(resolve_partial(t), f)
 }
 
@@ -113,7 +117,12 @@ fn align<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     use Placement::*;
     match (lhs.placement, rhs.placement) {
         (Replicate, Replicate) => Ok((lhs, rhs, Replicate)),
-        (Partial, Partial) if linearity == Linearity::Additive => Ok((lhs, rhs, Partial)),
+        (Partial, Partial)
+            if linearity == Linearity::Additive
+                || (linearity == Linearity::Scaling && mutation::active(Mutation::ProductOfSummands)) =>
+        {
+            Ok((lhs, rhs, Partial))
+        }
         (Partial, Replicate) if matches!(linearity, Linearity::Scaling | Linearity::LeftScaling) => {
             Ok((lhs, rhs, Partial))
         }

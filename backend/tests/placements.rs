@@ -26,7 +26,7 @@ fn every_placement_reads_back_the_global_tensor() {
         assert_eq!(t.placement(), Placement::Replicate);
         for placement in [Placement::Shard(0), Placement::Shard(1), Placement::Partial, Placement::Replicate] {
             let d = t.clone().distribute(placement);
-            assert_eq!(d.placement(), if k == 1 { placement } else { placement });
+            assert_eq!(d.placement(), placement);
             assert_eq!(values(d), data.to_vec::<f32>().unwrap(), "K={k} {placement}");
         }
     }
@@ -62,30 +62,54 @@ fn ledger_counts_the_analytic_volume_of_each_collective() {
     assert_eq!(s.by_collective("all_gather").bytes, (k as u64 - 1) * bytes);
     assert_eq!(s.by_collective("all_gather").messages, (k * (k - 1)) as u64);
 
-    // all_reduce (ring): reduce-scatter then all-gather, 2(K-1)/K of the tensor per rank.
+    // all_reduce (ring): reduce-scatter then all-gather, 2(K-1)/K of the tensor per rank, of a
+    // real pending sum (every rank holds a different summand).
     m.reset_ledger();
-    let partial = t.clone().distribute(Placement::Partial);
-    let _ = {
+    let partial = summands_of::<2>(&[rows, cols], k, &m);
+    let want = (0..rows * cols).map(|i| i as f32 * k as f32).collect::<Vec<_>>();
+    let whole = {
         let _phase = m.phase("grad-sync");
         partial.distribute(Placement::Replicate)
     };
     let s = m.ledger_snapshot();
+    assert_eq!(values(whole), want);
     assert_eq!(s.by_collective("all_reduce").bytes, 2 * (k as u64 - 1) * bytes);
     assert_eq!(s.by_phase("grad-sync").bytes, 2 * (k as u64 - 1) * bytes);
     assert_eq!(s.by_phase("-").bytes, 0);
 }
 
+/// A pending sum whose rank r holds `i + r * 0.5 - (K-1) * 0.25` at element i (different on
+/// every rank, exactly representable), so the sum is `K * i`.
+fn summands_of<const D: usize>(
+    shape: &[usize],
+    k: usize,
+    m: &MeshDevice<burn::backend::flex::FlexDevice>,
+) -> Tensor<H, D> {
+    let n: usize = shape.iter().product();
+    let summands = (0..k)
+        .map(|r| {
+            let v: Vec<f32> = (0..n).map(|i| i as f32 + r as f32 * 0.5 - (k - 1) as f32 * 0.25).collect();
+            TensorData::new(v, shape.to_vec())
+        })
+        .collect();
+    owt_hybrid::partial_from_summands::<Flex, D>(summands, m)
+}
+
 #[test]
 fn partial_sums_are_summed_once() {
     let m = mesh(3);
-    let t = Tensor::<H, 1>::from_data([1.0f32, 2.0, 3.0], &m).distribute(Placement::Partial);
+    // Three different summands per element; element i sums to 3i: the value is [0, 3, 6].
+    let t = summands_of::<1>(&[3], 3, &m);
+    assert_eq!(t.placement(), Placement::Partial);
     // Linear ops keep the summands; the read-back sums them exactly once.
     let y = (t.clone() * 2.0 + t.clone()).sum();
-    assert_eq!(values(y), vec![18.0]);
-    // A non-linear op resolves the sum first.
-    let z = t.exp();
-    let want: Vec<f32> = [1.0f32, 2.0, 3.0].iter().map(|v| v.exp()).collect();
+    assert_eq!(values(y), vec![27.0]);
+    // A non-linear op resolves the sum first (summand by summand it would differ).
+    let z = t.clone().exp();
+    let want: Vec<f32> = [0.0f32, 3.0, 6.0].iter().map(|v| v.exp()).collect();
     assert_eq!(values(z), want);
+    // A product of two pending sums is the product of the sums, not the sum of products.
+    assert_eq!(values(t.clone() * t), vec![0.0, 9.0, 36.0]);
 }
 
 #[test]

@@ -1,13 +1,18 @@
 //! Property tests: for random ops, input placements and mesh sizes K in 1..=4, `Hybrid<Flex>`
-//! computes what `Flex` computes (relative 1e-5), and `Autodiff<Hybrid<Flex>>` gives the
-//! gradients `Autodiff<Flex>` gives.
+//! computes what `Flex` computes, and `Autodiff<Hybrid<Flex>>` gives the gradients
+//! `Autodiff<Flex>` gives (relative 1e-5: f32 sums in another order, measured below 2e-6).
+//!
+//! `Partial` inputs are real pending sums: every rank holds a different summand, and the
+//! summands (values on a 1/1024 grid) add up exactly to the reference input. Deliberately wrong
+//! rules ([`owt_hybrid::mutation`]) must make these checks fail.
 
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
 use burn::tensor::activation::{gelu, log_sigmoid, log_softmax, relu, sigmoid, softmax};
 use burn::tensor::module::{avg_pool2d, conv2d, max_pool2d};
 use burn::tensor::ops::ConvOptions;
-use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
+use owt_hybrid::mutation::{self, Mutation};
+use owt_hybrid::{partial_from_summands, Distributed, Hybrid, MeshDevice, Placement};
 use proptest::prelude::*;
 
 type H = Hybrid<Flex>;
@@ -150,16 +155,39 @@ fn placement() -> impl Strategy<Value = Placement> {
     ]
 }
 
+/// Values in [-2, 2] on a 1/1024 grid, from a small deterministic generator (reproducible from
+/// proptest's seed): sums of a few of them are exact in f32.
 fn values(seed: u64, len: usize) -> Vec<f32> {
-    // A small deterministic generator keeps the cases reproducible from proptest's seed.
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     (0..len)
         .map(|_| {
             s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 33) as f32 / (1u64 << 31) as f32) * 4.0 - 2.0
+            let v = ((s >> 33) as f32 / (1u64 << 31) as f32) * 4.0 - 2.0;
+            (v * 1024.0).round() / 1024.0
         })
         .collect()
 }
+
+/// `data` (values from [`values`]) on `mesh` as `placement`. A `Partial` tensor gets real
+/// summands: every rank but 0 holds its own pseudo-random tensor and rank 0 the rest, so each
+/// rank's piece differs and their sum is exactly `data`.
+fn placed<const D: usize>(
+    data: &TensorData,
+    placement: Placement,
+    mesh: &MeshDevice<FlexDevice>,
+    seed: u64,
+) -> Tensor<H, D> {
+    if placement != Placement::Partial || mesh.size() == 1 {
+        return Tensor::<H, D>::from_data(data.clone(), mesh).distribute(placement);
+    }
+    let whole = data.to_vec::<f32>().unwrap();
+    let others: Vec<Vec<f32>> = (1..mesh.size()).map(|r| values(seed ^ (0x5eed << r), whole.len())).collect();
+    let first: Vec<f32> = whole.iter().enumerate().map(|(i, v)| others.iter().fold(*v, |acc, o| acc - o[i])).collect();
+    let summands = std::iter::once(first).chain(others).map(|v| TensorData::new(v, data.shape.clone())).collect();
+    partial_from_summands::<Flex, D>(summands, mesh)
+}
+
+type FlexDevice = burn::backend::flex::FlexDevice;
 
 fn close(got: &[f32], want: &[f32], what: &str) -> Result<(), TestCaseError> {
     prop_assert_eq!(got.len(), want.len(), "{}: length", what);
@@ -174,6 +202,110 @@ fn read<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
     t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
 }
 
+/// The three inputs of a case: `a`, `b`: `[m, n]`, `w`: `[n, n]`.
+fn inputs(seed: u64, [m, n]: [usize; 2]) -> [TensorData; 3] {
+    [
+        TensorData::new(values(seed, m * n), [m, n]),
+        TensorData::new(values(seed ^ 1, m * n), [m, n]),
+        TensorData::new(values(seed ^ 2, n * n), [n, n]),
+    ]
+}
+
+/// `op` on Hybrid with inputs placed as `placements` against Flex.
+fn forward_case(
+    op: Op,
+    k: usize,
+    dims: [usize; 2],
+    placements: [Placement; 3],
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let [da, db, dw] = inputs(seed, dims);
+    let fd = Default::default();
+    let want = read(apply::<Flex>(
+        op,
+        Tensor::from_data(da.clone(), &fd),
+        Tensor::from_data(db.clone(), &fd),
+        Tensor::from_data(dw.clone(), &fd),
+    ));
+    let mesh = MeshDevice::virtual_ranks(fd, k);
+    let [pa, pb, pw] = placements;
+    let got = read(apply::<H>(
+        op,
+        placed(&da, pa, &mesh, seed),
+        placed(&db, pb, &mesh, seed ^ 7),
+        placed(&dw, pw, &mesh, seed ^ 9),
+    ));
+    close(&got, &want, &format!("{op:?} K={k} {dims:?} {pa} {pb} {pw}"))
+}
+
+/// The gradients of `sum(op(a, b, w) * weights)` on Autodiff<Hybrid> against Autodiff<Flex>.
+fn gradient_case(
+    op: Op,
+    k: usize,
+    dims: [usize; 2],
+    placements: [Placement; 3],
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let [da, db, dw] = inputs(seed, dims);
+    let fd = Default::default();
+    let (a, b, w) = (
+        Tensor::<AF, 2>::from_data(da.clone(), &fd).require_grad(),
+        Tensor::<AF, 2>::from_data(db.clone(), &fd).require_grad(),
+        Tensor::<AF, 2>::from_data(dw.clone(), &fd).require_grad(),
+    );
+    let out = apply::<AF>(op, a.clone(), b.clone(), w.clone());
+    let weights =
+        Tensor::<AF, 2>::from_data(TensorData::new(values(seed ^ 3, out.shape().num_elements()), out.dims()), &fd);
+    let g = (out * weights.clone()).sum().backward();
+    let want: Vec<Vec<f32>> = [&a, &b, &w].iter().map(|t| t.grad(&g).map(read).unwrap_or_default()).collect();
+
+    let mesh = MeshDevice::virtual_ranks(fd, k);
+    let [pa, pb, pw] = placements;
+    let leaf =
+        |d: &TensorData, p: Placement, s: u64| Tensor::<AH, 2>::from_inner(placed(d, p, &mesh, s)).require_grad();
+    let (ha, hb, hw) = (leaf(&da, pa, seed), leaf(&db, pb, seed ^ 7), leaf(&dw, pw, seed ^ 9));
+    let out = apply::<AH>(op, ha.clone(), hb.clone(), hw.clone());
+    let hweights = Tensor::<AH, 2>::from_data(weights.into_data(), &mesh);
+    let g = (out * hweights).sum().backward();
+    let got: Vec<Vec<f32>> = [&ha, &hb, &hw].iter().map(|t| t.grad(&g).map(read).unwrap_or_default()).collect();
+    prop_assert_eq!(got.len(), want.len());
+    for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+        close(x, y, &format!("{op:?} grad {} K={k} {dims:?} {pa} {pb} {pw}", ["a", "b", "w"][i]))?;
+    }
+    Ok(())
+}
+
+/// Cases with `Partial` inputs on K = 2..4 that a wrong rule for pending sums must fail.
+fn partial_cases() -> Vec<(Op, usize, [Placement; 3])> {
+    use Placement::*;
+    let mut cases = Vec::new();
+    for k in 2..=4 {
+        for op in [Op::Relu, Op::Exp, Op::Tanh, Op::Mul, Op::Matmul, Op::MaxDim1, Op::SliceRows] {
+            cases.push((op, k, [Partial, Partial, Partial]));
+            cases.push((op, k, [Partial, Replicate, Shard(0)]));
+        }
+    }
+    cases
+}
+
+#[test]
+fn wrong_rules_for_pending_sums_are_caught() {
+    // The cases pass with the right rules...
+    for (op, k, placements) in partial_cases() {
+        forward_case(op, k, [5, 4], placements, 11).unwrap();
+        gradient_case(op, k, [5, 4], placements, 11).unwrap();
+    }
+    // ...and each wrong rule fails at least one of them.
+    for m in Mutation::ALL {
+        let caught = mutation::with(m, || {
+            partial_cases().into_iter().any(|(op, k, p)| {
+                forward_case(op, k, [5, 4], p, 11).is_err() || gradient_case(op, k, [5, 4], p, 11).is_err()
+            })
+        });
+        assert!(caught, "{m:?} passed every case: the checks cannot tell it from the right rule");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -181,19 +313,7 @@ proptest! {
     fn forward_matches_flex(k in 1usize..=4, m in 1usize..=7, n in 2usize..=6,
                             pa in placement(), pb in placement(), pw in placement(), seed in any::<u64>()) {
       for op in OPS {
-        let (da, db, dw) = (
-            TensorData::new(values(seed, m * n), [m, n]),
-            TensorData::new(values(seed ^ 1, m * n), [m, n]),
-            TensorData::new(values(seed ^ 2, n * n), [n, n]),
-        );
-        let fd = Default::default();
-        let want = read(apply::<Flex>(op, Tensor::from_data(da.clone(), &fd), Tensor::from_data(db.clone(), &fd), Tensor::from_data(dw.clone(), &fd)));
-        let mesh = MeshDevice::virtual_ranks(fd, k);
-        let a = Tensor::<H, 2>::from_data(da, &mesh).distribute(pa);
-        let b = Tensor::<H, 2>::from_data(db, &mesh).distribute(pb);
-        let w = Tensor::<H, 2>::from_data(dw, &mesh).distribute(pw);
-        let got = read(apply::<H>(op, a, b, w));
-        close(&got, &want, &format!("{op:?} K={k} [{m},{n}] {pa} {pb} {pw}"))?;
+        forward_case(op, k, [m, n], [pa, pb, pw], seed)?;
       }
     }
 
@@ -201,44 +321,15 @@ proptest! {
     fn gradients_match_flex(k in 1usize..=4, m in 1usize..=6, n in 2usize..=5,
                             pa in placement(), pb in placement(), pw in placement(), seed in any::<u64>()) {
       for op in OPS.into_iter().filter(|op| !matches!(op, Op::Argmax1)) {
-        let (da, db, dw) = (
-            TensorData::new(values(seed, m * n), [m, n]),
-            TensorData::new(values(seed ^ 1, m * n), [m, n]),
-            TensorData::new(values(seed ^ 2, n * n), [n, n]),
-        );
-        let fd = Default::default();
-        let (a, b, w) = (
-            Tensor::<AF, 2>::from_data(da.clone(), &fd).require_grad(),
-            Tensor::<AF, 2>::from_data(db.clone(), &fd).require_grad(),
-            Tensor::<AF, 2>::from_data(dw.clone(), &fd).require_grad(),
-        );
-        let out = apply::<AF>(op, a.clone(), b.clone(), w.clone());
-        let weights = Tensor::<AF, 2>::from_data(TensorData::new(values(seed ^ 3, out.shape().num_elements()), out.dims()), &fd);
-        let g = (out * weights.clone()).sum().backward();
-        let want: Vec<Vec<f32>> = [&a, &b, &w].iter().map(|t| t.grad(&g).map(read).unwrap_or_default()).collect();
-
-        let mesh = MeshDevice::virtual_ranks(fd, k);
-        let (ha, hb, hw) = (
-            Tensor::<AH, 2>::from_data(da, &mesh).distribute(pa).require_grad(),
-            Tensor::<AH, 2>::from_data(db, &mesh).distribute(pb).require_grad(),
-            Tensor::<AH, 2>::from_data(dw, &mesh).distribute(pw).require_grad(),
-        );
-        let out = apply::<AH>(op, ha.clone(), hb.clone(), hw.clone());
-        let hweights = Tensor::<AH, 2>::from_data(weights.into_data(), &mesh);
-        let g = (out * hweights).sum().backward();
-        let got: Vec<Vec<f32>> = [&ha, &hb, &hw].iter().map(|t| t.grad(&g).map(read).unwrap_or_default()).collect();
-        for (i, (x, y)) in got.iter().zip(&want).enumerate() {
-            close(x, y, &format!("{op:?} grad {} K={k} [{m},{n}] {pa} {pb} {pw}", ["a", "b", "w"][i]))?;
-        }
+        gradient_case(op, k, [m, n], [pa, pb, pw], seed)?;
       }
     }
 
     #[test]
     fn conv_and_pooling_match_flex(k in 1usize..=4, batch in 1usize..=5, groups in 1usize..=2,
-                                   px in prop_oneof![Just(Placement::Replicate), Just(Placement::Shard(0)), Just(Placement::Shard(1))],
-                                   pw in prop_oneof![Just(Placement::Replicate), Just(Placement::Shard(0))],
+                                   cin in prop_oneof![Just(2usize), Just(4)], cout in prop_oneof![Just(2usize), Just(4)],
+                                   side in 5usize..=8, px in placement(), pw in placement(), partial_bias in any::<bool>(),
                                    seed in any::<u64>()) {
-        let (cin, cout, side) = (4, 4, 6);
         let dx = TensorData::new(values(seed, batch * cin * side * side), [batch, cin, side, side]);
         let dw = TensorData::new(values(seed ^ 5, cout * cin / groups * 9), [cout, cin / groups, 3, 3]);
         let db = TensorData::new(values(seed ^ 6, cout), [cout]);
@@ -250,22 +341,29 @@ proptest! {
         );
         let out = conv_net(x.clone(), w.clone(), b.clone(), groups);
         let want_out = read(out.clone());
-        let g = out.sum().backward();
+        // A different upstream gradient for every output element.
+        let upstream = TensorData::new(values(seed ^ 8, out.shape().num_elements()), out.dims());
+        let g = (out * Tensor::<AF, 4>::from_data(upstream.clone(), &fd)).sum().backward();
         let want = [read(x.grad(&g).unwrap()), read(w.grad(&g).unwrap()), read(b.grad(&g).unwrap())];
 
         let mesh = MeshDevice::virtual_ranks(fd, k);
-        let pb = if pw == Placement::Shard(0) { Placement::Shard(0) } else { Placement::Replicate };
+        let pb = match (pw, partial_bias) {
+            (_, true) => Placement::Partial,
+            (Placement::Shard(0), false) => Placement::Shard(0),
+            _ => Placement::Replicate,
+        };
         let (hx, hw, hb) = (
-            Tensor::<AH, 4>::from_data(dx, &mesh).distribute(px).require_grad(),
-            Tensor::<AH, 4>::from_data(dw, &mesh).distribute(pw).require_grad(),
-            Tensor::<AH, 1>::from_data(db, &mesh).distribute(pb).require_grad(),
+            Tensor::<AH, 4>::from_inner(placed(&dx, px, &mesh, seed)).require_grad(),
+            Tensor::<AH, 4>::from_inner(placed(&dw, pw, &mesh, seed ^ 5)).require_grad(),
+            Tensor::<AH, 1>::from_inner(placed(&db, pb, &mesh, seed ^ 6)).require_grad(),
         );
+        let what = format!("K={k} batch {batch} {cin}->{cout} side {side} g{groups} x {px} w {pw} b {pb}");
         let out = conv_net(hx.clone(), hw.clone(), hb.clone(), groups);
-        close(&read(out.clone()), &want_out, &format!("conv out K={k} g{groups} {px} {pw}"))?;
-        let g = out.sum().backward();
+        close(&read(out.clone()), &want_out, &format!("conv out {what}"))?;
+        let g = (out * Tensor::<AH, 4>::from_data(upstream, &mesh)).sum().backward();
         let got = [read(hx.grad(&g).unwrap()), read(hw.grad(&g).unwrap()), read(hb.grad(&g).unwrap())];
         for (i, (x, y)) in got.iter().zip(&want).enumerate() {
-            close(x, y, &format!("conv grad {} K={k} g{groups} {px} {pw}", ["x", "w", "b"][i]))?;
+            close(x, y, &format!("conv grad {} {what}", ["x", "w", "b"][i]))?;
         }
     }
 }

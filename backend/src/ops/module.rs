@@ -140,10 +140,12 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     fn conv2d_bias_backward(x: F<B>, bias: F<B>, output_grad: F<B>) -> F<B> {
         use Placement::*;
         let output_grad = resolve_partial(output_grad);
+        // The inner op reads the batch size from `x`: its rows must be split as the gradient's.
+        let batch_split = x.placement == Shard(0);
         let (x, bias, grad, out) = match (output_grad.placement, bias.placement) {
-            (Shard(0), Replicate) => (x, bias, output_grad, Partial),
-            (Shard(1), Shard(0)) => (x, bias, output_grad, Shard(0)),
-            (Replicate, Replicate) => (x, bias, output_grad, Replicate),
+            (Shard(0), Replicate) if batch_split => (x, bias, output_grad, Partial),
+            (Shard(1), Shard(0)) if !batch_split => (x, bias, output_grad, Shard(0)),
+            (Replicate, Replicate) if !batch_split => (x, bias, output_grad, Replicate),
             _ => (
                 gathered("conv2d_bias_backward", x),
                 gathered("conv2d_bias_backward", bias),
