@@ -1,6 +1,12 @@
 //! A full training step (forward, loss, backward, SGD with momentum and weight decay) of the
 //! AlexNet family on `Autodiff<Hybrid<Flex>>` under the weird-trick and two-tower placements:
-//! no fallbacks, and the same loss and updated weights as one device.
+//! no fallbacks, and the same loss, gradients (tensor by tensor, each against its own scale)
+//! and updated weights as one device.
+//!
+//! Tolerance: f32, relative to each tensor's largest magnitude. Measured (2026-11-30) over
+//! every case here: gradients within 3e-6, weights within 2e-7; 2e-5 leaves room for other
+//! thread counts, while a gradient off by a factor, a dropped summand or a wrong rank's
+//! slice is off by far more.
 
 use burn::backend::{Autodiff, Flex};
 use burn::module::{AutodiffModule, Module};
@@ -31,12 +37,48 @@ fn sgd<B: burn::tensor::backend::AutodiffBackend>() -> impl Optimizer<AlexNet<B>
         .init::<B, AlexNet<B>>()
 }
 
-fn flat(model: AlexNet<Flex>) -> Vec<f32> {
-    let mut out = Vec::new();
-    for (_, t) in owt::parallel::parameter_values(&model) {
-        out.extend(t);
+/// Relative tolerance of a tensor against one device's (see the file's doc).
+const TOLERANCE: f32 = 2e-5;
+
+/// The largest gap of any tensor, relative to that tensor's largest magnitude, and its name.
+fn worst_gap(got: &[(String, Vec<f32>)], want: &[(String, Vec<f32>)]) -> (f32, String) {
+    assert_eq!(got.len(), want.len(), "tensor counts");
+    let mut worst = (0.0f32, String::new());
+    for ((name, a), (name_b, b)) in got.iter().zip(want) {
+        assert_eq!(name, name_b);
+        assert_eq!(a.len(), b.len(), "{name}: lengths");
+        let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE);
+        let gap = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())) / scale;
+        if gap >= worst.0 {
+            worst = (gap, name.clone());
+        }
     }
-    out
+    worst
+}
+
+/// Every parameter's gradient (all must have one).
+fn gradients<B: burn::tensor::backend::AutodiffBackend>(
+    model: &AlexNet<B>,
+    grads: &GradientsParams,
+) -> Vec<(String, Vec<f32>)> {
+    owt::parallel::gradient_values(model, grads)
+        .into_iter()
+        .map(|(name, g)| {
+            let g = g.unwrap_or_else(|| panic!("{name} has no gradient"));
+            (name, g)
+        })
+        .collect()
+}
+
+/// A mesh model's parameters, read back whole.
+fn weights<B: Backend>(model: &AlexNet<B>) -> Vec<(String, Vec<f32>)> {
+    owt::parallel::parameter_values(model)
+}
+
+fn assert_close(got: &[(String, Vec<f32>)], want: &[(String, Vec<f32>)], what: &str) {
+    let (gap, name) = worst_gap(got, want);
+    eprintln!("{what}: worst gap {gap:.2e} ({name})");
+    assert!(gap <= TOLERANCE, "{what}: {name} differs by {gap:e} of its scale");
 }
 
 struct Case {
@@ -63,6 +105,7 @@ fn run(case: Case) {
     let loss = case.head.loss(model.forward(Tensor::from_data(x.clone(), &rd)), Tensor::from_data(y.clone(), &rd));
     let ref_loss = loss.clone().into_scalar();
     let grads = GradientsParams::from_grads(loss.backward(), &model);
+    let ref_grads = gradients(&model, &grads);
     let ref_model = opt.step(0.01, model, grads);
 
     let mesh = MeshDevice::virtual_ranks(rd, case.k);
@@ -77,20 +120,15 @@ fn run(case: Case) {
     let loss = case.head.loss(hmodel.forward(xs), ys);
     let hy_loss = loss.clone().into_scalar();
     let grads = GradientsParams::from_grads(loss.backward(), &hmodel);
+    let hy_grads = gradients(&hmodel, &grads);
     let hmodel = hopt.step(0.01, hmodel, grads);
     let ledger = mesh.ledger_snapshot();
 
     let what = format!("{} K={} {:?} plan {}", case.arch.name, case.k, case.head, plan.name);
     assert!(ledger.fallbacks.is_empty(), "{what}: fallbacks {:?}", ledger.fallbacks);
-    assert!((hy_loss - ref_loss).abs() <= 1e-5 * ref_loss.abs().max(1.0), "{what}: loss {hy_loss} vs {ref_loss}");
-    let back: AlexNet<Flex> = case.arch.init(&rd);
-    let back = back.load_record(
-        record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap(),
-    );
-    let (a, b) = (flat(back), flat(ref_model.valid()));
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let diff = a.iter().zip(&b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
-    assert!(diff <= 1e-5 * scale, "{what}: updated weights differ by {diff} (scale {scale})");
+    assert!((hy_loss - ref_loss).abs() <= 1e-6 * ref_loss.abs(), "{what}: loss {hy_loss} vs {ref_loss}");
+    assert_close(&hy_grads, &ref_grads, &format!("{what} gradients"));
+    assert_close(&weights(&hmodel), &weights(&ref_model), &format!("{what} weights"));
 }
 
 fn small(towers: usize) -> Architecture {
@@ -139,8 +177,9 @@ fn alexnet_2012_two_tower_step_matches_one_device() {
 }
 
 /// Dropout on: replicated random masks are drawn once on rank 0 and broadcast, so with the same
-/// seed the mesh draws exactly what one device draws. Adam instead of SGD: optimizers need
-/// nothing from the backend beyond its ops.
+/// seed the mesh draws exactly what one device draws. Adam instead of SGD, over two steps:
+/// optimizers need nothing from the backend beyond its ops. (Adam's update is nearly blind to
+/// a gradient's scale, so the gradients are compared directly as well.)
 #[test]
 fn dropout_and_adam_match_one_device() {
     let _turn = serial();
@@ -156,33 +195,47 @@ fn dropout_and_adam_match_one_device() {
 
     let mut opt = AdamConfig::new().init::<Ref, AlexNet<Ref>>();
     Ref::seed(&rd, 42);
-    let loss = Head::Softmax.loss(model.forward(Tensor::from_data(x.clone(), &rd)), Tensor::from_data(y.clone(), &rd));
-    let ref_loss = loss.clone().into_scalar();
-    let grads = GradientsParams::from_grads(loss.backward(), &model);
-    let ref_model = opt.step(1e-3, model, grads).valid();
+    let mut model = model;
+    let mut reference = Vec::new();
+    for _ in 0..2 {
+        let loss =
+            Head::Softmax.loss(model.forward(Tensor::from_data(x.clone(), &rd)), Tensor::from_data(y.clone(), &rd));
+        let value = loss.clone().into_scalar();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        reference.push((value, gradients(&model, &grads)));
+        model = opt.step(1e-3, model, grads);
+    }
+    let ref_model = model.valid();
 
     let mesh = MeshDevice::virtual_ranks(rd, 2);
     let hmodel: AlexNet<H> = arch.init(&mesh);
-    let hmodel =
+    let mut hmodel =
         PlanKind::WeirdTrick.plan().apply(hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap()));
     let mut hopt = AdamConfig::new().init::<H, AlexNet<H>>();
     H::seed(&mesh, 42);
     mesh.reset_ledger();
-    let xs = Tensor::<H, 4>::from_data(x, &mesh).distribute(Placement::Shard(0));
-    let loss = Head::Softmax.loss(hmodel.forward(xs), Tensor::from_data(y, &mesh));
-    let hy_loss = loss.clone().into_scalar();
-    let grads = GradientsParams::from_grads(loss.backward(), &hmodel);
-    let hmodel = hopt.step(1e-3, hmodel, grads);
+    for (step, (ref_loss, ref_grads)) in reference.iter().enumerate() {
+        let xs = Tensor::<H, 4>::from_data(x.clone(), &mesh).distribute(Placement::Shard(0));
+        let loss = Head::Softmax.loss(hmodel.forward(xs), Tensor::from_data(y.clone(), &mesh));
+        let hy_loss = loss.clone().into_scalar();
+        assert!((hy_loss - ref_loss).abs() <= 1e-6 * ref_loss.abs(), "step {step}: loss {hy_loss} vs {ref_loss}");
+        let grads = GradientsParams::from_grads(loss.backward(), &hmodel);
+        assert_close(&gradients(&hmodel, &grads), ref_grads, &format!("Adam step {step} gradients"));
+        hmodel = hopt.step(1e-3, hmodel, grads);
+    }
     let ledger = mesh.ledger_snapshot();
     assert!(ledger.fallbacks.is_empty(), "fallbacks {:?}", ledger.fallbacks);
     assert!(ledger.by_collective("broadcast").bytes > 0, "dropout masks are broadcast from rank 0");
-    assert!((hy_loss - ref_loss).abs() <= 1e-5 * ref_loss.abs().max(1.0), "loss {hy_loss} vs {ref_loss}");
-    let back: AlexNet<Flex> = arch.init(&rd);
-    let back = back.load_record(
-        record_from_bytes::<Flex, _>(&record_to_bytes::<H, _>(hmodel.into_record()).unwrap(), &rd).unwrap(),
-    );
-    let (a, b) = (flat(back), flat(ref_model));
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let diff = a.iter().zip(&b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
-    assert!(diff <= 1e-5 * scale, "updated weights differ by {diff} (scale {scale})");
+    // Adam divides each update by the root of its squared gradients, so a weight whose gradient
+    // is near zero moves by about lr x sign(g), and rounding in g shows up to 4.5e-5 of a small
+    // tensor's own scale (measured). Judged in absolute terms instead: two steps move a weight
+    // at most 2e-3; measured gaps up to 2.6e-6 over several runs; the bound is 1% of that 2e-3.
+    let (got, want) = (weights(&hmodel), weights(&ref_model));
+    assert_eq!(got.len(), want.len());
+    for ((name, a), (_, b)) in got.iter().zip(&want) {
+        assert_eq!(a.len(), b.len(), "{name}: lengths");
+        let gap = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+        eprintln!("Adam weights after two steps: {name} within {gap:.2e}");
+        assert!(gap <= 2e-5, "Adam weights after two steps: {name} differs by {gap:e}");
+    }
 }

@@ -8,5 +8,5 @@ pub mod plan;
 
 pub use comm_plan::{comm_plan, CommPlan, LayerTraffic};
 pub use phases::{sync_gradients, LayerPhases};
-pub use placer::{parameter_paths, parameter_values, place_parameters};
+pub use placer::{gradient_values, parameter_paths, parameter_values, place_parameters};
 pub use plan::{Plan, PlanKind, PlanRule};

@@ -3,7 +3,9 @@
 
 use burn::backend::Autodiff;
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
 use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
 
 use owt_hybrid::{Distributed, Hybrid, Placement};
 
@@ -93,4 +95,42 @@ pub fn parameter_paths<B: Backend, M: Module<B>>(module: &M) -> Vec<(String, Vec
 /// Every float parameter's path and values (read back whole), in module order.
 pub fn parameter_values<B: Backend, M: Module<B>>(module: &M) -> Vec<(String, Vec<f32>)> {
     walk(module, |p| p.values())
+}
+
+/// Visits every float parameter's gradient in a [`GradientsParams`], with its dotted path.
+struct GradientWalker<'a, F> {
+    path: Vec<String>,
+    grads: &'a GradientsParams,
+    visit: F,
+}
+
+impl<B: AutodiffBackend, F: FnMut(String, Option<Vec<f32>>)> ModuleVisitor<B> for GradientWalker<'_, F> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let grad = self
+            .grads
+            .get::<B::InnerBackend, D>(param.id)
+            .map(|g| g.into_data().convert::<f32>().to_vec::<f32>().expect("f32 data"));
+        (self.visit)(self.path.join("."), grad);
+    }
+}
+
+/// Every float parameter's path and gradient in `grads` (read back whole; `None` where the
+/// parameter has none), in module order: what tests compare tensor by tensor.
+pub fn gradient_values<B: AutodiffBackend, M: Module<B>>(
+    module: &M,
+    grads: &GradientsParams,
+) -> Vec<(String, Option<Vec<f32>>)> {
+    let mut found = Vec::new();
+    let mut walker =
+        GradientWalker { path: Vec::new(), grads, visit: |path: String, g: Option<Vec<f32>>| found.push((path, g)) };
+    module.visit(&mut walker);
+    found
 }
