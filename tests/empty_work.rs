@@ -40,7 +40,7 @@ fn step<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
     weights: &[u8],
     fc_update: FcUpdate,
     batch: &Batch,
-) -> (f64, usize, Vec<f32>) {
+) -> (f64, usize, Vec<f64>) {
     let config =
         TrainConfig { batch: batch.len(), fc_update, ..TrainConfig::new(spec(), owt::data::DatasetKind::Synthetic) };
     let arch = spec().architecture().unwrap();
@@ -55,9 +55,10 @@ fn step<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
     (loss, correct, weights)
 }
 
-fn assert_close(a: &[f32], b: &[f32], what: &str) {
-    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let gap = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+fn assert_close(a: &[f64], b: &[f64], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let gap = a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
     assert!(gap <= 1e-5 * scale.max(1.0), "{what}: weights differ by {gap}");
 }
 

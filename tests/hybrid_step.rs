@@ -38,17 +38,17 @@ fn sgd<B: burn::tensor::backend::AutodiffBackend>() -> impl Optimizer<AlexNet<B>
 }
 
 /// Relative tolerance of a tensor against one device's (see the file's doc).
-const TOLERANCE: f32 = 2e-5;
+const TOLERANCE: f64 = 2e-5;
 
 /// The largest gap of any tensor, relative to that tensor's largest magnitude, and its name.
-fn worst_gap(got: &[(String, Vec<f32>)], want: &[(String, Vec<f32>)]) -> (f32, String) {
+fn worst_gap(got: &[(String, Vec<f64>)], want: &[(String, Vec<f64>)]) -> (f64, String) {
     assert_eq!(got.len(), want.len(), "tensor counts");
-    let mut worst = (0.0f32, String::new());
+    let mut worst = (0.0f64, String::new());
     for ((name, a), (name_b, b)) in got.iter().zip(want) {
         assert_eq!(name, name_b);
         assert_eq!(a.len(), b.len(), "{name}: lengths");
-        let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE);
-        let gap = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())) / scale;
+        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(f64::MIN_POSITIVE);
+        let gap = a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale;
         if gap >= worst.0 {
             worst = (gap, name.clone());
         }
@@ -60,7 +60,7 @@ fn worst_gap(got: &[(String, Vec<f32>)], want: &[(String, Vec<f32>)]) -> (f32, S
 fn gradients<B: burn::tensor::backend::AutodiffBackend>(
     model: &AlexNet<B>,
     grads: &GradientsParams,
-) -> Vec<(String, Vec<f32>)> {
+) -> Vec<(String, Vec<f64>)> {
     owt::parallel::gradient_values(model, grads)
         .into_iter()
         .map(|(name, g)| {
@@ -71,11 +71,11 @@ fn gradients<B: burn::tensor::backend::AutodiffBackend>(
 }
 
 /// A mesh model's parameters, read back whole.
-fn weights<B: Backend>(model: &AlexNet<B>) -> Vec<(String, Vec<f32>)> {
+fn weights<B: Backend>(model: &AlexNet<B>) -> Vec<(String, Vec<f64>)> {
     owt::parallel::parameter_values(model)
 }
 
-fn assert_close(got: &[(String, Vec<f32>)], want: &[(String, Vec<f32>)], what: &str) {
+fn assert_close(got: &[(String, Vec<f64>)], want: &[(String, Vec<f64>)], what: &str) {
     let (gap, name) = worst_gap(got, want);
     eprintln!("{what}: worst gap {gap:.2e} ({name})");
     assert!(gap <= TOLERANCE, "{what}: {name} differs by {gap:e} of its scale");
@@ -234,7 +234,7 @@ fn dropout_and_adam_match_one_device() {
     assert_eq!(got.len(), want.len());
     for ((name, a), (_, b)) in got.iter().zip(&want) {
         assert_eq!(a.len(), b.len(), "{name}: lengths");
-        let gap = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+        let gap = a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
         eprintln!("Adam weights after two steps: {name} within {gap:.2e}");
         assert!(gap <= 2e-5, "Adam weights after two steps: {name} differs by {gap:e}");
     }

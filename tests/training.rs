@@ -34,6 +34,20 @@ fn config(epochs: usize, head: Head) -> TrainConfig {
     }
 }
 
+/// Whether two epoch records are the same record: equal but for the last bits a JSON round
+/// trip may change in a float (serde_json parses to the nearest value, not always the same).
+fn same_record(a: &owt::train::EpochMetrics, b: &owt::train::EpochMetrics) -> bool {
+    let near = |x: f64, y: f64| (x - y).abs() <= 4.0 * f64::EPSILON * x.abs().max(y.abs());
+    a.epoch == b.epoch
+        && a.layout == b.layout
+        && near(a.seconds, b.seconds)
+        && near(a.train_loss, b.train_loss)
+        && near(a.train_accuracy, b.train_accuracy)
+        && near(a.test_loss, b.test_loss)
+        && near(a.test_accuracy, b.test_accuracy)
+        && near(a.images_per_second, b.images_per_second)
+}
+
 fn quiet(out: &std::path::Path, resume: bool) -> RunOptions<'_> {
     RunOptions { resume, ..RunOptions::new(out) }
 }
@@ -83,6 +97,7 @@ fn resume_continues_exactly() {
         &quiet(split.path(), false),
     )
     .unwrap();
+    let saved = Checkpoint::load(split.path()).unwrap().state.metrics;
     let resumed = train::<B, _>(
         &config(3, Head::Softmax),
         &data,
@@ -91,9 +106,17 @@ fn resume_continues_exactly() {
     )
     .unwrap();
 
-    // Equal up to the order of Flex's multi-threaded float reductions (a few ulp).
+    // The epoch before the resume is the checkpoint's record, not a second training of it:
+    // values, seconds and layout equal what the first run saved.
+    assert_eq!((saved.len(), resumed.len()), (1, 3));
+    assert!(same_record(&resumed[0], &saved[0]), "{:?} vs {:?}", resumed[0], saved[0]);
+    let written: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(split.path().join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(written[0]["seconds"].as_f64(), Some(saved[0].seconds));
+    // Equal up to the order of Flex's multi-threaded float reductions: measured below 1e-7
+    // relative for the losses; 1e-6 leaves room for other thread counts.
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(1.0);
-    assert_eq!(resumed.len(), 3);
+    assert_eq!(full.len(), resumed.len());
     for (a, b) in full.iter().zip(&resumed) {
         assert!(
             close(a.train_loss, b.train_loss) && close(a.test_loss, b.test_loss),
@@ -107,8 +130,46 @@ fn resume_continues_exactly() {
     let wa = ma.fc6.weight.val().into_data().to_vec::<f32>().unwrap();
     let wb = mb.fc6.weight.val().into_data().to_vec::<f32>().unwrap();
     let scale = wa.iter().fold(0f32, |m, w| m.max(w.abs()));
+    assert_eq!(wa.len(), wb.len());
     let diff = wa.iter().zip(&wb).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
     assert!(diff <= 1e-6 * scale, "resumed fc6 differs by {diff} (scale {scale})");
+}
+
+/// A resume continues from the checkpoint's weights, not from a fresh start: a checkpoint
+/// made with another learning rate (its config then set to this run's) leads to other
+/// weights than a fresh run of the same epochs, and its epochs before the resume keep their
+/// record.
+#[test]
+fn a_resume_starts_from_the_checkpoint_not_from_scratch() {
+    let _turn = serial();
+    let data = splits(96);
+    let single = SingleDevice::<B>::new(Default::default());
+    let fresh = tempfile::tempdir().unwrap();
+    train::<B, _>(&config(2, Head::Softmax), &data, &single, &quiet(fresh.path(), false)).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let fast = TrainConfig { lr: 0.05, ..config(1, Head::Softmax) };
+    let fast_metrics = train::<B, _>(&fast, &data, &single, &quiet(other.path(), false)).unwrap();
+    // Relabel the checkpoint as this run's (lr 0.01), keeping the lr-0.05 weights.
+    let ckpt = Checkpoint::load(other.path()).unwrap();
+    let mut state = ckpt.state.clone();
+    state.config = config(1, Head::Softmax);
+    Checkpoint::save(other.path(), &state, ckpt.model_bytes(), ckpt.optimizer_bytes()).unwrap();
+    let resumed = train::<B, _>(&config(2, Head::Softmax), &data, &single, &quiet(other.path(), true)).unwrap();
+    assert!(same_record(&resumed[0], &fast_metrics[0]), "epoch 1 is the checkpoint's record: {:?}", resumed[0]);
+    let (a, _) = load_model::<Flex>(fresh.path(), &Default::default()).unwrap();
+    let (b, _) = load_model::<Flex>(other.path(), &Default::default()).unwrap();
+    let (wa, wb) = (owt::parallel::parameter_values(&a), owt::parallel::parameter_values(&b));
+    assert_eq!(wa.len(), wb.len());
+    let gap = wa
+        .iter()
+        .zip(&wb)
+        .map(|((_, x), (_, y))| {
+            assert_eq!(x.len(), y.len());
+            x.iter().zip(y).fold(0f64, |m, (p, q)| m.max((p - q).abs()))
+        })
+        .fold(0f64, f64::max);
+    // A resume that retrained from epoch 0 would end where the fresh run ends (gap ~1e-7).
+    assert!(gap > 1e-3, "the resumed run ended {gap:e} from a fresh run: it did not start from the checkpoint");
 }
 
 #[test]

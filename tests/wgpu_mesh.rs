@@ -42,6 +42,7 @@ fn forward<B: Backend>(
 }
 
 fn close(a: Vec<f32>, b: Vec<f32>, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
     let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
     let diff = a.iter().zip(&b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
     assert!(diff <= 1e-4 * scale, "{what}: max diff {diff} (scale {scale})");
@@ -107,6 +108,7 @@ fn two_wgpu_devices_match_flex() {
             hb2.grad(&g).unwrap().into_data(),
         ]
         .map(|d| d.to_vec::<f32>().unwrap());
+        assert_eq!(got.len(), want.len());
         for (i, (a, b)) in got.into_iter().zip(want.iter()).enumerate() {
             close(a, b.clone(), &format!("fc {fc}: grad {i}"));
         }

@@ -46,6 +46,7 @@ fn lrn_matches_the_paper_formula() {
     for towers in [1, 2] {
         let got = to_vec(TowerLrnConfig::new().with_towers(towers).init().forward(x.clone()));
         let want = lrn_reference(&xs, dims, towers);
+        assert_eq!(got.len(), want.len());
         for (g, w) in got.iter().zip(&want) {
             assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "towers {towers}: {g} vs {w}");
         }
@@ -63,6 +64,7 @@ fn perturbing_one_tower_leaves_the_other_towers_lrn_output_unchanged() {
         let lrn = TowerLrnConfig::new().with_towers(towers).init();
         let a = to_vec(lrn.forward(x.clone()).narrow(1, 4, 4));
         let b = to_vec(lrn.forward(perturbed.clone()).narrow(1, 4, 4));
+        assert_eq!(a.len(), b.len());
         let changed = a.iter().zip(&b).any(|(p, q)| p != q);
         assert_eq!(changed, tower1_may_change, "towers = {towers}");
         let own_a = to_vec(lrn.forward(x.clone()).narrow(1, 0, 4));

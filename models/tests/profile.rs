@@ -33,9 +33,12 @@ fn alexnet_owt_profile_matches_design() {
         let (p_, m_, _) = layer(&arch, name);
         assert_eq!((p_, m_), (params, macs), "{name}");
     }
-    // DESIGN.md's rounded figures: 70.3 M, 223.9 M, ... MACs.
-    let rounded: Vec<f64> = expected.iter().map(|(_, _, m)| (*m as f64 / 1e5).round() / 10.0).collect();
+    // DESIGN.md's rounded figures (70.3 M, 223.9 M, ... MACs), from the profile's own output.
+    let rounded: Vec<f64> =
+        expected.iter().map(|(name, _, _)| (layer(&arch, name).1 as f64 / 1e5).round() / 10.0).collect();
     assert_eq!(rounded, vec![70.3, 223.9, 112.1, 149.5, 99.7, 37.7, 16.8, 4.1]);
+    // The sum of the eight, by hand.
+    assert_eq!(p.total_macs, 714_188_480);
     let (conv_p, conv_m) = p.sum_by_prefix("conv");
     assert_eq!((1000.0 * conv_p as f64 / p.total_params as f64).round(), 40.0); // 4.0 %
     assert_eq!((1000.0 * conv_m as f64 / p.total_macs as f64).round(), 918.0); // 91.8 %
@@ -106,15 +109,19 @@ fn small_models_match_their_profiles_for_both_geometries_and_tower_counts() {
 #[test]
 fn paper_initialisation_sets_biases_as_in_2012() {
     let model = AlexNet2012Config::new().with_classes(10).init::<B>(&Default::default());
-    let bias_mean = |b: &Option<burn::module::Param<Tensor<B, 1>>>| b.as_ref().unwrap().val().mean().into_scalar();
-    assert_eq!(bias_mean(&model.conv1.bias), 0.0);
-    assert_eq!(bias_mean(&model.conv2.bias), 1.0);
-    assert_eq!(bias_mean(&model.conv3.bias), 0.0);
-    assert_eq!(bias_mean(&model.conv4.bias), 1.0);
-    assert_eq!(bias_mean(&model.conv5.bias), 1.0);
-    assert_eq!(bias_mean(&model.fc6.bias), 1.0);
-    assert_eq!(bias_mean(&model.fc7.bias), 1.0);
-    assert_eq!(bias_mean(&model.fc8.bias), 0.0);
+    // Every element, not a mean (half ones and half twos would average 1.5, not 1).
+    let all = |b: &Option<burn::module::Param<Tensor<B, 1>>>, want: f32, name: &str| {
+        let values = b.as_ref().unwrap().val().into_data().to_vec::<f32>().unwrap();
+        assert!(!values.is_empty() && values.iter().all(|v| *v == want), "{name}: expected every bias {want}");
+    };
+    all(&model.conv1.bias, 0.0, "conv1");
+    all(&model.conv2.bias, 1.0, "conv2");
+    all(&model.conv3.bias, 0.0, "conv3");
+    all(&model.conv4.bias, 1.0, "conv4");
+    all(&model.conv5.bias, 1.0, "conv5");
+    all(&model.fc6.bias, 1.0, "fc6");
+    all(&model.fc7.bias, 1.0, "fc7");
+    all(&model.fc8.bias, 0.0, "fc8");
     let w = model.fc6.weight.val();
     let std = w.clone().sub_scalar(w.mean().into_scalar()).powi_scalar(2).mean().sqrt().into_scalar();
     assert!((std - 0.01).abs() < 2e-4, "fc6 weight std {std}, expected 0.01");

@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use owt_hybrid::{shard_sizes, Exchange, Placement};
+use owt_hybrid::{Exchange, Placement};
 use owt_models::Architecture;
 
 use crate::error::OwtError;
@@ -85,15 +85,24 @@ impl Costs {
     }
 
     /// The exchange of an operand sharded on a dimension of length `len` (`elements` in all)
-    /// by `scheme`: a = all_gather (every transfer counted, empty pieces too); b and c = the
-    /// non-empty pieces of the scheme's rounds, each sent to the other K-1 ranks.
+    /// by `scheme`: a = all_gather (K(K-1) messages); b and c = their non-empty pieces, each
+    /// sent to the other K-1 ranks.
     fn exchange(&self, scheme: Exchange, elements: u64, len: u64) -> (&'static str, u64, u64) {
         let bytes = (self.k - 1) * elements * ELEM;
-        if scheme == Exchange::AllGather {
-            return (scheme.collective(), bytes, self.k * (self.k - 1));
+        (scheme.collective(), bytes, self.pieces(scheme, len) * (self.k - 1))
+    }
+
+    /// Pieces an exchange sends per destination, in closed form. Rank r holds n_r rows of
+    /// `len` (q + 1 for the first `len mod K` ranks, q = len div K for the rest). a: one piece
+    /// per rank; b: one per rank that holds rows, min(len, K); c: each rank's rows cut in K
+    /// slices, of which min(n_r, K) are non-empty.
+    fn pieces(&self, scheme: Exchange, len: u64) -> u64 {
+        let (k, q, rem) = (self.k, len / self.k, len % self.k);
+        match scheme {
+            Exchange::AllGather => k,
+            Exchange::Broadcast => len.min(k),
+            Exchange::Slices => rem * (q + 1).min(k) + (k - rem) * q.min(k),
         }
-        let pieces: usize = scheme.rounds(&shard_sizes(len as usize, self.k as usize)).iter().map(Vec::len).sum();
-        (scheme.collective(), bytes, pieces as u64 * (self.k - 1))
     }
 }
 
@@ -296,5 +305,28 @@ fn loss(b: &mut Builder, split: Split, labels: Placement, n: u64) {
             b.add("loss", "forward", "all_reduce", (2 * vector.0, 2 * vector.1));
             b.add("loss", "backward", "all_reduce", vector);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exchange_pieces_follow_the_schemes_by_hand() {
+        // 10 rows on 4 ranks: 3, 3, 2, 2 rows. a and b send one piece per rank; c cuts each
+        // rank's rows in 4 slices: 3 + 3 + 2 + 2 non-empty.
+        let c = Costs { k: 4 };
+        assert_eq!(c.pieces(Exchange::AllGather, 10), 4);
+        assert_eq!(c.pieces(Exchange::Broadcast, 10), 4);
+        assert_eq!(c.pieces(Exchange::Slices, 10), 10);
+        // 64 rows on 4 ranks: 16 each, every slice non-empty: 16 pieces.
+        assert_eq!(c.pieces(Exchange::Slices, 64), 16);
+        // 3 ranks, 10 rows: 4, 3, 3 -> slices 3 + 3 + 3.
+        assert_eq!(Costs { k: 3 }.pieces(Exchange::Slices, 10), 9);
+        // 2 ranks, 3 rows: 2, 1 -> 2 + 1.
+        assert_eq!(Costs { k: 2 }.pieces(Exchange::Slices, 3), 3);
+        assert_eq!(Costs { k: 2 }.all_reduce(1), (8, 2));
+        assert_eq!(Costs { k: 4 }.all_reduce(8), (2 * 3 * 8 * 4, 24));
     }
 }

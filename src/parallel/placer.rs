@@ -65,7 +65,7 @@ impl<B: Backend, F: FnMut(String, &dyn ParamView)> ModuleVisitor<B> for Walker<F
 /// What a walker callback may ask of a parameter of any rank.
 trait ParamView {
     fn dims(&self) -> Vec<usize>;
-    fn values(&self) -> Vec<f32>;
+    fn values(&self) -> Vec<f64>;
 }
 
 struct ParamOf<'a, B: Backend, const D: usize>(&'a Param<Tensor<B, D>>);
@@ -75,8 +75,8 @@ impl<B: Backend, const D: usize> ParamView for ParamOf<'_, B, D> {
         self.0.dims().to_vec()
     }
 
-    fn values(&self) -> Vec<f32> {
-        self.0.val().into_data().convert::<f32>().to_vec::<f32>().expect("f32 data")
+    fn values(&self) -> Vec<f64> {
+        self.0.val().into_data().convert::<f64>().to_vec::<f64>().expect("f64 data")
     }
 }
 
@@ -92,8 +92,9 @@ pub fn parameter_paths<B: Backend, M: Module<B>>(module: &M) -> Vec<(String, Vec
     walk(module, |p| p.dims())
 }
 
-/// Every float parameter's path and values (read back whole), in module order.
-pub fn parameter_values<B: Backend, M: Module<B>>(module: &M) -> Vec<(String, Vec<f32>)> {
+/// Every float parameter's path and values (read back whole, widened to f64 so f64 runs are
+/// compared at their own precision), in module order.
+pub fn parameter_values<B: Backend, M: Module<B>>(module: &M) -> Vec<(String, Vec<f64>)> {
     walk(module, |p| p.values())
 }
 
@@ -104,7 +105,7 @@ struct GradientWalker<'a, F> {
     visit: F,
 }
 
-impl<B: AutodiffBackend, F: FnMut(String, Option<Vec<f32>>)> ModuleVisitor<B> for GradientWalker<'_, F> {
+impl<B: AutodiffBackend, F: FnMut(String, Option<Vec<f64>>)> ModuleVisitor<B> for GradientWalker<'_, F> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -117,20 +118,20 @@ impl<B: AutodiffBackend, F: FnMut(String, Option<Vec<f32>>)> ModuleVisitor<B> fo
         let grad = self
             .grads
             .get::<B::InnerBackend, D>(param.id)
-            .map(|g| g.into_data().convert::<f32>().to_vec::<f32>().expect("f32 data"));
+            .map(|g| g.into_data().convert::<f64>().to_vec::<f64>().expect("f64 data"));
         (self.visit)(self.path.join("."), grad);
     }
 }
 
-/// Every float parameter's path and gradient in `grads` (read back whole; `None` where the
-/// parameter has none), in module order: what tests compare tensor by tensor.
+/// Every float parameter's path and gradient in `grads` (read back whole as f64; `None` where
+/// the parameter has none), in module order: what tests compare tensor by tensor.
 pub fn gradient_values<B: AutodiffBackend, M: Module<B>>(
     module: &M,
     grads: &GradientsParams,
-) -> Vec<(String, Option<Vec<f32>>)> {
+) -> Vec<(String, Option<Vec<f64>>)> {
     let mut found = Vec::new();
     let mut walker =
-        GradientWalker { path: Vec::new(), grads, visit: |path: String, g: Option<Vec<f32>>| found.push((path, g)) };
+        GradientWalker { path: Vec::new(), grads, visit: |path: String, g: Option<Vec<f64>>| found.push((path, g)) };
     module.visit(&mut walker);
     found
 }
