@@ -55,6 +55,8 @@ fn step<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
     (loss, correct, weights)
 }
 
+/// f32 weights against one device's: measured (2026-11-30) at most 6e-8 of the largest
+/// magnitude (one rounding); 1e-5 leaves room for other summation orders.
 fn assert_close(a: &[f64], b: &[f64], what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");
     let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));

@@ -41,6 +41,9 @@ fn forward<B: Backend>(
     log_softmax(logits, 1).gather(1, y.reshape([n, 1])).neg().mean()
 }
 
+/// lavapipe's f32 kernels against Flex's, relative to the largest magnitude: different
+/// kernels (tiled matmul, direct conv) sum in other orders; 1e-4 as set when the test was
+/// written (its measurements are in the test's log lines).
 fn close(a: Vec<f32>, b: Vec<f32>, what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");
     let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
