@@ -42,6 +42,14 @@ pub const READ_EVERY: usize = 10;
 /// A mean loss this many times a uniform guess's counts as divergence.
 pub const DIVERGENCE_FACTOR: f64 = 100.0;
 
+/// The mean loss and image count since `last` when they mean divergence: a mean that is not
+/// finite, or above [`DIVERGENCE_FACTOR`] times `uniform` (a uniform guess's loss).
+pub fn divergence(last: &TallyValues, now: &TallyValues, uniform: f64) -> Option<(f64, usize)> {
+    let images = now.images - last.images;
+    let mean = (now.loss_sum - last.loss_sum) / images.max(1) as f64;
+    (!(mean.is_finite() && mean <= DIVERGENCE_FACTOR * uniform)).then_some((mean, images))
+}
+
 /// Batches prepared ahead of the step that uses them.
 const PREFETCH: usize = 2;
 
@@ -192,24 +200,23 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         let mut tally = Tally::<B::InnerBackend>::default();
         let mut steps = 0usize;
         layout.reset_traffic();
-        // Divergence: a non-finite mean loss, or one far above a uniform guess's, over the
-        // images since the last read. The previous epoch's checkpoint stays as it is.
+        // Divergence is checked at every read over the images since the previous read. The
+        // previous epoch's checkpoint stays as it is.
         let uniform = config.head.uniform_loss(arch.classes);
-        let bound = DIVERGENCE_FACTOR * uniform;
         let mut last = TallyValues { loss_sum: 0.0, correct: 0, images: 0 };
         let mut check = |values: TallyValues| -> Result<(), OwtError> {
-            let images = values.images - last.images;
-            let mean = (values.loss_sum - last.loss_sum) / images.max(1) as f64;
+            let since = divergence(&last, &values, uniform);
             last = values;
-            if mean.is_finite() && mean <= bound {
-                return Ok(());
+            match since {
+                None => Ok(()),
+                Some((mean, images)) => Err(OwtError::input(format!(
+                    "training diverged in epoch {}: mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
+                    epoch + 1,
+                    DIVERGENCE_FACTOR * uniform,
+                    config.lr,
+                    config.weight_decay
+                ))),
             }
-            Err(OwtError::input(format!(
-                "training diverged in epoch {}: mean loss {mean:.4e} over {images} images, above {bound:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
-                epoch + 1,
-                config.lr,
-                config.weight_decay
-            )))
         };
         while let Some(batch) = batches.next_batch()? {
             let (images, labels) = layout.upload_batch(&batch);
@@ -273,4 +280,29 @@ pub fn load_model<B: Backend>(dir: &Path, device: &B::Device) -> Result<(AlexNet
     let model: AlexNet<B> = arch.try_init(device)?;
     let model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
     Ok((model, ckpt.state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(loss_sum: f64, images: usize) -> TallyValues {
+        TallyValues { loss_sum, correct: 0, images }
+    }
+
+    #[test]
+    fn divergence_is_a_non_finite_or_far_too_large_loss_since_the_last_read() {
+        let uniform = 10f64.ln();
+        let start = at(0.0, 0);
+        assert_eq!(divergence(&start, &at(2.3 * 64.0, 64), uniform), None);
+        // Finite but 1e22: the bug of a bound that only looks for NaN.
+        assert_eq!(divergence(&start, &at(1e22 * 64.0, 64), uniform), Some((1e22, 64)));
+        assert!(divergence(&start, &at(f64::NAN, 64), uniform).is_some());
+        assert!(divergence(&start, &at(f64::INFINITY, 64), uniform).is_some());
+        // Just above the bound over the last 32 images, however good the epoch was before.
+        let before = at(64.0, 64);
+        let bound = DIVERGENCE_FACTOR * uniform;
+        assert_eq!(divergence(&before, &at(64.0 + 32.0 * bound, 96), uniform), None);
+        assert!(divergence(&before, &at(64.0 + 32.0 * bound * 1.01, 96), uniform).is_some());
+    }
 }
