@@ -115,11 +115,13 @@ pub fn configure(class: &str) -> Option<PathBuf> {
     .clone()
 }
 
-/// The kinds of the wgpu adapters on this machine (empty: no Vulkan, Metal or DX12 driver).
+/// The kinds of the wgpu adapters CubeCL can use on this machine (Vulkan, Metal, DX12; empty when
+/// there is no such driver). OpenGL adapters (Mesa llvmpipe over EGL) do not count: CubeCL does not
+/// run on them.
 #[cfg(feature = "wgpu")]
 pub fn wgpu_adapters() -> Vec<wgpu::DeviceType> {
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapters = cubecl_common::future::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let adapters = cubecl_common::future::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY));
     adapters.iter().map(|a| a.get_info().device_type).collect()
 }
 

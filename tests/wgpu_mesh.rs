@@ -134,3 +134,21 @@ fn a_wgpu_mesh_stages_through_the_host() {
     assert_eq!(mesh.transport(), Transport::HostStaged);
     assert!(!mesh.has_device_all_reduce());
 }
+
+/// On a machine without a Vulkan driver the wgpu test above fails in one line naming the package
+/// to install, not in a CubeCL worker's panic ("No CPU device found", `RecvError`). Runs this
+/// test binary again, for that one test, with the Vulkan loader pointed at no driver.
+#[test]
+fn without_vulkan_the_wgpu_test_names_the_package_to_install() {
+    let o = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["two_wgpu_devices_match_flex", "--exact", "--test-threads", "1"])
+        .env("VK_ICD_FILENAMES", "/nonexistent.json")
+        .env("VK_DRIVER_FILES", "/nonexistent.json")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "the test passed without a Vulkan driver:\n{out}");
+    assert!(out.contains("install mesa-vulkan-drivers"), "{out}");
+    assert!(!out.contains("RecvError") && !out.contains("No CPU device found"), "{out}");
+}
