@@ -66,9 +66,30 @@ impl TowerLrn {
             per_tower,
             per_tower,
         ]);
-        let denominator =
-            band.matmul(squares).reshape([n, c, h, w]).mul_scalar(self.alpha).add_scalar(self.k).powf_scalar(self.beta);
-        x / denominator
+        let denominator = band.matmul(squares).reshape([n, c, h, w]).mul_scalar(self.alpha).add_scalar(self.k);
+        self.divide_by_power(x, denominator)
+    }
+
+    /// `x / d^beta`. The power is the costliest part of the layer (a scalar `powf` per
+    /// element, forward and again in its backward), so it is computed outside the autodiff
+    /// graph (by two square roots when beta = 3/4, the paper's value) and its gradient is
+    /// carried by a term whose value is exactly zero: `x * p + (d - d') * q`, where `p =
+    /// d'^-beta`, `q = -beta x' p / d'` and primes are values detached from the graph. Its
+    /// derivatives are `p` for x and `q` for d, those of `x / d^beta`, at a few element-wise ops
+    /// in the backward pass instead of a power and a division's two quotients.
+    fn divide_by_power<B: Backend>(&self, x: Tensor<B, 4>, d: Tensor<B, 4>) -> Tensor<B, 4> {
+        let d_value = d.clone().detach();
+        let p = if self.beta == 0.75 {
+            let fourth_root = d_value.clone().sqrt().sqrt();
+            fourth_root / d_value.clone()
+        } else {
+            d_value.clone().powf_scalar(-self.beta)
+        };
+        if !B::ad_enabled(&x.device()) {
+            return x * p;
+        }
+        let q = (x.clone().detach() * p.clone() / d_value.clone()).mul_scalar(-self.beta);
+        x * p + (d - d_value) * q
     }
 
     /// `[c, c]` matrix with `band[i][j] = 1` when channels i and j are at most `size / 2` apart.

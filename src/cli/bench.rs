@@ -19,6 +19,7 @@ use owt_hybrid::{Exchange, MeshDevice};
 use owt_models::{AlexNet, Head};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob, MeshRequest};
+use crate::cli::profile::{profile_step, StepProfile};
 use crate::cli::ModelArgs;
 use crate::data::{synthetic_images, ImageSource};
 use crate::error::OwtError;
@@ -73,6 +74,10 @@ pub struct BenchArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Profile one step layer by layer instead (forward and backward of every layer, the
+    /// loss, the optimizer, the upload; medians over --steps runs). Single device only.
+    #[arg(long)]
+    pub profile: bool,
 }
 
 fn parse_scheme(s: &str) -> Result<Exchange, String> {
@@ -253,6 +258,33 @@ impl BackendJob for BenchJob<'_> {
     }
 }
 
+struct ProfileJob<'a> {
+    args: &'a BenchArgs,
+}
+
+impl BackendJob for ProfileJob<'_> {
+    type Output = StepProfile;
+    fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<StepProfile, OwtError> {
+        let args = self.args;
+        let config = BenchJob { args }.config();
+        let arch = config.model.architecture()?;
+        let layout = SingleDevice::<B>::new(device.clone());
+        layout.check(&arch, config.batch)?;
+        B::seed(&device, config.seed);
+        let model: AlexNet<B> = arch.try_init(&device)?;
+        let mut optim = sgd::<B>(&config);
+        let source: Arc<dyn ImageSource> =
+            Arc::new(synthetic_images(arch.input, arch.classes, config.batch, config.seed));
+        let order: Vec<usize> = (0..config.batch).collect();
+        let mut batches = Prefetch::start(source, order, config.batch, false, StdRng::seed_from_u64(config.seed), 1);
+        let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the profile got no batch"))?;
+        let (images, labels) = layout.upload_batch(&batch);
+        let upload = || layout.upload_batch(&batch);
+        let kind = args.backend.name();
+        profile_step(model, &mut optim, config.lr, config.head, images, labels, &upload, args.steps, kind)
+    }
+}
+
 impl MeshJob for BenchJob<'_> {
     type Output = BenchReport;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
@@ -273,6 +305,18 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     let mut config = job.config();
     config.limit = Some(4 * args.batch);
     crate::cli::train::check_memory(&config, args.backend)?;
+    if args.profile {
+        if args.devices != 1 || args.plan.is_some() {
+            return Err(OwtError::input("--profile times one device: leave out --devices and --plan"));
+        }
+        let profile = run_on(args.backend, !args.no_fusion, ProfileJob { args })?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&profile).map_err(|e| OwtError::io(e.to_string()))?);
+        } else {
+            print!("{}", profile.table());
+        }
+        return Ok(());
+    }
     let report = if args.devices != 1 || args.plan.is_some() {
         args.plan.unwrap_or(PlanKind::WeirdTrick).plan().check_run(&arch, args.devices, args.batch)?;
         let request = MeshRequest { ranks: args.devices, virtual_ranks: args.virtual_ranks };

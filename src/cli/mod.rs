@@ -4,6 +4,7 @@ pub mod bench;
 pub mod eval;
 pub mod info;
 pub mod plan;
+pub mod profile;
 pub mod train;
 
 use clap::{Args, Parser, Subcommand};

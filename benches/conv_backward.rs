@@ -1,0 +1,72 @@
+//! Where Flex's convolution time goes, per AlexNetSmall conv layer at batch 64: the forward
+//! kernel and the three backward ops Burn's autodiff calls (input, weight and bias gradients),
+//! which Flex 0.21 takes from burn-backend's generic formulations (the weight gradient as a
+//! convolution whose kernel is the output gradient, the input gradient as a transposed
+//! convolution, the bias gradient through a transposed copy). The PyTorch side of the same
+//! table is `scripts/torch_conv_backward.py`. Run: `cargo bench --bench conv_backward --profile dev`.
+
+use std::time::Instant;
+
+use burn::backend::Flex;
+use burn::prelude::*;
+use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
+use burn::tensor::Distribution;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+type B = Flex;
+
+fn prim(t: Tensor<B, 4>) -> FloatTensor<B> {
+    t.into_primitive().tensor()
+}
+
+/// Median ms of `f` over 9 runs after one untimed run.
+fn time(f: &dyn Fn()) -> f64 {
+    f();
+    let mut ts: Vec<f64> = (0..9)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ts.sort_by(f64::total_cmp);
+    ts[4]
+}
+
+fn main() {
+    let device = Default::default();
+    let n = 64;
+    // (name, in channels, side, out channels, kernel, padding, groups): AlexNetSmall, 2 towers.
+    let layers = [
+        ("conv1", 1, 28, 32, 5, 2, 1),
+        ("conv2", 32, 13, 64, 5, 2, 2),
+        ("conv3", 64, 6, 96, 3, 1, 1),
+        ("conv4", 96, 6, 96, 3, 1, 2),
+        ("conv5", 96, 6, 64, 3, 1, 2),
+    ];
+    println!("{:<6} {:>10} {:>12} {:>12} {:>12}", "layer", "forward", "x backward", "w backward", "b backward");
+    let normal = Distribution::Normal(0.0, 1.0);
+    for (name, c, side, o, k, p, g) in layers {
+        let x = Tensor::<B, 4>::random([n, c, side, side], normal, &device);
+        let w = Tensor::<B, 4>::random([o, c / g, k, k], normal, &device);
+        let b = Tensor::<B, 1>::random([o], normal, &device);
+        let opts = ConvOptions::new([1, 1], [p, p], [1, 1], g);
+        let gy = Tensor::<B, 4>::random([n, o, side, side], normal, &device);
+        let fwd = time(&|| {
+            let _ =
+                B::conv2d(prim(x.clone()), prim(w.clone()), Some(b.clone().into_primitive().tensor()), opts.clone());
+        });
+        let xb = time(&|| {
+            let _ = B::conv2d_x_backward(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
+        });
+        let wb = time(&|| {
+            let _ = B::conv2d_weight_backward(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
+        });
+        let bb = time(&|| {
+            let _ = B::conv2d_bias_backward(prim(x.clone()), b.clone().into_primitive().tensor(), prim(gy.clone()));
+        });
+        println!("{name:<6} {fwd:>10.2} {xb:>12.2} {wb:>12.2} {bb:>12.2}");
+    }
+}
