@@ -351,3 +351,36 @@ fn bench_refuses_bad_input_in_one_line() {
     let o = owt(&["bench", "--model", "alexnet-small", "--steps", "0"]);
     assert!(!o.status.success() && stderr(&o).contains("--steps"), "{}", stderr(&o));
 }
+
+#[test]
+fn bench_profile_lists_every_layer_with_the_shapes_info_gives() {
+    let profile = bench_json(&["--batch", "4", "--steps", "1", "--profile", "--towers", "2"]);
+    let o = owt(&["info", "--model", "alexnet-small", "--towers", "2", "--json"]);
+    let info: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = profile["rows"].as_array().unwrap();
+    // The profile's rows that `owt info` also lists (conv, lrn, pool, fc), in the same order
+    // and with the same output shapes; ReLU, dropout and flatten rows come between them.
+    let listed: Vec<(&str, &serde_json::Value)> = rows
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), &r["shape"]))
+        .filter(|(n, _)| info["layers"].as_array().unwrap().iter().any(|l| l["name"] == *n))
+        .collect();
+    let layers = info["layers"].as_array().unwrap();
+    assert_eq!(listed.len(), layers.len(), "{profile}");
+    for ((name, shape), layer) in listed.iter().zip(layers) {
+        assert_eq!(*name, layer["name"].as_str().unwrap());
+        assert_eq!(*shape, &layer["output_shape"], "{name}");
+    }
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    for relu in ["relu1", "relu2", "relu3", "relu4", "relu5", "relu6", "relu7"] {
+        assert!(names.contains(&relu), "{names:?}");
+    }
+    assert_eq!(&names[names.len() - 3..], ["loss (softmax)", "optimizer", "upload"]);
+    let optimizer = &rows[rows.len() - 2];
+    assert_eq!(optimizer["shape"][0], info["total_params"], "the optimizer row counts the parameters");
+    let sum: f64 = rows.iter().map(|r| r["forward_ms"].as_f64().unwrap() + r["backward_ms"].as_f64().unwrap()).sum();
+    assert!((sum - profile["parts_ms"].as_f64().unwrap()).abs() <= 1e-9 * sum.max(1.0), "{profile}");
+    assert!(profile["step_ms"].as_f64().unwrap() > 0.0);
+    // A mesh is refused in one line: the profile times one device.
+    assert_one_line_error(&owt(&["bench", "--model", "alexnet-small", "--profile", "--devices", "2"]), &["--profile"]);
+}
