@@ -15,18 +15,17 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use owt_hybrid::{Exchange, MeshDevice};
+use owt_hybrid::MeshDevice;
 use owt_models::{AlexNet, Head};
 
-use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob, MeshRequest};
+use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::profile::{profile_step, StepProfile};
-use crate::cli::ModelArgs;
+use crate::cli::{parse_head, ModelArgs, ParallelArgs};
 use crate::data::{synthetic_images, ImageSource};
 use crate::error::OwtError;
-use crate::parallel::PlanKind;
 use crate::train::input::Prefetch;
 use crate::train::metrics::TrafficPerStep;
-use crate::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, SingleDevice, TrainConfig};
+use crate::train::{sgd, train_step, Layout, MeshLayout, SingleDevice, TrainConfig};
 
 /// Arguments of `owt bench`.
 #[derive(Debug, Args)]
@@ -40,21 +39,9 @@ pub struct BenchArgs {
     /// Compute backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Flex)]
     pub backend: BackendKind,
-    /// Ranks of the mesh (with --plan or more than 1: Hybrid; otherwise the plain backend).
-    #[arg(long, default_value_t = 1)]
-    pub devices: usize,
-    /// Parallel plan; runs on a Hybrid mesh even with --devices 1.
-    #[arg(long, value_enum)]
-    pub plan: Option<PlanKind>,
-    /// Activity exchange scheme: a, b or c.
-    #[arg(long, default_value = "a", value_parser = parse_scheme)]
-    pub scheme: Exchange,
-    /// When FC weights are updated.
-    #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
-    pub fc_update: FcUpdate,
-    /// Put every rank on the first device (as Flex always does), e.g. K ranks of one GPU.
-    #[arg(long)]
-    pub virtual_ranks: bool,
+    /// One device or a mesh.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Single device without kernel fusion (wgpu, cuda: CubeBackend instead of Fusion); meshes
     /// never fuse.
     #[arg(long)]
@@ -78,14 +65,6 @@ pub struct BenchArgs {
     /// loss, the optimizer, the upload; medians over --steps runs). Single device only.
     #[arg(long)]
     pub profile: bool,
-}
-
-fn parse_scheme(s: &str) -> Result<Exchange, String> {
-    Exchange::from_letter(s).ok_or_else(|| format!("unknown scheme {s:?}: expected a, b or c"))
-}
-
-fn parse_head(s: &str) -> Result<Head, String> {
-    s.parse()
 }
 
 /// What a benchmark measured (the JSON of `owt bench --json`).
@@ -150,7 +129,7 @@ impl BenchReport {
 }
 
 /// The median of `xs` (not empty).
-fn median(mut xs: Vec<f64>) -> f64 {
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));
     let n = xs.len();
     if n % 2 == 1 {
@@ -170,7 +149,7 @@ impl BenchJob<'_> {
             batch: self.args.batch,
             seed: self.args.seed,
             head: self.args.head,
-            fc_update: self.args.fc_update,
+            fc_update: self.args.parallel.fc_update,
             ..TrainConfig::new(self.args.model.spec(), crate::data::DatasetKind::Synthetic)
         }
     }
@@ -289,8 +268,7 @@ impl MeshJob for BenchJob<'_> {
     type Output = BenchReport;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
         let devices = mesh.size();
-        let layout =
-            MeshLayout::<IB>::new(mesh, self.args.plan.unwrap_or(PlanKind::WeirdTrick).plan(), self.args.scheme);
+        let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.plan().plan(), self.args.parallel.scheme);
         self.run_layout(&layout, devices)
     }
 }
@@ -306,7 +284,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     config.limit = Some(4 * args.batch);
     crate::cli::train::check_memory(&config, args.backend)?;
     if args.profile {
-        if args.devices != 1 || args.plan.is_some() {
+        if args.parallel.on_mesh() {
             return Err(OwtError::input("--profile times one device: leave out --devices and --plan"));
         }
         let profile = run_on(args.backend, !args.no_fusion, ProfileJob { args })?;
@@ -317,10 +295,9 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         }
         return Ok(());
     }
-    let report = if args.devices != 1 || args.plan.is_some() {
-        args.plan.unwrap_or(PlanKind::WeirdTrick).plan().check_run(&arch, args.devices, args.batch)?;
-        let request = MeshRequest { ranks: args.devices, virtual_ranks: args.virtual_ranks };
-        run_on_mesh(args.backend, request, job)?
+    let report = if args.parallel.on_mesh() {
+        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, args.batch)?;
+        run_on_mesh(args.backend, args.parallel.request(), job)?
     } else {
         run_on(args.backend, !args.no_fusion, job)?
     };

@@ -9,7 +9,12 @@ pub mod train;
 
 use clap::{Args, Parser, Subcommand};
 
-use owt_models::{ModelKind, ModelSpec};
+use owt_hybrid::Exchange;
+use owt_models::{Head, ModelKind, ModelSpec};
+
+use crate::backends::MeshRequest;
+use crate::parallel::PlanKind;
+use crate::train::FcUpdate;
 
 use crate::error::OwtError;
 
@@ -84,4 +89,56 @@ pub fn run(cli: Cli) -> Result<(), OwtError> {
         Command::Plan(args) => plan::run(&args),
         Command::Bench(args) => bench::run(&args),
     }
+}
+
+/// Where a run's steps go: one device, or a mesh of ranks under a plan (the flags `owt train`
+/// and `owt bench` share).
+#[derive(Debug, Args)]
+pub struct ParallelArgs {
+    /// Ranks of the mesh (more than 1, or a --plan: Hybrid; otherwise the plain backend): with
+    /// flex, virtual ranks on the CPU; with wgpu, distinct adapters where the machine has them;
+    /// with cuda, GPU i for rank i.
+    #[arg(long, default_value_t = 1)]
+    pub devices: usize,
+    /// Put every rank on the first device (as Flex always does): K ranks of one GPU.
+    #[arg(long)]
+    pub virtual_ranks: bool,
+    /// Parallel plan (default weird-trick); runs on a Hybrid mesh even with --devices 1.
+    #[arg(long, value_enum)]
+    pub plan: Option<PlanKind>,
+    /// How batch-sharded activities meet column-split FC weights: a (all-gather), b (K
+    /// broadcast rounds), c (K rounds of 1/K slices).
+    #[arg(long, default_value = "a", value_parser = parse_scheme)]
+    pub scheme: Exchange,
+    /// When FC weights are updated: per-step (synchronous SGD) or per-chunk (after each
+    /// rank's chunk, the 2014 paper's variant).
+    #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
+    pub fc_update: FcUpdate,
+}
+
+impl ParallelArgs {
+    /// Whether the run goes on a mesh (more than one rank, or a plan asked for).
+    pub fn on_mesh(&self) -> bool {
+        self.devices != 1 || self.plan.is_some()
+    }
+
+    /// The plan of a mesh run.
+    pub fn plan(&self) -> PlanKind {
+        self.plan.unwrap_or(PlanKind::WeirdTrick)
+    }
+
+    /// The mesh these flags ask for.
+    pub fn request(&self) -> MeshRequest {
+        MeshRequest { ranks: self.devices, virtual_ranks: self.virtual_ranks }
+    }
+}
+
+/// `--scheme`: a, b or c.
+pub(crate) fn parse_scheme(s: &str) -> Result<Exchange, String> {
+    Exchange::from_letter(s).ok_or_else(|| format!("unknown scheme {s:?}: expected a, b or c"))
+}
+
+/// `--head`: softmax or logistic.
+pub(crate) fn parse_head(s: &str) -> Result<Head, String> {
+    s.parse()
 }

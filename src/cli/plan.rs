@@ -4,6 +4,7 @@ use clap::Args;
 
 use owt_hybrid::Exchange;
 
+use crate::cli::parse_scheme;
 use crate::cli::ModelArgs;
 use crate::error::OwtError;
 use crate::parallel::{comm_plan, PlanKind};
@@ -29,10 +30,6 @@ pub struct PlanArgs {
     /// Print JSON: {"total_bytes":..,"total_messages":..,"layers":[..]}.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_scheme(s: &str) -> Result<Exchange, String> {
-    Exchange::from_letter(s).ok_or_else(|| format!("unknown scheme {s:?}: expected a, b or c"))
 }
 
 /// Prints the plan's bytes and messages per layer, phase and collective, and the totals.

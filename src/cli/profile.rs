@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use owt_models::{AlexNet, Head};
 
+use crate::cli::bench::median;
 use crate::error::OwtError;
 
 /// One row of the profile: a layer (or the loss, optimizer, data) and its median times.
@@ -214,12 +215,6 @@ fn sync<B: Backend>(device: &B::Device) -> Result<(), OwtError> {
     B::sync(device).map_err(|e| OwtError::backend(format!("the device failed while profiling: {e:?}")))
 }
 
-/// Median of `xs` (not empty).
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.total_cmp(b));
-    xs[xs.len() / 2]
-}
-
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -317,8 +312,7 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
     for _ in 0..=repeats {
         sync::<B>(&device)?;
         let t = Instant::now();
-        let (im, _) = upload();
-        let _ = im.into_primitive();
+        drop(upload());
         sync::<B>(&device)?;
         uploads.push(ms(t));
     }

@@ -5,16 +5,15 @@ use std::path::PathBuf;
 use clap::Args;
 
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use owt_hybrid::{Exchange, MeshDevice};
+use owt_hybrid::MeshDevice;
 
-use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob, MeshRequest};
-use crate::cli::ModelArgs;
+use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
+use crate::cli::{parse_head, ModelArgs, ParallelArgs};
 use crate::data::{open_splits, DataRequest, DatasetKind, Splits};
 use crate::error::OwtError;
-use crate::parallel::PlanKind;
 use crate::train::config::defaults;
 use crate::train::run_dir::{self, Existing};
-use crate::train::{train, EpochMetrics, FcUpdate, Layout, MeshLayout, RunOptions, SingleDevice, TrainConfig};
+use crate::train::{train, EpochMetrics, Layout, MeshLayout, RunOptions, SingleDevice, TrainConfig};
 use owt_models::Head;
 
 /// Arguments of `owt train`.
@@ -66,36 +65,13 @@ pub struct TrainArgs {
     /// there).
     #[arg(long)]
     pub overwrite: bool,
-    /// Ranks of the mesh: with flex, virtual ranks on the CPU; with wgpu, distinct adapters
-    /// where the machine has them; with cuda, GPU i for rank i.
-    #[arg(long, default_value_t = 1)]
-    pub devices: usize,
-    /// Put every rank on the first device (as Flex always does): K ranks of one GPU.
-    #[arg(long)]
-    pub virtual_ranks: bool,
-    /// Parallel plan (default weird-trick when --devices > 1).
-    #[arg(long, value_enum)]
-    pub plan: Option<PlanKind>,
-    /// How batch-sharded activities meet column-split FC weights: a (all-gather), b (K
-    /// broadcast rounds), c (K rounds of 1/K slices).
-    #[arg(long, default_value = "a", value_parser = parse_scheme)]
-    pub scheme: Exchange,
-    /// When FC weights are updated: per-step (synchronous SGD) or per-chunk (after each
-    /// rank's chunk, the 2014 paper's variant).
-    #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
-    pub fc_update: FcUpdate,
+    /// One device or a mesh.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Steps between reads of the running loss and accuracy (progress lines and the
     /// divergence check); each read waits for the device, so a GPU prefers a larger value.
     #[arg(long, default_value_t = crate::train::trainer::READ_EVERY, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub read_every: usize,
-}
-
-fn parse_scheme(s: &str) -> Result<Exchange, String> {
-    Exchange::from_letter(s).ok_or_else(|| format!("unknown scheme {s:?}: expected a, b or c"))
-}
-
-fn parse_head(s: &str) -> Result<Head, String> {
-    s.parse()
 }
 
 impl TrainArgs {
@@ -112,18 +88,8 @@ impl TrainArgs {
             momentum: self.momentum,
             weight_decay: self.weight_decay,
             seed: self.seed,
-            fc_update: self.fc_update,
+            fc_update: self.parallel.fc_update,
         }
-    }
-
-    /// Whether the run goes on a mesh (more than one rank, or a plan asked for).
-    pub fn on_mesh(&self) -> bool {
-        self.devices != 1 || self.plan.is_some()
-    }
-
-    /// The plan of a mesh run.
-    pub fn plan(&self) -> PlanKind {
-        self.plan.unwrap_or(PlanKind::WeirdTrick)
     }
 }
 
@@ -184,7 +150,7 @@ impl BackendJob for TrainJob<'_> {
 impl MeshJob for TrainJob<'_> {
     type Output = Vec<EpochMetrics>;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError> {
-        let layout = MeshLayout::<IB>::new(mesh, self.args.plan().plan(), self.args.scheme);
+        let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.plan().plan(), self.args.parallel.scheme);
         self.train(&layout)
     }
 }
@@ -231,10 +197,10 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         config.check_resume_of(&crate::train::Checkpoint::load(&args.out)?.state.config)?;
     }
     check_memory(&config, args.backend)?;
-    let metrics = if args.on_mesh() {
+    let metrics = if args.parallel.on_mesh() {
         // Refuse an impossible plan before any data is read or backend started.
-        args.plan().plan().check_run(&arch, args.devices, config.batch)?;
-        let request = MeshRequest { ranks: args.devices, virtual_ranks: args.virtual_ranks };
+        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, config.batch)?;
+        let request = args.parallel.request();
         run_on_mesh(args.backend, request, TrainJob { args, config })?
     } else {
         run_on(args.backend, true, TrainJob { args, config })?
