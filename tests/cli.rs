@@ -94,14 +94,45 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
         "1",
         "--batch",
         "16",
+        "--lr-scaling",
+        "linear",
+        "--base-batch",
+        "32",
+        "--lr-schedule",
+        "step:3",
         "--out",
         o_,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The rate scaled to the batch is printed at the start, and per epoch.
+    assert!(stderr(&o).contains("lr 0.005 (0.01 x 16/32, linear scaling) (step:3 schedule)"), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("epoch 1/1: train loss") && stdout.contains("images/s"), "{stdout}");
+    assert!(stdout.contains("epoch 1/1: lr 0.005, train loss") && stdout.contains("images/s"), "{stdout}");
     let metrics: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(metrics[0]["lr"].as_f64(), Some(0.005));
+    // A resume with another schedule or scaling is another run.
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "mnist",
+        "--data",
+        d,
+        "--epochs",
+        "2",
+        "--batch",
+        "16",
+        "--lr-scaling",
+        "linear",
+        "--base-batch",
+        "32",
+        "--out",
+        o_,
+        "--resume",
+    ]);
+    assert_one_line_error(&o, &["--lr-schedule constant", "--lr-schedule step:3"]);
     let acc = metrics[0]["test_accuracy"].as_f64().unwrap();
     let o = owt(&["eval", "--checkpoint", o_, "--dataset", "mnist", "--data", d]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -160,6 +191,28 @@ fn empty_and_missing_datasets_are_one_line() {
 fn zero_batch_is_one_line() {
     let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--batch", "0"]);
     assert_one_line_error(&o, &["--batch", "at least 1", "got 0"]);
+}
+
+#[test]
+fn malformed_learning_rate_schedules_are_named() {
+    for (schedule, says) in [("step:5,3", "must increase, got 5,3"), ("cosine", "expected constant, step:")] {
+        let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--lr-schedule", schedule]);
+        let err = stderr(&o);
+        assert!(!o.status.success() && err.contains(&format!("'{schedule}'")) && err.contains(says), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "synthetic",
+        "--lr-scaling",
+        "linear",
+        "--base-batch",
+        "0",
+    ]);
+    assert_one_line_error(&o, &["--base-batch must be at least 1, got 0"]);
 }
 
 #[test]

@@ -236,3 +236,52 @@ fn bad_settings_are_rejected_before_training() {
         .to_string();
     assert!(e.contains("[N, 3, 224, 224]") && e.contains("[N, 1, 28, 28]"), "{e}");
 }
+
+/// A schedule's rate per epoch is in the metrics, and a resumed run continues it exactly: the
+/// step schedule divides after epoch 1 and 2 whether or not the run stopped in between, and
+/// plateau re-derives its state (best loss, epochs without improvement) from the checkpoint's
+/// test losses, landing on the rates an uninterrupted run used.
+#[test]
+fn a_resumed_run_continues_its_learning_rate_schedule() {
+    use owt::train::{LrScaling, LrSchedule};
+    let _turn = serial();
+    let data = splits(64);
+    let single = SingleDevice::<B>::new(Default::default());
+    for (schedule, lr) in [(LrSchedule::Step(vec![1, 2]), 0.01), (LrSchedule::Plateau { patience: 1 }, 0.2)] {
+        let run = |epochs| TrainConfig {
+            lr,
+            lr_schedule: schedule.clone(),
+            // Scaled 32/64 = half the given rate.
+            lr_scaling: LrScaling::Linear,
+            base_batch: 64,
+            ..config(epochs, Head::Softmax)
+        };
+        let straight = tempfile::tempdir().unwrap();
+        let full = train::<B, _>(&run(4), &data, &single, &quiet(straight.path(), false)).unwrap();
+        let split = tempfile::tempdir().unwrap();
+        train::<B, _>(&run(2), &data, &single, &quiet(split.path(), false)).unwrap();
+        let resumed = train::<B, _>(&run(4), &data, &single, &quiet(split.path(), true)).unwrap();
+        let rates = |m: &[owt::train::EpochMetrics]| m.iter().map(|e| e.lr.unwrap()).collect::<Vec<_>>();
+        let (a, b) = (rates(&full), rates(&resumed));
+        assert_eq!(a, b, "{schedule}: rates of the straight run vs the resumed one");
+        // The rates are the schedule's on the losses the run saw, at half the given rate.
+        let losses: Vec<f64> = full.iter().map(|e| e.test_loss).collect();
+        let expected: Vec<f64> = (0..4).map(|e| schedule.rate(lr / 2.0, e, &losses)).collect();
+        assert_eq!(a, expected, "{schedule}: test losses {losses:?}");
+        // Both schedules divide within the run (plateau: measured after epoch 3, past the
+        // resume), so a trainer that ignored them would fail here.
+        assert!(a[3] < a[0], "{schedule}: no division in {a:?} (test losses {losses:?})");
+        if let LrSchedule::Step(_) = schedule {
+            let tenth = |x: f64, y: f64| (x / y - 10.0).abs() < 1e-12;
+            assert!(tenth(a[0], a[1]) && tenth(a[1], a[2]) && a[2] == a[3], "{a:?}");
+        }
+        for (x, y) in full.iter().zip(&resumed) {
+            let close = |p: f64, q: f64| (p - q).abs() <= 1e-6 * p.abs().max(1.0);
+            assert!(close(x.train_loss, y.train_loss) && close(x.test_loss, y.test_loss), "{x:?} vs {y:?}");
+        }
+        // metrics.json carries the rate of each epoch.
+        let json: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(split.path().join("metrics.json")).unwrap()).unwrap();
+        assert_eq!(json.iter().map(|e| e["lr"].as_f64().unwrap()).collect::<Vec<_>>(), b);
+    }
+}

@@ -13,6 +13,7 @@ use crate::data::{open_splits, DataRequest, DatasetKind, Splits};
 use crate::error::OwtError;
 use crate::train::config::defaults;
 use crate::train::run_dir::{self, Existing};
+use crate::train::schedule::{LrScaling, LrSchedule};
 use crate::train::{train, EpochMetrics, Layout, MeshLayout, RunOptions, SingleDevice, TrainConfig};
 use owt_models::Head;
 
@@ -40,6 +41,18 @@ pub struct TrainArgs {
     /// Learning rate.
     #[arg(long, default_value_t = defaults::LR)]
     pub lr: f64,
+    /// When the learning rate is divided by 10: `constant`, `step:E1,E2,..` (after each of
+    /// those epochs) or `plateau[:PATIENCE]` (when the test loss has not improved for
+    /// PATIENCE epochs, default 1).
+    #[arg(long, default_value = "constant", value_parser = |s: &str| s.parse::<LrSchedule>())]
+    pub lr_schedule: LrSchedule,
+    /// How --lr grows with --batch: `linear` (lr x batch / base-batch, the 2014 paper's
+    /// choice for more workers), `sqrt`, or `none`.
+    #[arg(long, value_enum, default_value_t = LrScaling::None)]
+    pub lr_scaling: LrScaling,
+    /// The batch size --lr is given for, with --lr-scaling.
+    #[arg(long, default_value_t = crate::train::schedule::BASE_BATCH)]
+    pub base_batch: usize,
     /// SGD momentum (dampening 0).
     #[arg(long, default_value_t = defaults::MOMENTUM)]
     pub momentum: f64,
@@ -89,6 +102,9 @@ impl TrainArgs {
             weight_decay: self.weight_decay,
             seed: self.seed,
             fc_update: self.parallel.fc_update,
+            lr_schedule: self.lr_schedule.clone(),
+            lr_scaling: self.lr_scaling,
+            base_batch: self.base_batch,
         }
     }
 }
@@ -116,7 +132,7 @@ impl TrainJob<'_> {
     fn train<B: AutodiffBackend, L: Layout<B>>(self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
         let splits = self.splits()?;
         eprintln!(
-            "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
+            "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {} ({} schedule), FC update {}",
             self.config.model.architecture()?.name,
             self.args.dataset,
             splits.train.len(),
@@ -125,7 +141,8 @@ impl TrainJob<'_> {
             self.args.backend.name(),
             layout.describe(),
             self.config.batch,
-            self.config.lr,
+            self.config.lr_scaling.describe(self.config.lr, self.config.batch, self.config.base_batch),
+            self.config.lr_schedule,
             self.config.fc_update.name()
         );
         let opts = RunOptions {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use owt_models::{Head, ModelSpec};
 
 use crate::data::DatasetKind;
+use crate::train::schedule::{LrScaling, LrSchedule};
 
 /// Hyper-parameters and choices of one training run. A checkpoint stores it so that
 /// `--resume` continues the same run and `owt eval` rebuilds the same network.
@@ -34,6 +35,19 @@ pub struct TrainConfig {
     /// paper's variant). Part of the run: it changes the numbers, unlike the device count.
     #[serde(default)]
     pub fc_update: crate::train::step::FcUpdate,
+    /// When the rate is divided by 10 (constant in runs from before schedules).
+    #[serde(default)]
+    pub lr_schedule: LrSchedule,
+    /// How `lr` grows with the batch size.
+    #[serde(default)]
+    pub lr_scaling: LrScaling,
+    /// The batch size `lr` is given for, when scaling it.
+    #[serde(default = "base_batch")]
+    pub base_batch: usize,
+}
+
+fn base_batch() -> usize {
+    crate::train::schedule::BASE_BATCH
 }
 
 /// The paper's SGD defaults.
@@ -64,7 +78,20 @@ impl TrainConfig {
             weight_decay: defaults::WEIGHT_DECAY,
             seed: 0,
             fc_update: crate::train::step::FcUpdate::PerStep,
+            lr_schedule: LrSchedule::Constant,
+            lr_scaling: LrScaling::None,
+            base_batch: base_batch(),
         }
+    }
+
+    /// The rate before any division of the schedule: `lr` scaled to the batch size.
+    pub fn scaled_lr(&self) -> f64 {
+        self.lr_scaling.scale(self.lr, self.batch, self.base_batch)
+    }
+
+    /// The rate of 0-based epoch `epoch`, given the test losses of the epochs before it.
+    pub fn epoch_lr(&self, epoch: usize, test_losses: &[f64]) -> f64 {
+        self.lr_schedule.rate(self.scaled_lr(), epoch, test_losses)
     }
 
     /// Rejects values no run can use, naming the expected and the given.
@@ -84,6 +111,17 @@ impl TrainConfig {
         }
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
             return Err(OwtError::input(format!("--weight-decay must be >= 0, got {}", self.weight_decay)));
+        }
+        if self.base_batch == 0 {
+            return Err(OwtError::input("--base-batch must be at least 1, got 0"));
+        }
+        if !(self.scaled_lr().is_finite() && self.scaled_lr() > 0.0) {
+            return Err(OwtError::input(format!(
+                "--lr {} scaled to --batch {} is {}: expected a positive finite rate",
+                self.lr,
+                self.batch,
+                self.scaled_lr()
+            )));
         }
         if self.limit == Some(0) {
             return Err(OwtError::data("--limit 0 leaves the dataset empty: expected at least 1 image"));
@@ -129,7 +167,12 @@ impl TrainConfig {
             ("--weight-decay", self.weight_decay.to_string()),
             ("--seed", self.seed.to_string()),
             ("--fc-update", self.fc_update.name().to_string()),
+            ("--lr-schedule", self.lr_schedule.to_string()),
+            ("--lr-scaling", self.lr_scaling.name().to_string()),
         ]);
+        if self.lr_scaling != LrScaling::None {
+            out.push(("--base-batch", self.base_batch.to_string()));
+        }
         out
     }
 

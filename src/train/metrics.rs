@@ -18,6 +18,10 @@ pub struct EpochMetrics {
     pub test_loss: f64,
     /// Fraction of test images classified correctly.
     pub test_accuracy: f64,
+    /// Learning rate of the epoch (after batch scaling and the schedule's divisions); absent
+    /// in runs from before schedules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
     /// Training images per second (forward, backward, update).
     pub images_per_second: f64,
     /// Wall seconds of the epoch, evaluation included.
@@ -85,8 +89,9 @@ impl EpochMetrics {
     /// The line printed after each epoch.
     pub fn summary(&self, epochs: usize) -> String {
         format!(
-            "epoch {}/{epochs}: train loss {:.4}, train acc {:.2}%, test loss {:.4}, test acc {:.2}%, {:.0} images/s, {:.1} s",
+            "epoch {}/{epochs}: {}train loss {:.4}, train acc {:.2}%, test loss {:.4}, test acc {:.2}%, {:.0} images/s, {:.1} s",
             self.epoch,
+            self.lr.map(|lr| format!("lr {lr}, ")).unwrap_or_default(),
             self.train_loss,
             100.0 * self.train_accuracy,
             self.test_loss,

@@ -9,6 +9,7 @@ pub mod layout;
 pub mod metrics;
 pub mod progress;
 pub mod run_dir;
+pub mod schedule;
 pub mod step;
 pub mod trainer;
 
@@ -16,5 +17,6 @@ pub use checkpoint::{Checkpoint, CheckpointState, CHECKPOINT_FILE};
 pub use config::TrainConfig;
 pub use layout::{Layout, MeshLayout, SingleDevice};
 pub use metrics::{Communication, EpochMetrics};
+pub use schedule::{LrScaling, LrSchedule};
 pub use step::{train_step, FcUpdate, StepOutcome};
 pub use trainer::{evaluate, evaluate_with, load_model, sgd, train, Evaluation, RunOptions};

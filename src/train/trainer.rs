@@ -189,6 +189,8 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
     let train_set = &splits.train;
     for epoch in start_epoch..config.epochs {
         let started = Instant::now();
+        let test_losses: Vec<f64> = metrics.iter().map(|m: &EpochMetrics| m.test_loss).collect();
+        let lr = config.epoch_lr(epoch, &test_losses);
         let seed = epoch_seed(config.seed, epoch);
         B::seed(device, seed);
         let mut rng = StdRng::seed_from_u64(seed);
@@ -210,7 +212,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             match since {
                 None => Ok(()),
                 Some((mean, images)) => Err(OwtError::input(format!(
-                    "training diverged in epoch {}: mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
+                    "training diverged in epoch {}: mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}, rate {lr} in this epoch) or --weight-decay (got {})",
                     epoch + 1,
                     DIVERGENCE_FACTOR * uniform,
                     config.lr,
@@ -221,7 +223,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         while let Some(batch) = batches.next_batch()? {
             let (images, labels) = layout.upload_batch(&batch);
             let (next, outcome) =
-                train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, images, labels);
+                train_step(layout, model, &mut optim, lr, config.head, config.fc_update, images, labels);
             model = next;
             tally.add(outcome.loss, outcome.correct, outcome.images);
             steps += 1;
@@ -246,6 +248,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             train_accuracy: values.accuracy(),
             test_loss: test.loss,
             test_accuracy: test.accuracy,
+            lr: Some(lr),
             images_per_second: seen as f64 / train_seconds,
             seconds: started.elapsed().as_secs_f64(),
             layout: Some(layout.describe()),
