@@ -15,6 +15,7 @@ pub mod kernel_cache;
 pub mod nccl;
 pub mod panics;
 pub mod parallel;
+pub mod report;
 pub mod train;
 
 pub use error::OwtError;

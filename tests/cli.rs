@@ -138,6 +138,50 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
     assert!(o.status.success(), "{}", stderr(&o));
     let line = String::from_utf8_lossy(&o.stdout);
     assert!(line.contains(&format!("test accuracy {:.2}% (30 images)", 100.0 * acc)), "{line} vs {acc}");
+
+    // The run's picture: curves and the rate drawn, no traffic bars on one device.
+    let o = owt(&["report", o_]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let counts = report_colours(&out.path().join("report.png"));
+    for (what, n) in [("train", counts.train), ("test", counts.test), ("learning rate", counts.lr)] {
+        assert!(n >= 20, "{what} drawn in {n} pixels: {counts:?}");
+    }
+    assert_eq!(counts.phases, [0; 4], "bars on a one-device run: {counts:?}");
+    let svg = out.path().join("r.svg");
+    let o = owt(&["report", o_, "--out", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains(r#"width="1200""#) && svg.contains("test"), "{}", &svg[..200]);
+    let o = owt(&["report", o_, "--out", "x.jpg"]);
+    assert_one_line_error(&o, &["x.jpg", ".png or .svg"]);
+    let o = owt(&["report", d]);
+    assert_one_line_error(&o, &["metrics.json", "owt train"]);
+}
+
+/// Pixels of each of the report's colours in a PNG it wrote.
+#[derive(Debug)]
+struct ReportColours {
+    train: usize,
+    test: usize,
+    lr: usize,
+    /// Per phase, in `owt::report::PHASE_COLORS` order.
+    phases: [usize; 4],
+}
+
+fn report_colours(png: &Path) -> ReportColours {
+    use owt::report::{LR_COLOR, PHASE_COLORS, SIZE, TEST_COLOR, TRAIN_COLOR};
+    let image = image::open(png).unwrap().to_rgb8();
+    assert_eq!(image.dimensions(), SIZE);
+    let count = |c: plotters::style::RGBColor| image.pixels().filter(|p| p.0 == [c.0, c.1, c.2]).count();
+    // Not blank: a white page with a few labels would have well under 1% of pixels drawn.
+    let drawn = image.pixels().filter(|p| p.0 != [255, 255, 255]).count();
+    assert!(drawn * 100 > image.pixels().len(), "{drawn} pixels drawn");
+    ReportColours {
+        train: count(TRAIN_COLOR),
+        test: count(TEST_COLOR),
+        lr: count(LR_COLOR),
+        phases: PHASE_COLORS.map(|(_, c)| count(c)),
+    }
 }
 
 #[test]
@@ -287,6 +331,16 @@ fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() 
     let all_reduce = comm["by_collective"]["all_reduce"]["bytes"].as_f64().unwrap();
     assert!(all_reduce >= 1_209_344.0 && all_reduce < 1_209_344.0 * 1.05, "{comm}");
     assert_eq!(metrics[0]["layout"], "2 ranks, plan weird-trick, scheme c");
+    // Per layer and phase, the same bytes again; the conv layers' gradient sync among them.
+    let by_phase = comm["by_phase"].as_object().unwrap();
+    let sum: f64 = by_phase.values().map(|t| t["bytes"].as_f64().unwrap()).sum();
+    assert!((sum - comm["bytes_per_step"].as_f64().unwrap()).abs() < 1e-6 * sum, "{comm}");
+    assert!(by_phase["conv3:sync"]["bytes"].as_f64().unwrap() > 0.0, "{comm}");
+    // Its picture has the sync bars.
+    let o = owt(&["report", o_]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let counts = report_colours(&out.path().join("report.png"));
+    assert!(counts.phases[2] >= 100, "sync bars: {counts:?}");
     // Resume the same run (same FC update) on 4 ranks.
     let o = owt(&[&base[..], &["--epochs", "2", "--devices", "4", "--fc-update", "per-chunk", "--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));

@@ -1,10 +1,11 @@
-//! The `owt` command line: `info`, `train`, `eval`, `plan`, `bench`.
+//! The `owt` command line: `info`, `train`, `eval`, `plan`, `bench`, `report`.
 
 pub mod bench;
 pub mod eval;
 pub mod info;
 pub mod plan;
 pub mod profile;
+pub mod report;
 pub mod train;
 
 use clap::{Args, Parser, Subcommand};
@@ -40,6 +41,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Time synthetic training steps: steady-state images/s, step time, traffic per step.
     Bench(bench::BenchArgs),
+    /// Draw a run's loss, accuracy, learning rate and traffic per layer as a PNG or SVG.
+    Report(report::ReportArgs),
 }
 
 /// Model selection flags shared by commands.
@@ -88,6 +91,7 @@ pub fn run(cli: Cli) -> Result<(), OwtError> {
         Command::Eval(args) => eval::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Report(args) => report::run(&args),
     }
 }
 

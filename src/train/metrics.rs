@@ -45,6 +45,10 @@ pub struct Communication {
     pub messages_per_step: f64,
     /// Per collective (`all_gather`, `all_reduce`, ...): bytes and messages per step.
     pub by_collective: BTreeMap<String, TrafficPerStep>,
+    /// Per layer and phase (`fc6:forward`, `conv1:sync`, ...): bytes and messages per step.
+    /// Absent in runs from before it was recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_phase: BTreeMap<String, TrafficPerStep>,
     /// Ops that had no placement rule and ran gathered, with their counts over the epoch.
     pub fallbacks: BTreeMap<String, u64>,
     /// Tensors made with a zero-element piece on some rank, by kind, placement and shape,
@@ -68,10 +72,13 @@ impl Communication {
     pub fn per_step(ledger: &LedgerSnapshot, steps: usize) -> Self {
         let per = |x: u64| x as f64 / steps.max(1) as f64;
         let mut by_collective: BTreeMap<String, TrafficPerStep> = BTreeMap::new();
-        for ((_, collective), t) in &ledger.traffic {
-            let e = by_collective.entry(collective.clone()).or_insert(TrafficPerStep { bytes: 0.0, messages: 0.0 });
-            e.bytes += per(t.bytes);
-            e.messages += per(t.messages);
+        let mut by_phase: BTreeMap<String, TrafficPerStep> = BTreeMap::new();
+        for ((phase, collective), t) in &ledger.traffic {
+            for e in [by_collective.entry(collective.clone()), by_phase.entry(phase.clone())] {
+                let e = e.or_insert(TrafficPerStep { bytes: 0.0, messages: 0.0 });
+                e.bytes += per(t.bytes);
+                e.messages += per(t.messages);
+            }
         }
         let total = ledger.total();
         Communication {
@@ -79,6 +86,7 @@ impl Communication {
             bytes_per_step: per(total.bytes),
             messages_per_step: per(total.messages),
             by_collective,
+            by_phase,
             fallbacks: ledger.fallbacks.clone(),
             empty_ops: ledger.empty_ops.clone(),
         }

@@ -16,7 +16,7 @@ pub mod trainer;
 pub use checkpoint::{Checkpoint, CheckpointState, CHECKPOINT_FILE};
 pub use config::TrainConfig;
 pub use layout::{Layout, MeshLayout, SingleDevice};
-pub use metrics::{Communication, EpochMetrics};
+pub use metrics::{Communication, EpochMetrics, TrafficPerStep};
 pub use schedule::{LrScaling, LrSchedule};
 pub use step::{train_step, FcUpdate, StepOutcome};
 pub use trainer::{evaluate, evaluate_with, load_model, sgd, train, Evaluation, RunOptions};
