@@ -491,3 +491,74 @@ fn bench_profile_lists_every_layer_with_the_shapes_info_gives() {
     // A mesh is refused in one line: the profile times one device.
     assert_one_line_error(&owt(&["bench", "--model", "alexnet-small", "--profile", "--devices", "2"]), &["--profile"]);
 }
+
+/// An image folder of `classes` classes with `per_class` RGB images each in train/ and val/.
+fn write_rgb_folder(dir: &Path, classes: usize, per_class: usize, side: u32) {
+    for split in ["train", "val"] {
+        for c in 0..classes {
+            let class_dir = dir.join(split).join(format!("class{c}"));
+            std::fs::create_dir_all(&class_dir).unwrap();
+            for i in 0..per_class {
+                let shade = (40 * c + 7 * i) as u8;
+                let img =
+                    image::RgbImage::from_fn(side, side, |x, y| image::Rgb([shade, (x * 3) as u8, (y * 3) as u8]));
+                img.save(class_dir.join(format!("{i}.png"))).unwrap();
+            }
+        }
+    }
+}
+
+/// torchvision weights through the binary: a full-size torchvision-layout state dict (1000
+/// classes) imported with --classes 4 (fresh fc8), evaluated, fine-tuned with `train --resume`
+/// on another dataset and rate, and exported again with the fine-tuned conv weights.
+#[test]
+fn torchvision_weights_import_evaluate_fine_tune_and_export() {
+    use burn::backend::Flex;
+    use owt_models::torchvision::export_safetensors;
+    let dir = tempfile::tempdir().unwrap();
+    let side = 67;
+    let pretrained = dir.path().join("alexnet.safetensors");
+    let model = owt_models::AlexNetOwtConfig::new().with_input(side).init::<Flex>(&Default::default());
+    std::fs::write(&pretrained, export_safetensors(&model).unwrap()).unwrap();
+    let data = dir.path().join("data");
+    write_rgb_folder(&data, 4, 3, side as u32 + 10);
+    let run = dir.path().join("run");
+    let (p, d, r) = (pretrained.to_str().unwrap(), data.to_str().unwrap(), run.to_str().unwrap());
+    let net = ["--model", "alexnet-owt", "--input", "67", "--classes", "4"];
+    let o = owt(&[&["import", "--from", "torchvision", p, "--out", r][..], &net].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fc8 left freshly initialised: the file has 1000 classes, the network 4"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("imported 14 tensors"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", d]);
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("(12 images)"), "{}", stderr(&o));
+    // Fine-tuning: any dataset, batch and rate may start from the import; the network must match.
+    let train = ["train", "--dataset", "folder", "--data", d, "--batch", "4", "--lr", "0.001", "--out", r, "--resume"];
+    let o =
+        owt(&[&train[..], &["--model", "alexnet-owt", "--input", "67", "--classes", "5", "--epochs", "1"]].concat());
+    assert_one_line_error(&o, &["--classes 5", "--classes 4"]);
+    let o = owt(&[&train[..], &net, &["--epochs", "1"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("starting from the weights imported from torchvision"), "{}", stderr(&o));
+    // Exported, the fine-tuned conv1 is what the checkpoint holds, in PyTorch's layout.
+    let back = dir.path().join("back.safetensors");
+    let o = owt(&["export", "--checkpoint", r, "--to", "torchvision", "--out", back.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (tuned, _) = owt::train::load_model::<Flex>(&run, &Default::default()).unwrap();
+    let mut store = burn_store::SafetensorsStore::from_file(&back);
+    use burn_store::ModuleStore;
+    let conv1 = store.get_snapshot("features.0.weight").unwrap().unwrap().to_data().unwrap();
+    assert_eq!(conv1, tuned.conv1.weight.val().into_data());
+    assert_ne!(conv1, model.conv1.weight.val().into_data(), "fine-tuning changed nothing");
+    let fc6 = store.get_snapshot("classifier.1.weight").unwrap().unwrap();
+    assert_eq!(fc6.shape.to_vec(), [4096, 9216]);
+    let o = owt(&["export", "--checkpoint", r, "--to", "torchvision", "--out", "x.pth"]);
+    assert_one_line_error(&o, &["x.pth", ".safetensors"]);
+}

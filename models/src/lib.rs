@@ -17,6 +17,7 @@ mod head;
 mod lrn;
 mod profile;
 mod spec;
+pub mod torchvision;
 mod variants;
 
 pub use alexnet::{AlexNet, LayerHook};

@@ -1,7 +1,8 @@
-//! The `owt` command line: `info`, `train`, `eval`, `plan`, `bench`, `report`.
+//! The `owt` command line: `info`, `train`, `eval`, `plan`, `bench`, `report`, `import`, `export`.
 
 pub mod bench;
 pub mod eval;
+pub mod import;
 pub mod info;
 pub mod plan;
 pub mod profile;
@@ -41,6 +42,10 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Time synthetic training steps: steady-state images/s, step time, traffic per step.
     Bench(bench::BenchArgs),
+    /// Read a torchvision AlexNet state dict (.pth or .safetensors) into an owt checkpoint.
+    Import(import::ImportArgs),
+    /// Write a checkpoint's network as a torchvision AlexNet state dict (.safetensors).
+    Export(import::ExportArgs),
     /// Draw a run's loss, accuracy, learning rate and traffic per layer as a PNG or SVG.
     Report(report::ReportArgs),
 }
@@ -92,6 +97,8 @@ pub fn run(cli: Cli) -> Result<(), OwtError> {
         Command::Plan(args) => plan::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Import(args) => import::import(&args),
+        Command::Export(args) => import::export(&args),
     }
 }
 

@@ -211,7 +211,7 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     if args.resume {
         // Refuse a resume that would not continue the same run before anything starts.
         // The whole checkpoint is read and its checksums verified, so damage is found now.
-        config.check_resume_of(&crate::train::Checkpoint::load(&args.out)?.state.config)?;
+        crate::train::Checkpoint::load(&args.out)?.state.check_resume(&config)?;
     }
     check_memory(&config, args.backend)?;
     let metrics = if args.parallel.on_mesh() {

@@ -46,6 +46,32 @@ pub struct CheckpointState {
     pub epochs_done: usize,
     /// Metrics of the completed epochs.
     pub metrics: Vec<EpochMetrics>,
+    /// Where the starting weights came from, when they were imported (`owt import`) rather
+    /// than initialised by owt: "torchvision FILE". Kept by the runs that continue it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
+}
+
+impl CheckpointState {
+    /// Imported weights no run has trained yet: any run of the same network may start from
+    /// them, whatever its dataset, rate or batch.
+    pub fn is_fresh_import(&self) -> bool {
+        self.imported_from.is_some() && self.epochs_done == 0
+    }
+
+    /// Refuses to continue this checkpoint with `config` when a setting that decides the
+    /// numbers differs (only the network's, for a fresh import), naming it and both values.
+    pub fn check_resume(&self, config: &TrainConfig) -> Result<(), OwtError> {
+        let diff = if self.is_fresh_import() {
+            config.model_difference(&self.config)
+        } else {
+            config.difference(&self.config)
+        };
+        match diff {
+            Some(diff) => Err(OwtError::checkpoint(format!("cannot resume: {diff}"))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A checkpoint read back: state and the two raw records, decoded on demand per backend.

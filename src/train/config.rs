@@ -46,6 +46,9 @@ pub struct TrainConfig {
     pub base_batch: usize,
 }
 
+/// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
+const MODEL_SETTINGS: [&str; 7] = ["--model", "model", "--input", "--channels", "--classes", "--towers", "dropout"];
+
 fn base_batch() -> usize {
     crate::train::schedule::BASE_BATCH
 }
@@ -129,15 +132,6 @@ impl TrainConfig {
         Ok(())
     }
 
-    /// Refuses to resume the run `saved` (a checkpoint's config) with this config when a
-    /// setting other than the epoch count differs, naming it and both values.
-    pub fn check_resume_of(&self, saved: &TrainConfig) -> Result<(), crate::error::OwtError> {
-        match self.difference(saved) {
-            Some(diff) => Err(crate::error::OwtError::checkpoint(format!("cannot resume: {diff}"))),
-            None => Ok(()),
-        }
-    }
-
     /// The settings that decide this run's numbers, as (flag, value) in words, with defaults
     /// resolved (`--towers 2` written out equals the default): what a resume compares.
     pub fn effective_settings(&self) -> Vec<(&'static str, String)> {
@@ -180,10 +174,23 @@ impl TrainConfig {
     /// checkpoint's run `saved`, in words: "this command has --lr 0.1, the checkpoint was
     /// trained with --lr 0.01".
     pub fn difference(&self, saved: &TrainConfig) -> Option<String> {
-        self.effective_settings().into_iter().zip(saved.effective_settings()).find(|(a, b)| a != b).map(
-            |((flag, ours), (_, theirs))| {
+        self.first_difference(saved, |_| true)
+    }
+
+    /// [`TrainConfig::difference`] in the network's settings only (model, geometry, classes,
+    /// towers, dropout): what must agree with imported weights.
+    pub fn model_difference(&self, saved: &TrainConfig) -> Option<String> {
+        self.first_difference(saved, |flag| MODEL_SETTINGS.contains(&flag))
+    }
+
+    fn first_difference(&self, saved: &TrainConfig, compared: impl Fn(&str) -> bool) -> Option<String> {
+        self.effective_settings()
+            .into_iter()
+            .zip(saved.effective_settings())
+            .filter(|((flag, _), _)| compared(flag))
+            .find(|(a, b)| a != b)
+            .map(|((flag, ours), (_, theirs))| {
                 format!("this command has {flag} {ours}, the checkpoint was trained with {flag} {theirs}")
-            },
-        )
+            })
     }
 }

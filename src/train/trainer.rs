@@ -174,15 +174,23 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
     let mut model: AlexNet<B> = arch.try_init(device)?;
     let mut metrics = Vec::new();
     let mut start_epoch = 0;
+    let mut imported_from = None;
     if opts.resume {
         let ckpt = Checkpoint::load(opts.out)?;
-        config.check_resume_of(&ckpt.state.config)?;
+        ckpt.state.check_resume(config)?;
         model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
-        optim = optim.load_record(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
+        // Imported weights come without optimizer state: momentum starts at zero.
+        if !ckpt.state.is_fresh_import() {
+            optim = optim.load_record(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
+        }
         start_epoch = ckpt.state.epochs_done;
         metrics = ckpt.state.metrics;
+        imported_from = ckpt.state.imported_from;
         if opts.verbose {
-            eprintln!("resuming after epoch {start_epoch} of {}", config.epochs);
+            match (&imported_from, start_epoch) {
+                (Some(origin), 0) => eprintln!("starting from the weights imported from {origin}"),
+                _ => eprintln!("resuming after epoch {start_epoch} of {}", config.epochs),
+            }
         }
     }
     let mut model = layout.place_model(model)?;
@@ -258,7 +266,12 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             println!("{}", m.summary(config.epochs));
         }
         metrics.push(m);
-        let state = CheckpointState { config: config.clone(), epochs_done: epoch + 1, metrics: metrics.clone() };
+        let state = CheckpointState {
+            config: config.clone(),
+            epochs_done: epoch + 1,
+            metrics: metrics.clone(),
+            imported_from: imported_from.clone(),
+        };
         let model_bytes = record_to_bytes::<B, _>(model.clone().into_record())?;
         let optim_bytes = record_to_bytes::<B, _>(optim.to_record())?;
         Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;

@@ -1,0 +1,249 @@
+//! torchvision's AlexNet weights in and out: the state dict PyTorch users already have
+//! (`torchvision.models.alexnet`, saved as `.pth` or safetensors) read into an [`AlexNet`] of
+//! the same layout (`alexnet-owt`, or a narrower network of that shape), and an [`AlexNet`]
+//! written back as a safetensors state dict PyTorch loads with `load_state_dict`.
+//!
+//! Both go through Burn's `burn-store`: the keys are remapped (`features.N` / `classifier.N`
+//! to `conv1`..`fc8`) and Linear weights transposed (PyTorch keeps them `[out, in]`, Burn
+//! `[in, out]`) by its PyTorch adapters.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use burn::prelude::*;
+use burn_store::{
+    BurnToPyTorchAdapter, KeyRemapper, ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter, PytorchStore,
+    SafetensorsStore,
+};
+
+use crate::{AlexNet, Architecture};
+
+/// Each owt layer and the torchvision state-dict prefix of the same layer.
+pub const KEYS: [(&str, &str); 8] = [
+    ("conv1", "features.0"),
+    ("conv2", "features.3"),
+    ("conv3", "features.6"),
+    ("conv4", "features.8"),
+    ("conv5", "features.10"),
+    ("fc6", "classifier.1"),
+    ("fc7", "classifier.4"),
+    ("fc8", "classifier.6"),
+];
+
+/// Why weights cannot be moved between torchvision's layout and a network, in one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TorchvisionError(pub String);
+
+impl std::fmt::Display for TorchvisionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TorchvisionError {}
+
+fn error(message: impl Into<String>) -> TorchvisionError {
+    TorchvisionError(message.into())
+}
+
+/// The torchvision key of an owt parameter path (`fc6.weight` -> `classifier.1.weight`).
+pub fn torch_key(owt_path: &str) -> Option<String> {
+    let (layer, param) = owt_path.split_once('.')?;
+    KEYS.iter().find(|(owt, _)| *owt == layer).map(|(_, torch)| format!("{torch}.{param}"))
+}
+
+/// Refuses an architecture whose layers are not torchvision's AlexNet's: one tower, no
+/// response normalisation, pooling after conv1, conv2, conv5, a 6x6 adaptive pool, dropout in
+/// front of fc6 and fc7 (widths may differ).
+pub fn check_layout(arch: &Architecture) -> Result<(), TorchvisionError> {
+    let torchvision = arch.towers == 1
+        && arch.lrn_after == [false; 5]
+        && arch.pool_after == [true, true, false, false, true]
+        && arch.adaptive_pool == Some(6)
+        && arch.convs.iter().all(|c| c.groups == 1)
+        && arch.dropout_before_fc == [true, true, false];
+    if torchvision {
+        Ok(())
+    } else {
+        Err(error(format!(
+            "{} is not laid out as torchvision's AlexNet (one tower, no response normalisation, a 6x6 adaptive pool): use --model alexnet-owt",
+            arch.name
+        )))
+    }
+}
+
+/// Each parameter as a torchvision state dict holds it: (owt path, torchvision key, shape in
+/// PyTorch's layout, Linear weights `[out, in]`).
+pub fn torch_parameters(arch: &Architecture) -> Result<Vec<(String, String, Vec<usize>)>, TorchvisionError> {
+    let params = arch.parameters().map_err(|e| error(e.0))?;
+    Ok(params
+        .into_iter()
+        .map(|(path, mut shape)| {
+            if path.starts_with("fc") && path.ends_with(".weight") {
+                shape.reverse();
+            }
+            let key = torch_key(&path).expect("every AlexNet parameter has a torchvision key");
+            (path, key, shape)
+        })
+        .collect())
+}
+
+/// What an import did besides loading the weights.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Tensors loaded.
+    pub loaded: usize,
+    /// fc8 was left as initialised: the file has another class count (fine-tuning).
+    pub fresh_fc8: Option<usize>,
+    /// Keys in the file no layer reads.
+    pub unused: Vec<String>,
+}
+
+/// The remapping of torchvision keys to owt paths (`^features\.0\.` -> `conv1.`); fc8 goes
+/// to a name no layer has when it is to stay fresh.
+fn torch_to_owt(skip_fc8: bool) -> KeyRemapper {
+    let patterns = KEYS.iter().map(|(owt, torch)| {
+        let target = if skip_fc8 && *owt == "fc8" { "unused_fc8" } else { owt };
+        (format!(r"^{}\.(weight|bias)$", regex_escape(torch)), format!("{target}.$1"))
+    });
+    KeyRemapper::from_pattern_iter(patterns).expect("the key patterns are valid regexes")
+}
+
+/// The remapping of owt paths to torchvision keys.
+fn owt_to_torch() -> KeyRemapper {
+    let patterns = KEYS.iter().map(|(owt, torch)| (format!(r"^{owt}\.(weight|bias)$"), format!("{torch}.$1")));
+    KeyRemapper::from_pattern_iter(patterns).expect("the key patterns are valid regexes")
+}
+
+fn regex_escape(s: &str) -> String {
+    s.replace('.', r"\.")
+}
+
+/// The file formats read: a PyTorch pickle (`.pth`, `.pt`) or safetensors.
+enum Format {
+    Pickle,
+    Safetensors,
+}
+
+fn format_of(path: &Path) -> Result<Format, TorchvisionError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("pth" | "pt") => Ok(Format::Pickle),
+        Some("safetensors") => Ok(Format::Safetensors),
+        _ => Err(error(format!(
+            "cannot tell the format of {}: expected a .pth, .pt or .safetensors file",
+            path.display()
+        ))),
+    }
+}
+
+/// Loads the torchvision state dict at `path` (`.pth`/`.pt` or `.safetensors`) into `model`,
+/// which must have torchvision's layout ([`check_layout`]) and the file's widths. When only
+/// the class count differs, fc8 keeps its initial weights (reported in [`ImportReport`]), so a
+/// network can be fine-tuned to other classes. A missing key or a wrong shape is an error
+/// naming the key and both shapes; nothing is loaded then.
+pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet<B>, ImportReport), TorchvisionError> {
+    let arch = model.architecture.clone();
+    check_layout(&arch)?;
+    let format = format_of(path)?;
+    let read_error = |e: String| error(format!("cannot read {}: {e}", path.display()));
+    let shapes: BTreeMap<String, Vec<usize>> = match format {
+        Format::Pickle => shapes_in(&mut PytorchStore::from_file(path).map_indices_contiguous(false)),
+        Format::Safetensors => shapes_in(&mut SafetensorsStore::from_file(path).map_indices_contiguous(false)),
+    }
+    .map_err(read_error)?;
+    let expected = torch_parameters(&arch)?;
+    let mut fresh_fc8 = None;
+    for (owt, key, shape) in &expected {
+        let found = shapes.get(key).ok_or_else(|| {
+            error(format!(
+                "{} has no {key} (for {owt}): expected a torchvision AlexNet state dict (features.0, .3, .6, .8, .10 and classifier.1, .4, .6, each with weight and bias); its first keys are {}",
+                path.display(),
+                shapes.keys().take(4).cloned().collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        if found == shape {
+            continue;
+        }
+        // Another class count: fc8 is [classes, in] and [classes]; only its first dim differs.
+        let other_classes = owt.starts_with("fc8.") && found.len() == shape.len() && found[1..] == shape[1..];
+        if other_classes {
+            fresh_fc8 = Some(found[0]);
+            continue;
+        }
+        return Err(error(format!(
+            "{key} (for {owt}) in {} has shape {found:?}, {} needs {shape:?}",
+            path.display(),
+            arch.name
+        )));
+    }
+    let skip_fc8 = fresh_fc8.is_some();
+    let result = match format {
+        Format::Pickle => model
+            .load_from(
+                &mut PytorchStore::from_file(path)
+                    .map_indices_contiguous(false)
+                    .remap(torch_to_owt(skip_fc8))
+                    .allow_partial(skip_fc8),
+            )
+            .map_err(|e| e.to_string()),
+        Format::Safetensors => model
+            .load_from(
+                &mut SafetensorsStore::from_file(path)
+                    .map_indices_contiguous(false)
+                    .with_from_adapter(PyTorchToBurnAdapter)
+                    .remap(torch_to_owt(skip_fc8))
+                    .allow_partial(skip_fc8),
+            )
+            .map_err(|e| e.to_string()),
+    };
+    let result = result.map_err(read_error)?;
+    if let Some(e) = result.errors.first() {
+        return Err(error(format!("cannot load {}: {e}", path.display())));
+    }
+    let not_loaded: Vec<&str> =
+        result.missing.iter().map(|(p, _)| p.as_str()).filter(|p| !(skip_fc8 && p.starts_with("fc8."))).collect();
+    if !not_loaded.is_empty() {
+        return Err(error(format!("cannot load {}: nothing loaded into {}", path.display(), not_loaded.join(", "))));
+    }
+    let known: Vec<&String> = expected.iter().map(|(_, k, _)| k).collect();
+    let unused = shapes.keys().filter(|k| !known.contains(k)).cloned().collect();
+    Ok((model, ImportReport { loaded: result.applied.len(), fresh_fc8, unused }))
+}
+
+/// Every tensor's name and shape in a store, as the file has them.
+fn shapes_in<S: ModuleStore>(store: &mut S) -> Result<BTreeMap<String, Vec<usize>>, String> {
+    let snapshots = store.get_all_snapshots().map_err(|e| e.to_string())?;
+    Ok(snapshots.iter().map(|(k, s)| (k.clone(), s.shape.to_vec())).collect())
+}
+
+/// `model` as a torchvision state dict in safetensors format (keys `features.N.weight`, ...,
+/// Linear weights `[out, in]`): PyTorch reads it with `safetensors.torch.load_file` and
+/// `AlexNet.load_state_dict`.
+pub fn export_safetensors<B: Backend>(model: &AlexNet<B>) -> Result<Vec<u8>, TorchvisionError> {
+    check_layout(&model.architecture)?;
+    let mut store = SafetensorsStore::from_bytes(None).with_to_adapter(BurnToPyTorchAdapter).remap(owt_to_torch());
+    model.save_into(&mut store).map_err(|e| error(format!("cannot encode the weights: {e}")))?;
+    store.get_bytes().map_err(|e| error(format!("cannot encode the weights: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AlexNetOwtConfig;
+
+    #[test]
+    fn every_parameter_has_a_torchvision_key_in_pytorch_layout() {
+        let arch = AlexNetOwtConfig::new().architecture();
+        let params = torch_parameters(&arch).unwrap();
+        assert_eq!(params.len(), 16);
+        let find = |k: &str| params.iter().find(|p| p.1 == k).unwrap().2.clone();
+        assert_eq!(find("features.0.weight"), [64, 3, 11, 11]);
+        assert_eq!(find("features.10.bias"), [256]);
+        assert_eq!(find("classifier.1.weight"), [4096, 9216]);
+        assert_eq!(find("classifier.6.weight"), [1000, 4096]);
+        // torchvision's AlexNet: 61,100,840 parameters.
+        assert_eq!(params.iter().map(|p| p.2.iter().product::<usize>()).sum::<usize>(), 61_100_840);
+        let small = crate::AlexNetSmallConfig::new().architecture();
+        assert!(check_layout(&small).unwrap_err().0.contains("use --model alexnet-owt"));
+    }
+}

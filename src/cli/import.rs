@@ -1,0 +1,109 @@
+//! `owt import` and `owt export`: torchvision's AlexNet state dicts to and from owt
+//! checkpoints, so PyTorch users start from the weights they have and take owt's back.
+
+use std::path::PathBuf;
+
+use burn::backend::Flex;
+use burn::module::Module;
+use clap::{Args, ValueEnum};
+
+use owt_models::torchvision;
+
+use crate::cli::ModelArgs;
+use crate::data::DatasetKind;
+use crate::error::OwtError;
+use crate::train::atomic::write_atomic;
+use crate::train::checkpoint::record_to_bytes;
+use crate::train::run_dir::{self, Existing};
+use crate::train::{load_model, Checkpoint, CheckpointState, TrainConfig};
+
+/// Where weights come from or go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Foreign {
+    /// torchvision's `alexnet` state dict (`features.N`, `classifier.N`).
+    Torchvision,
+}
+
+/// Arguments of `owt import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The layout of the file.
+    #[arg(long, value_enum)]
+    pub from: Foreign,
+    /// The state dict: .pth / .pt (torch.save of the state dict) or .safetensors.
+    pub file: PathBuf,
+    /// The network to load it into (alexnet-owt: torchvision's layout); --classes other than
+    /// the file's keeps a freshly initialised fc8 for fine-tuning.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Run directory to write checkpoint.owt into; `owt train --resume --out DIR` then
+    /// fine-tunes from it, `owt eval --checkpoint DIR` evaluates it.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Replace a checkpoint --out holds.
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
+/// Arguments of `owt export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Run directory (or checkpoint file) to export.
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    /// The layout to write.
+    #[arg(long, value_enum)]
+    pub to: Foreign,
+    /// The file to write: .safetensors (PyTorch: `model.load_state_dict(safetensors.torch.load_file(FILE))`).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Imports the file into a checkpoint.
+pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
+    let spec = args.model.spec();
+    let arch = spec.architecture()?;
+    torchvision::check_layout(&arch).map_err(|e| OwtError::input(e.0))?;
+    run_dir::prepare(&args.out, if args.overwrite { Existing::Overwrite } else { Existing::Refuse })?;
+    let model = arch.try_init::<Flex>(&Default::default())?;
+    let (model, report) = torchvision::import(model, &args.file).map_err(|e| OwtError::checkpoint(e.0))?;
+    let origin = format!("torchvision {}", args.file.display());
+    // The run settings are placeholders: a fresh import is resumed by any run of this network.
+    let state = CheckpointState {
+        config: TrainConfig::new(spec, DatasetKind::Folder),
+        epochs_done: 0,
+        metrics: Vec::new(),
+        imported_from: Some(origin),
+    };
+    let model_bytes = record_to_bytes::<Flex, _>(model.into_record())?;
+    Checkpoint::save(&args.out, &state, &model_bytes, &[])?;
+    if let Some(classes) = report.fresh_fc8 {
+        eprintln!("fc8 left freshly initialised: the file has {classes} classes, the network {}", arch.classes);
+    }
+    if !report.unused.is_empty() {
+        eprintln!("{} keys of the file not used: {}", report.unused.len(), report.unused.join(", "));
+    }
+    println!(
+        "imported {} tensors of {} into {} in {}",
+        report.loaded,
+        args.file.display(),
+        arch.name,
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// Writes a checkpoint's network as a torchvision state dict.
+pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
+    if args.out.extension().and_then(|e| e.to_str()) != Some("safetensors") {
+        return Err(OwtError::input(format!(
+            "--out {}: owt exports safetensors, expected a name ending in .safetensors (PyTorch reads it with safetensors.torch.load_file)",
+            args.out.display()
+        )));
+    }
+    let (model, _) = load_model::<Flex>(&args.checkpoint, &Default::default())?;
+    let bytes = torchvision::export_safetensors(&model).map_err(|e| OwtError::input(e.0))?;
+    write_atomic(&args.out, &bytes)?;
+    println!("exported {} as a torchvision state dict to {}", model.architecture.name, args.out.display());
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! torchvision's AlexNet weights: a state dict PyTorch made (`scripts/make_torchvision_fixture.py`,
+//! a torchvision-layout AlexNet with narrower layers at 99x99) imported into owt gives the
+//! logits PyTorch computed, from `.pth` and from safetensors, on Flex and on the wgpu test
+//! device; an export writes the same state dict back; bad files are one-line errors.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use burn::backend::Flex;
+use burn::prelude::*;
+use burn_store::{ModuleStore, SafetensorsStore};
+use owt_models::torchvision::{export_safetensors, import};
+use owt_models::{AlexNet, AlexNetOwtConfig, Architecture};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/torchvision").join(name)
+}
+
+/// The narrow torchvision-layout network the fixture was made with (architecture.json).
+fn architecture() -> Architecture {
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("architecture.json")).unwrap()).unwrap();
+    let n = |v: &serde_json::Value| v.as_u64().unwrap() as usize;
+    let mut arch =
+        AlexNetOwtConfig::new().with_classes(n(&json["classes"])).with_input(n(&json["side"])).architecture();
+    for (conv, f) in arch.convs.iter_mut().zip(json["filters"].as_array().unwrap()) {
+        conv.filters = n(f);
+    }
+    arch.hidden = [n(&json["hidden"][0]), n(&json["hidden"][1])];
+    arch
+}
+
+/// Every tensor of a safetensors file, as stored.
+fn tensors(path: &Path) -> BTreeMap<String, TensorData> {
+    let mut store = SafetensorsStore::from_file(path);
+    store.get_all_snapshots().unwrap().iter().map(|(k, s)| (k.clone(), s.to_data().unwrap())).collect()
+}
+
+/// Imports `file` into the fixture's architecture on `device` and returns the largest
+/// difference between owt's logits and PyTorch's, relative to the largest logit.
+fn logits_gap<B: Backend>(file: &str, device: &B::Device) -> f32 {
+    let model: AlexNet<B> = architecture().try_init(device).unwrap();
+    let (model, report) = import(model, &fixture(file)).unwrap();
+    assert_eq!((report.loaded, report.fresh_fc8, report.unused.len()), (16, None, 0), "{report:?}");
+    let batch = tensors(&fixture("batch.safetensors"));
+    let images = Tensor::<B, 4>::from_data(batch["images"].clone(), device);
+    let got = model.forward(images).into_data().to_vec::<f32>().unwrap();
+    let want = batch["logits"].to_vec::<f32>().unwrap();
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
+    got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs())) / scale
+}
+
+#[test]
+fn imported_weights_give_pytorchs_logits_on_flex() {
+    for file in ["alexnet.pth", "alexnet.safetensors"] {
+        let gap = logits_gap::<Flex>(file, &Default::default());
+        // Measured 1e-7 (float rounding in another summation order).
+        eprintln!("{file}: {gap:e} of the logit scale");
+        assert!(gap <= 1e-4, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
+    }
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn imported_weights_give_pytorchs_logits_on_wgpu() {
+    use burn::backend::wgpu::{Wgpu, WgpuDevice};
+    assert!(
+        !owt::kernel_cache::wgpu_adapters().is_empty(),
+        "no Vulkan adapter found: install mesa-vulkan-drivers to run the wgpu tests on the CPU"
+    );
+    for file in ["alexnet.pth", "alexnet.safetensors"] {
+        let gap = logits_gap::<Wgpu>(file, &WgpuDevice::Cpu);
+        eprintln!("{file}: {gap:e} of the logit scale");
+        assert!(gap <= 1e-4, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
+    }
+}
+
+/// An import exported again is PyTorch's file: the same keys, shapes and bits.
+#[test]
+fn an_export_is_the_state_dict_pytorch_wrote() {
+    let device = Default::default();
+    let model: AlexNet<Flex> = architecture().try_init(&device).unwrap();
+    let (model, _) = import(model, &fixture("alexnet.pth")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("back.safetensors");
+    std::fs::write(&out, export_safetensors(&model).unwrap()).unwrap();
+    let (ours, theirs) = (tensors(&out), tensors(&fixture("alexnet.safetensors")));
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+    for (key, want) in &theirs {
+        assert_eq!(ours[key].shape, want.shape, "{key}");
+        assert_eq!(ours[key].to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{key}");
+    }
+}
+
+/// Another class count leaves fc8 as initialised (fine-tuning) and loads the rest.
+#[test]
+fn another_class_count_keeps_a_fresh_fc8() {
+    let device = Default::default();
+    let mut arch = architecture();
+    arch.classes = 3;
+    let fresh: AlexNet<Flex> = arch.try_init(&device).unwrap();
+    let fc8_before = fresh.fc8.weight.val().into_data();
+    let (model, report) = import(fresh, &fixture("alexnet.safetensors")).unwrap();
+    assert_eq!((report.loaded, report.fresh_fc8), (14, Some(10)), "{report:?}");
+    assert_eq!(model.fc8.weight.val().into_data(), fc8_before);
+    let whole: AlexNet<Flex> = architecture().try_init(&device).unwrap();
+    let (whole, _) = import(whole, &fixture("alexnet.safetensors")).unwrap();
+    assert_eq!(model.fc7.weight.val().into_data(), whole.fc7.weight.val().into_data());
+}
+
+#[test]
+fn wrong_shapes_and_missing_keys_name_the_key() {
+    let device = Default::default();
+    // The fixture is narrower than alexnet-owt: the first layer that differs is named.
+    let full: AlexNet<Flex> = AlexNetOwtConfig::new().with_input(99).architecture().try_init(&device).unwrap();
+    let e = import(full, &fixture("alexnet.pth")).unwrap_err().0;
+    assert!(e.contains("features.0.weight") && e.contains("[16, 3, 11, 11]") && e.contains("[64, 3, 11, 11]"), "{e}");
+    // A file of Burn's own names (conv1.weight, ...) is not a torchvision state dict.
+    let dir = tempfile::tempdir().unwrap();
+    let burn_names = dir.path().join("burn.safetensors");
+    let model: AlexNet<Flex> = architecture().try_init(&device).unwrap();
+    burn_store::ModuleSnapshot::save_into(&model, &mut SafetensorsStore::from_file(&burn_names)).unwrap();
+    let e = import(architecture().try_init::<Flex>(&device).unwrap(), &burn_names).unwrap_err().0;
+    assert!(e.contains("has no features.0.weight") && e.contains("conv1.bias"), "{e}");
+    let e = import(architecture().try_init::<Flex>(&device).unwrap(), &dir.path().join("w.h5")).unwrap_err().0;
+    assert!(e.contains(".pth, .pt or .safetensors"), "{e}");
+    let e = import(architecture().try_init::<Flex>(&device).unwrap(), &dir.path().join("none.pth")).unwrap_err().0;
+    assert!(e.contains("cannot read") && e.contains("none.pth"), "{e}");
+    for e in [&e] {
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
