@@ -233,7 +233,9 @@ fn learning_rate<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, epochs: &[Ep
         .label_style((FONT, 13))
         .draw()
         .map_err(text)?;
-    chart.draw_series(LineSeries::new(points.iter().copied(), LR_COLOR.stroke_width(2))).map_err(text)?;
+    // The rate holds for a whole epoch: a staircase, each step one epoch wide.
+    let stairs = points.iter().flat_map(|&(e, lr)| [(e - 0.5, lr), (e + 0.5, lr)]);
+    chart.draw_series(LineSeries::new(stairs, LR_COLOR.stroke_width(2))).map_err(text)?;
     chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, LR_COLOR.filled()))).map_err(text)?;
     Ok(())
 }
