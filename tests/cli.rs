@@ -82,27 +82,9 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
     let out = tempfile::tempdir().unwrap();
     let d = data.path().to_str().unwrap();
     let o_ = out.path().to_str().unwrap();
-    let o = owt(&[
-        "train",
-        "--model",
-        "alexnet-small",
-        "--dataset",
-        "mnist",
-        "--data",
-        d,
-        "--epochs",
-        "1",
-        "--batch",
-        "16",
-        "--lr-scaling",
-        "linear",
-        "--base-batch",
-        "32",
-        "--lr-schedule",
-        "step:3",
-        "--out",
-        o_,
-    ]);
+    let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16", "--out", o_];
+    let scaled = ["--lr-scaling", "linear", "--base-batch", "32"];
+    let o = owt(&[&base[..], &scaled, &["--epochs", "1", "--lr-schedule", "step:3"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     // The rate scaled to the batch is printed at the start, and per epoch.
     assert!(stderr(&o).contains("lr 0.005 (0.01 x 16/32, linear scaling) (step:3 schedule)"), "{}", stderr(&o));
@@ -112,26 +94,7 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
         serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
     assert_eq!(metrics[0]["lr"].as_f64(), Some(0.005));
     // A resume with another schedule or scaling is another run.
-    let o = owt(&[
-        "train",
-        "--model",
-        "alexnet-small",
-        "--dataset",
-        "mnist",
-        "--data",
-        d,
-        "--epochs",
-        "2",
-        "--batch",
-        "16",
-        "--lr-scaling",
-        "linear",
-        "--base-batch",
-        "32",
-        "--out",
-        o_,
-        "--resume",
-    ]);
+    let o = owt(&[&base[..], &scaled, &["--epochs", "2", "--resume"]].concat());
     assert_one_line_error(&o, &["--lr-schedule constant", "--lr-schedule step:3"]);
     let acc = metrics[0]["test_accuracy"].as_f64().unwrap();
     let o = owt(&["eval", "--checkpoint", o_, "--dataset", "mnist", "--data", d]);
@@ -239,23 +202,14 @@ fn zero_batch_is_one_line() {
 
 #[test]
 fn malformed_learning_rate_schedules_are_named() {
+    let synthetic = ["train", "--model", "alexnet-small", "--dataset", "synthetic"];
     for (schedule, says) in [("step:5,3", "must increase, got 5,3"), ("cosine", "expected constant, step:")] {
-        let o = owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--lr-schedule", schedule]);
+        let o = owt(&[&synthetic[..], &["--lr-schedule", schedule]].concat());
         let err = stderr(&o);
         assert!(!o.status.success() && err.contains(&format!("'{schedule}'")) && err.contains(says), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
-    let o = owt(&[
-        "train",
-        "--model",
-        "alexnet-small",
-        "--dataset",
-        "synthetic",
-        "--lr-scaling",
-        "linear",
-        "--base-batch",
-        "0",
-    ]);
+    let o = owt(&[&synthetic[..], &["--lr-scaling", "linear", "--base-batch", "0"]].concat());
     assert_one_line_error(&o, &["--base-batch must be at least 1, got 0"]);
 }
 
