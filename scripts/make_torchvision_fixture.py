@@ -82,7 +82,8 @@ def main():
         print("keys and ranks equal torchvision's AlexNet")
     except ImportError:
         print("torchvision not installed: key check skipped")
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    # Copies: the optimizer step below changes the parameters in place.
+    state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     OUT.mkdir(parents=True, exist_ok=True)
     torch.save(state, OUT / "alexnet.pth")
     save_file(state, str(OUT / "alexnet.safetensors"))
@@ -90,6 +91,25 @@ def main():
     with torch.no_grad():
         logits = model(images)
     save_file({"images": images.contiguous(), "logits": logits.contiguous()}, str(OUT / "batch.safetensors"))
+    # What PyTorch's ImageNet example (examples/imagenet/main.py --arch alexnet) saves: the
+    # features wrapped in DataParallel (keys features.module.N), the state dict nested under
+    # "state_dict" beside the epoch, best accuracy and optimizer state (momentum buffers).
+    model.features = nn.DataParallel(model.features)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model(torch.randn(2, 3, SIDE, SIDE)).sum().backward()
+    optimizer.step()
+    model.load_state_dict({k.replace("features.", "features.module.") if k.startswith("features.") else k: v for k, v in state.items()})
+    torch.save(
+        {
+            "epoch": 3,
+            "arch": "alexnet",
+            "state_dict": model.state_dict(),
+            "best_acc1": torch.tensor(12.5),
+            "optimizer": optimizer.state_dict(),
+        },
+        OUT / "checkpoint.pth.tar",
+    )
+    model.features = model.features.module
     (OUT / "architecture.json").write_text(
         json.dumps(
             {

@@ -99,14 +99,26 @@ pub struct ImportReport {
     pub unused: Vec<String>,
 }
 
-/// The remapping of torchvision keys to owt paths (`^features\.0\.` -> `conv1.`); fc8 goes
-/// to a name no layer has when it is to stay fresh.
+/// Keys as PyTorch's ImageNet example saves them, reduced to a plain state dict's: its
+/// checkpoints nest the state dict under `state_dict` and wrap `features` (or the whole model)
+/// in `DataParallel`, which adds `module.` (`state_dict.features.module.0.weight`).
+const WRAPPED: (&str, &str) =
+    (r"^(?:state_dict\.)?(?:module\.)?(features|classifier)\.(?:module\.)?(\d+)\.(weight|bias)$", "$1.$2.$3");
+
+/// The file's keys as a plain torchvision state dict's ([`WRAPPED`]).
+fn unwrapped() -> KeyRemapper {
+    KeyRemapper::from_patterns(vec![WRAPPED]).expect("the key pattern is a valid regex")
+}
+
+/// The remapping of torchvision keys (plain or [`WRAPPED`]) to owt paths (`^features\.0\.`
+/// -> `conv1.`); fc8 goes to a name no layer has when it is to stay fresh.
 fn torch_to_owt(skip_fc8: bool) -> KeyRemapper {
     let patterns = KEYS.iter().map(|(owt, torch)| {
         let target = if skip_fc8 && *owt == "fc8" { "unused_fc8" } else { owt };
         (format!(r"^{}\.(weight|bias)$", regex_escape(torch)), format!("{target}.$1"))
     });
-    KeyRemapper::from_pattern_iter(patterns).expect("the key patterns are valid regexes")
+    let all = std::iter::once((WRAPPED.0.to_string(), WRAPPED.1.to_string())).chain(patterns);
+    KeyRemapper::from_pattern_iter(all).expect("the key patterns are valid regexes")
 }
 
 /// The remapping of owt paths to torchvision keys.
@@ -127,16 +139,18 @@ enum Format {
 
 fn format_of(path: &Path) -> Result<Format, TorchvisionError> {
     match path.extension().and_then(|e| e.to_str()) {
-        Some("pth" | "pt") => Ok(Format::Pickle),
+        // `.pth.tar`: PyTorch's ImageNet example's checkpoints.
+        Some("pth" | "pt" | "tar") => Ok(Format::Pickle),
         Some("safetensors") => Ok(Format::Safetensors),
         _ => Err(error(format!(
-            "cannot tell the format of {}: expected a .pth, .pt or .safetensors file",
+            "cannot tell the format of {}: expected a .pth, .pt, .pth.tar or .safetensors file",
             path.display()
         ))),
     }
 }
 
-/// Loads the torchvision state dict at `path` (`.pth`/`.pt` or `.safetensors`) into `model`,
+/// Loads the torchvision state dict at `path` (`.pth`/`.pt` or `.safetensors`, or a checkpoint
+/// of PyTorch's ImageNet example, `.pth.tar`, see [`WRAPPED`]) into `model`,
 /// which must have torchvision's layout ([`check_layout`]) and the file's widths. When only
 /// the class count differs, fc8 keeps its initial weights (reported in [`ImportReport`]), so a
 /// network can be fine-tuned to other classes. A missing key or a wrong shape is an error
@@ -147,8 +161,12 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
     let format = format_of(path)?;
     let read_error = |e: String| error(format!("cannot read {}: {e}", path.display()));
     let shapes: BTreeMap<String, Vec<usize>> = match format {
-        Format::Pickle => shapes_in(&mut PytorchStore::from_file(path).map_indices_contiguous(false)),
-        Format::Safetensors => shapes_in(&mut SafetensorsStore::from_file(path).map_indices_contiguous(false)),
+        Format::Pickle => {
+            shapes_in(&mut PytorchStore::from_file(path).map_indices_contiguous(false).remap(unwrapped()))
+        }
+        Format::Safetensors => {
+            shapes_in(&mut SafetensorsStore::from_file(path).map_indices_contiguous(false).remap(unwrapped()))
+        }
     }
     .map_err(read_error)?;
     let expected = torch_parameters(&arch)?;

@@ -30,7 +30,8 @@ pub struct ImportArgs {
     /// The layout of the file.
     #[arg(long, value_enum)]
     pub from: Foreign,
-    /// The state dict: .pth / .pt (torch.save of the state dict) or .safetensors.
+    /// The state dict: .pth / .pt (torch.save of the state dict), .safetensors, or a
+    /// checkpoint of PyTorch's ImageNet example (.pth.tar, the state dict under `state_dict`).
     pub file: PathBuf,
     /// The network to load it into (alexnet-owt: torchvision's layout); --classes other than
     /// the file's keeps a freshly initialised fc8 for fine-tuning.
@@ -81,7 +82,8 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
         eprintln!("fc8 left freshly initialised: the file has {classes} classes, the network {}", arch.classes);
     }
     if !report.unused.is_empty() {
-        eprintln!("{} keys of the file not used: {}", report.unused.len(), report.unused.join(", "));
+        let shown: Vec<&str> = report.unused.iter().take(3).map(String::as_str).collect();
+        eprintln!("{} keys of the file not used by the network (such as {})", report.unused.len(), shown.join(", "));
     }
     println!(
         "imported {} tensors of {} into {} in {}",
