@@ -220,7 +220,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             match since {
                 None => Ok(()),
                 Some((mean, images)) => Err(OwtError::input(format!(
-                    "training diverged in epoch {}: mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}, rate {lr} in this epoch) or --weight-decay (got {})",
+                    "training diverged in epoch {} (learning rate {lr}): mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
                     epoch + 1,
                     DIVERGENCE_FACTOR * uniform,
                     config.lr,
