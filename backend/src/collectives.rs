@@ -26,19 +26,7 @@ pub enum ReduceOp {
     Max,
 }
 
-/// Collective names as they appear in the ledger.
-pub mod names {
-    /// [`super::all_gather`].
-    pub const ALL_GATHER: &str = "all_gather";
-    /// [`super::reduce_scatter`].
-    pub const REDUCE_SCATTER: &str = "reduce_scatter";
-    /// [`super::all_reduce`].
-    pub const ALL_REDUCE: &str = "all_reduce";
-    /// [`super::broadcast`].
-    pub const BROADCAST: &str = "broadcast";
-    /// [`super::send`].
-    pub const SEND: &str = "send";
-}
+pub use crate::ledger::names;
 
 /// Moves `p` from rank `from` to rank `to`, counting it under `collective` unless from == to.
 fn transfer<B: Backend, K: ShardKind<B>>(

@@ -129,3 +129,17 @@ impl Ledger {
         self.phases.last().or(self.base.as_ref()).map(String::as_str)
     }
 }
+
+/// Collective names as they appear in the ledger.
+pub mod names {
+    /// [`crate::collectives::all_gather`].
+    pub const ALL_GATHER: &str = "all_gather";
+    /// [`crate::collectives::reduce_scatter`].
+    pub const REDUCE_SCATTER: &str = "reduce_scatter";
+    /// [`crate::collectives::all_reduce`].
+    pub const ALL_REDUCE: &str = "all_reduce";
+    /// [`crate::collectives::broadcast`].
+    pub const BROADCAST: &str = "broadcast";
+    /// [`crate::collectives::send`].
+    pub const SEND: &str = "send";
+}

@@ -8,8 +8,8 @@ use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
 use burn::tensor::backend::Backend;
 
-use crate::exchange::Exchange;
 use crate::ledger::{Ledger, LedgerSnapshot};
+use crate::scheme::Exchange;
 use crate::transport::{DeviceAllReduce, Transport};
 
 /// Device-type id `Hybrid` devices report to Burn ("HY").

@@ -78,7 +78,7 @@ fn matmul<B: Backend>(lhs: F<B>, rhs: F<B>) -> F<B> {
             if e == n - 1
                 && (d == row || d == inner)
                 && lhs.shape[d] > 0
-                && lhs.mesh.exchange() != crate::exchange::Exchange::AllGather =>
+                && lhs.mesh.exchange() != crate::scheme::Exchange::AllGather =>
         {
             return crate::exchange::exchange_matmul(lhs, rhs, d);
         }
