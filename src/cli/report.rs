@@ -24,15 +24,7 @@ fn title(args: &ReportArgs, epochs: &[EpochMetrics]) -> String {
     match Checkpoint::read_state(&args.run) {
         Ok(state) => {
             let c = &state.config;
-            format!(
-                "{} on {:?}, batch {}, lr {} ({}), {}",
-                c.model.kind.name(),
-                c.dataset,
-                c.batch,
-                c.lr_scaling.describe(c.lr, c.batch, c.base_batch),
-                c.lr_schedule,
-                place
-            )
+            format!("{} on {:?}, batch {}, lr {}, {place}", c.model.kind.name(), c.dataset, c.batch, c.describe_lr())
         }
         Err(_) => format!("{} ({place})", args.run.display()),
     }

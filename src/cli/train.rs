@@ -132,7 +132,7 @@ impl TrainJob<'_> {
     fn train<B: AutodiffBackend, L: Layout<B>>(self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
         let splits = self.splits()?;
         eprintln!(
-            "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {} ({} schedule), FC update {}",
+            "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
             self.config.model.architecture()?.name,
             self.args.dataset,
             splits.train.len(),
@@ -141,8 +141,7 @@ impl TrainJob<'_> {
             self.args.backend.name(),
             layout.describe(),
             self.config.batch,
-            self.config.lr_scaling.describe(self.config.lr, self.config.batch, self.config.base_batch),
-            self.config.lr_schedule,
+            self.config.describe_lr(),
             self.config.fc_update.name()
         );
         let opts = RunOptions {

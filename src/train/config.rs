@@ -92,6 +92,12 @@ impl TrainConfig {
         self.lr_scaling.scale(self.lr, self.batch, self.base_batch)
     }
 
+    /// The rate in words, for the start line and reports: "0.005 (0.01 x 16/32, linear
+    /// scaling) (step:3 schedule)".
+    pub fn describe_lr(&self) -> String {
+        format!("{} ({} schedule)", self.lr_scaling.describe(self.lr, self.batch, self.base_batch), self.lr_schedule)
+    }
+
     /// The rate of 0-based epoch `epoch`, given the test losses of the epochs before it.
     pub fn epoch_lr(&self, epoch: usize, test_losses: &[f64]) -> f64 {
         self.lr_schedule.rate(self.scaled_lr(), epoch, test_losses)
