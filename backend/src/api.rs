@@ -108,6 +108,6 @@ pub fn partial_from_summands<B: Backend, const D: usize>(
         .enumerate()
         .map(|(r, s)| B::float_from_data(s.convert_dtype(dtype), mesh.rank_device(r)))
         .collect();
-    let t = crate::dtensor::DTensor::from_parts(mesh.clone(), shape, dtype, Placement::Partial, shards);
+    let t = crate::dtensor::DTensor::from_parts(mesh.clone(), shape, dtype, Placement::PARTIAL_SUM, shards);
     Tensor::from_primitive(TensorPrimitive::Float(t))
 }

@@ -15,16 +15,10 @@ use crate::dtensor::{bytes_of, slices_along, DTensor};
 use crate::kind::ShardKind;
 use crate::ledger::Traffic;
 use crate::mesh::MeshDevice;
+use crate::mutation::{self, Mutation};
 use crate::placement::{can_shard, shard_ranges, Placement};
 
-/// How partial values combine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// Elementwise sum.
-    Sum,
-    /// Elementwise maximum.
-    Max,
-}
+pub use crate::placement::ReduceOp;
 
 pub use crate::ledger::names;
 
@@ -82,15 +76,23 @@ fn combine<B: Backend, K: ShardKind<B>>(a: K::Prim, b: K::Prim, op: ReduceOp) ->
     }
 }
 
+/// The reduction of a `Partial` tensor (panics on any other placement).
+fn reduce_op_of<B: Backend, K: ShardKind<B>>(t: &DTensor<B, K>, what: &str) -> ReduceOp {
+    match t.placement {
+        Placement::Partial(op) => op,
+        p => panic!("{what} needs Partial, got {p}"),
+    }
+}
+
 /// `Partial` to `Shard(dim)`: rank r receives every other rank's r-th slice and reduces. A
 /// dimension shorter than the mesh is not split: the result is all-reduced to `Replicate`.
 pub fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
-    assert_eq!(t.placement, Placement::Partial, "reduce_scatter needs Partial, got {}", t.placement);
+    let op = reduce_op_of(&t, "reduce_scatter");
     if !can_shard(t.shape[dim], t.ranks()) {
-        return all_reduce(t, ReduceOp::Sum);
+        return all_reduce(t);
     }
     let mut traffic = Traffic::default();
-    let out = reduce_scatter_op(t, dim, ReduceOp::Sum, &mut traffic);
+    let out = reduce_scatter_op(t, dim, op, &mut traffic);
     out.mesh.record(names::REDUCE_SCATTER, traffic);
     out
 }
@@ -122,13 +124,18 @@ fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Shard(dim), shards)
 }
 
-/// `Partial` to `Replicate`: a ring all-reduce (reduce-scatter, then all-gather, over the
-/// flattened tensor), moving 2(K-1)/K of the tensor per rank. A tensor with fewer elements
-/// than ranks (a scalar loss, a correct count) has no ring slice for every rank: each rank
-/// receives every other rank's summand whole and reduces them in rank order, so every rank
-/// computes the same value.
-pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
-    assert_eq!(t.placement, Placement::Partial, "all_reduce needs Partial, got {}", t.placement);
+/// `Partial` to `Replicate` by the placement's reduction: a ring all-reduce (reduce-scatter,
+/// then all-gather, over the flattened tensor), moving 2(K-1)/K of the tensor per rank. A
+/// tensor with fewer elements than ranks (a scalar loss, a correct count) has no ring slice
+/// for every rank: each rank receives every other rank's summand whole and reduces them in
+/// rank order, so every rank computes the same value.
+pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
+    let op = reduce_op_of(&t, "all_reduce");
+    if t.ranks() > 1 && mutation::active(Mutation::MissingAllReduce) {
+        let mut t = t;
+        t.placement = Placement::Replicate;
+        return t;
+    }
     if t.ranks() > 1 && !can_shard(t.shape.num_elements(), t.ranks()) {
         return all_reduce_whole(t, op);
     }
@@ -219,11 +226,22 @@ pub fn shard_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) 
     })
 }
 
-/// `Replicate` to `Partial`: rank 0 keeps the value, the others hold zeros. No communication.
-pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
+/// `Replicate` to `Partial(op)`: for a sum rank 0 keeps the value and the others hold zeros;
+/// for a maximum every rank keeps it. No communication.
+pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Replicate, "local partial needs Replicate, got {}", t.placement);
     let shape = t.shape.clone();
-    t.map_placed::<K>(shape, Placement::Partial, |r, p| if r == 0 { p } else { K::zeros_like(&p) })
+    t.map_placed::<K>(
+        shape,
+        Placement::Partial(op),
+        |r, p| {
+            if r == 0 || op == ReduceOp::Max {
+                p
+            } else {
+                K::zeros_like(&p)
+            }
+        },
+    )
 }
 
 /// Any placement to `target`, by the cheapest route this module knows:
@@ -232,7 +250,7 @@ pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor
 /// |---|---|---|---|
 /// | Replicate | - | local slice (none if dim d is shorter than the mesh) | local (rank 0 keeps it) |
 /// | Shard(e) | all_gather(e) | all_gather(e) + local slice (d != e) | all_gather + local |
-/// | Partial | all_reduce | reduce_scatter(d) (all_reduce if dim d is shorter than the mesh) | - |
+/// | Partial | all_reduce | reduce_scatter(d) (all_reduce if dim d is shorter than the mesh) | all_reduce + local (another reduction) |
 pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Placement) -> DTensor<B, K> {
     if t.placement == target {
         return t;
@@ -244,12 +262,13 @@ pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Place
     }
     match (t.placement, target) {
         (Placement::Replicate, Placement::Shard(d)) => shard_locally(t, d),
-        (Placement::Replicate, Placement::Partial) => partial_locally(t),
+        (Placement::Replicate, Placement::Partial(op)) => partial_locally(t, op),
         (Placement::Shard(e), Placement::Replicate) => all_gather(t, e),
         (Placement::Shard(e), Placement::Shard(d)) => shard_locally(all_gather(t, e), d),
-        (Placement::Shard(e), Placement::Partial) => partial_locally(all_gather(t, e)),
-        (Placement::Partial, Placement::Replicate) => all_reduce(t, ReduceOp::Sum),
-        (Placement::Partial, Placement::Shard(d)) => reduce_scatter(t, d),
+        (Placement::Shard(e), Placement::Partial(op)) => partial_locally(all_gather(t, e), op),
+        (Placement::Partial(_), Placement::Replicate) => all_reduce(t),
+        (Placement::Partial(_), Placement::Shard(d)) => reduce_scatter(t, d),
+        (Placement::Partial(_), Placement::Partial(op)) => partial_locally(all_reduce(t), op),
         (from, to) => unreachable!("redistribute {from} -> {to}"),
     }
 }

@@ -134,6 +134,12 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         DTensor::from_parts(self.mesh, shape, dtype, self.placement, shards)
     }
 
+    /// Applies `f` to every rank's piece, keeping shape and placement (detach, grad flags).
+    pub(crate) fn map_same(self, f: impl FnMut(K::Prim) -> K::Prim) -> Self {
+        let shards = self.shards.into_iter().map(f).collect();
+        Self { shards, ..self }
+    }
+
     /// Like [`DTensor::map`] with a new placement as well.
     pub(crate) fn map_placed<K2: ShardKind<B>>(
         self,

@@ -12,52 +12,55 @@ use std::ops::Range;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Shape, TensorMetadata};
 
-use crate::backend::HybridFloat;
-use crate::dtensor::{bytes_of, slices_along};
-use crate::kind::{FloatKind, ShardKind};
+use crate::dtensor::{bytes_of, slices_along, DTensor};
+use crate::kind::ShardKind;
 use crate::ledger::Traffic;
 use crate::placement::{shard_ranges, Placement};
+use crate::scheme::Exchange;
 
-type F<B> = HybridFloat<B>;
-type P<B> = <B as burn::tensor::backend::BackendTypes>::FloatTensorPrimitive;
-
-fn rows<B: Backend>(p: P<B>, dim: usize, range: Range<usize>) -> P<B> {
+fn rows<B: Backend, K: ShardKind<B>>(p: K::Prim, dim: usize, range: Range<usize>) -> K::Prim {
     let shape = p.shape();
     if range.start == 0 && range.end == shape[dim] {
         return p;
     }
-    <FloatKind as ShardKind<B>>::slice(p, &slices_along(&shape, dim, range))
+    K::slice(p, &slices_along(&shape, dim, range))
 }
 
-/// `lhs @ rhs` for `lhs` sharded on `dim` (the row dimension: the forward activities; or the
-/// contraction dimension: the weight gradient) and `rhs` sharded on its last dimension, with
-/// `lhs`'s rows exchanged by the mesh's scheme. The result is sharded on its last dimension.
-pub(crate) fn exchange_matmul<B: Backend>(lhs: F<B>, rhs: F<B>, dim: usize) -> F<B> {
+/// `lhs @ rhs` (the inner matmul `matmul`) for `lhs` sharded on `dim` (the row dimension: the
+/// forward activities; or the contraction dimension: the weight gradient) and `rhs` sharded
+/// on its last dimension, with `lhs`'s rows exchanged by `scheme`. The result is sharded on
+/// its last dimension.
+pub(crate) fn exchange_matmul<B: Backend, K: ShardKind<B>>(
+    lhs: DTensor<B, K>,
+    rhs: DTensor<B, K>,
+    dim: usize,
+    scheme: Exchange,
+    mut matmul: impl FnMut(K::Prim, K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
     let n = lhs.shape.num_dims();
     let (row, inner) = (n - 2, n - 1);
     debug_assert!(dim == row || dim == inner, "exchange on dim {dim} of a rank-{n} matmul");
     debug_assert_eq!(lhs.placement, Placement::Shard(dim));
     debug_assert_eq!(rhs.placement, Placement::Shard(n - 1));
-    let scheme = lhs.mesh.exchange();
     let k = lhs.ranks();
     let offsets: Vec<usize> = shard_ranges(lhs.shape[dim], k).into_iter().map(|r| r.start).collect();
     let local_rows: Vec<usize> = lhs.shards.iter().map(|s| s.shape()[dim]).collect();
     let rounds = scheme.rounds(&local_rows);
     let mut traffic = Traffic::default();
     // Every rank's copy of one round's pieces, in the round's order.
-    let mut fetch = |round: &[(usize, Range<usize>)]| -> Vec<Vec<P<B>>> {
+    let mut fetch = |round: &[(usize, Range<usize>)]| -> Vec<Vec<K::Prim>> {
         (0..k)
             .map(|dst| {
                 round
                     .iter()
                     .map(|(src, range)| {
-                        let piece = rows::<B>(lhs.shards[*src].clone(), dim, range.clone());
+                        let piece = rows::<B, K>(lhs.shards[*src].clone(), dim, range.clone());
                         if *src == dst {
                             return piece;
                         }
                         traffic.bytes += bytes_of(&piece);
                         traffic.messages += 1;
-                        <FloatKind as ShardKind<B>>::to_device(piece, lhs.mesh.rank_device(dst), lhs.mesh.transport())
+                        K::to_device(piece, lhs.mesh.rank_device(dst), lhs.mesh.transport())
                     })
                     .collect()
             })
@@ -65,8 +68,8 @@ pub(crate) fn exchange_matmul<B: Backend>(lhs: F<B>, rhs: F<B>, dim: usize) -> F
     };
     // Output pieces per rank: (global start of the rows, rows) for the forward; summands for
     // the weight gradient.
-    let mut blocks: Vec<Vec<(usize, P<B>)>> = vec![Vec::new(); k];
-    let mut sums: Vec<Option<P<B>>> = vec![None; k];
+    let mut blocks: Vec<Vec<(usize, K::Prim)>> = vec![Vec::new(); k];
+    let mut sums: Vec<Option<K::Prim>> = vec![None; k];
     let mut next = rounds.first().map(|round| fetch(round));
     for (i, round) in rounds.iter().enumerate() {
         let current = next.take().expect("fetched");
@@ -75,29 +78,26 @@ pub(crate) fn exchange_matmul<B: Backend>(lhs: F<B>, rhs: F<B>, dim: usize) -> F
         for (dst, pieces) in current.into_iter().enumerate() {
             let local = rhs.shards[dst].clone();
             if dim == row {
-                let out = B::float_matmul(<FloatKind as ShardKind<B>>::cat(pieces, row), local);
+                let out = matmul(K::cat(pieces, row), local);
                 let mut at = 0;
                 for (src, range) in round {
                     let len = range.len();
-                    blocks[dst].push((offsets[*src] + range.start, rows::<B>(out.clone(), row, at..at + len)));
+                    blocks[dst].push((offsets[*src] + range.start, rows::<B, K>(out.clone(), row, at..at + len)));
                     at += len;
                 }
             } else {
                 // The weight gradient: the matching rows of `rhs` (its row dimension is the
                 // contraction), one summand per round.
-                let rhs_rows: Vec<P<B>> = round
+                let rhs_rows: Vec<K::Prim> = round
                     .iter()
                     .map(|(src, range)| {
                         let start = offsets[*src] + range.start;
-                        rows::<B>(local.clone(), row, start..start + range.len())
+                        rows::<B, K>(local.clone(), row, start..start + range.len())
                     })
                     .collect();
-                let out = B::float_matmul(
-                    <FloatKind as ShardKind<B>>::cat(pieces, inner),
-                    <FloatKind as ShardKind<B>>::cat(rhs_rows, row),
-                );
+                let out = matmul(K::cat(pieces, inner), K::cat(rhs_rows, row));
                 sums[dst] = Some(match sums[dst].take() {
-                    Some(acc) => B::float_add(acc, out),
+                    Some(acc) => K::add(acc, out),
                     None => out,
                 });
             }
@@ -109,17 +109,17 @@ pub(crate) fn exchange_matmul<B: Backend>(lhs: F<B>, rhs: F<B>, dim: usize) -> F
     if dim == inner {
         shape[row] = lhs.shape[row];
     }
-    let shards: Vec<P<B>> = if dim == row {
+    let shards: Vec<K::Prim> = if dim == row {
         blocks
             .into_iter()
             .map(|mut b| {
                 b.sort_by_key(|(start, _)| *start);
-                <FloatKind as ShardKind<B>>::cat(b.into_iter().map(|(_, p)| p).collect(), row)
+                K::cat(b.into_iter().map(|(_, p)| p).collect(), row)
             })
             .collect()
     } else {
         sums.into_iter().map(|s| s.expect("a batch with at least one row")).collect()
     };
     let dtype = shards[0].dtype();
-    crate::dtensor::DTensor::from_parts(lhs.mesh.clone(), shape, dtype, Placement::Shard(n - 1), shards)
+    DTensor::from_parts(lhs.mesh.clone(), shape, dtype, Placement::Shard(n - 1), shards)
 }

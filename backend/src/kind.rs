@@ -29,6 +29,10 @@ pub trait ShardKind<B: Backend>: 'static {
     fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim;
     /// A zero tensor like `p` (the neutral summand).
     fn zeros_like(p: &Self::Prim) -> Self::Prim;
+    /// A zero tensor (false for bool) of `shape` like `p` in device and dtype.
+    fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim;
+    /// `p` with zero (false) wherever `mask` is true: a rank's summand outside its own slice.
+    fn zero_where(p: Self::Prim, mask: B::BoolTensorPrimitive) -> Self::Prim;
     /// The sum of `pieces` (one per rank) on every rank, done by the inner backend across its
     /// devices where the mesh has such an all-reduce for this kind; the pieces back otherwise.
     fn device_all_reduce(
@@ -105,6 +109,12 @@ impl<B: Backend> ShardKind<B> for FloatKind {
     fn zeros_like(p: &Self::Prim) -> Self::Prim {
         B::float_zeros(p.shape(), &B::float_device(p), float_dtype(p.dtype()))
     }
+    fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim {
+        B::float_zeros(shape, &B::float_device(p), float_dtype(p.dtype()))
+    }
+    fn zero_where(p: Self::Prim, mask: B::BoolTensorPrimitive) -> Self::Prim {
+        B::float_mask_fill(p, mask, burn::tensor::Scalar::Float(0.0))
+    }
     fn device_all_reduce(
         mesh: &crate::mesh::MeshDevice<B::Device>,
         pieces: Vec<Self::Prim>,
@@ -150,6 +160,12 @@ impl<B: Backend> ShardKind<B> for IntKind {
     fn zeros_like(p: &Self::Prim) -> Self::Prim {
         B::int_zeros(p.shape(), &B::int_device(p), int_dtype(p.dtype()))
     }
+    fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim {
+        B::int_zeros(shape, &B::int_device(p), int_dtype(p.dtype()))
+    }
+    fn zero_where(p: Self::Prim, mask: B::BoolTensorPrimitive) -> Self::Prim {
+        B::int_mask_fill(p, mask, burn::tensor::Scalar::Int(0))
+    }
 }
 
 impl<B: Backend> ShardKind<B> for BoolKind {
@@ -184,5 +200,11 @@ impl<B: Backend> ShardKind<B> for BoolKind {
     }
     fn zeros_like(p: &Self::Prim) -> Self::Prim {
         B::bool_zeros(p.shape(), &B::bool_device(p), p.dtype().into())
+    }
+    fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim {
+        B::bool_zeros(shape, &B::bool_device(p), p.dtype().into())
+    }
+    fn zero_where(p: Self::Prim, mask: B::BoolTensorPrimitive) -> Self::Prim {
+        B::bool_and(p, B::bool_not(mask))
     }
 }

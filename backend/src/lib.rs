@@ -10,6 +10,7 @@
 mod api;
 mod backend;
 pub mod collectives;
+mod dispatch;
 mod dtensor;
 mod exchange;
 mod kind;
@@ -20,9 +21,8 @@ pub mod mutation;
 pub mod ops;
 mod phase_marker;
 mod placement;
-mod rules;
 mod scheme;
-mod shape_rules;
+mod strategy;
 mod transport;
 mod upload;
 
@@ -33,7 +33,7 @@ pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
 pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
 pub use mesh::{MeshDevice, PhaseGuard};
 pub use phase_marker::mark_backward_phase;
-pub use placement::{can_shard, shard_ranges, shard_sizes, Placement};
+pub use placement::{can_shard, shard_ranges, shard_sizes, Placement, ReduceOp};
 pub use scheme::Exchange;
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
 pub use upload::Upload;

@@ -2,20 +2,75 @@
 
 use std::ops::Range;
 
+/// How the summands of a [`Placement::Partial`] tensor combine into its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Elementwise sum (logical or for bool): weight gradients of batch shards, per-rank
+    /// pieces of a sum over a sharded dimension.
+    Sum,
+    /// Elementwise maximum: per-rank maxima over a sharded dimension (log_softmax of
+    /// class-split logits).
+    Max,
+}
+
 /// Where the pieces of a distributed tensor live across the ranks of a mesh.
+///
+/// Serialised as `"Replicate"`, `{"Shard": d}`, `"Partial"` (a pending sum, the only partial
+/// a plan can ask for) and `"PartialMax"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "WirePlacement", from = "WirePlacement")]
 pub enum Placement {
     /// Every rank holds the whole tensor (conv weights under the weird trick).
     Replicate,
     /// Rank r holds the r-th slice along this dimension; uneven splits allowed (batch shards:
     /// dim 0; FC weight columns: dim 1 of a Burn `Linear` weight stored `[d_in, d_out]`).
     Shard(usize),
-    /// Every rank holds a summand of the same shape; the value is their sum (a weight gradient
-    /// computed from batch shards), resolved by an all-reduce when a consumer needs it.
+    /// Every rank holds a piece of the same shape; the value is their reduction by the
+    /// [`ReduceOp`] (a weight gradient computed from batch shards is a pending sum), resolved
+    /// by an all-reduce or a reduce-scatter when a consumer needs it.
+    Partial(ReduceOp),
+}
+
+/// How placements are written in plans and configs (keeps `"Partial"` meaning a sum).
+#[derive(serde::Serialize, serde::Deserialize)]
+enum WirePlacement {
+    Replicate,
+    Shard(usize),
     Partial,
+    PartialMax,
+}
+
+impl From<Placement> for WirePlacement {
+    fn from(p: Placement) -> Self {
+        match p {
+            Placement::Replicate => WirePlacement::Replicate,
+            Placement::Shard(d) => WirePlacement::Shard(d),
+            Placement::Partial(ReduceOp::Sum) => WirePlacement::Partial,
+            Placement::Partial(ReduceOp::Max) => WirePlacement::PartialMax,
+        }
+    }
+}
+
+impl From<WirePlacement> for Placement {
+    fn from(p: WirePlacement) -> Self {
+        match p {
+            WirePlacement::Replicate => Placement::Replicate,
+            WirePlacement::Shard(d) => Placement::Shard(d),
+            WirePlacement::Partial => Placement::PARTIAL_SUM,
+            WirePlacement::PartialMax => Placement::Partial(ReduceOp::Max),
+        }
+    }
 }
 
 impl Placement {
+    /// A pending sum: the partial placement of gradients and of sums over a sharded dimension.
+    pub const PARTIAL_SUM: Placement = Placement::Partial(ReduceOp::Sum);
+
+    /// Whether this is a pending reduction of any kind.
+    pub fn is_partial(self) -> bool {
+        matches!(self, Placement::Partial(_))
+    }
+
     /// The sharded dimension, if any.
     pub fn shard_dim(self) -> Option<usize> {
         match self {
@@ -30,7 +85,8 @@ impl std::fmt::Display for Placement {
         match self {
             Placement::Replicate => write!(f, "Replicate"),
             Placement::Shard(d) => write!(f, "Shard({d})"),
-            Placement::Partial => write!(f, "Partial"),
+            Placement::Partial(ReduceOp::Sum) => write!(f, "Partial"),
+            Placement::Partial(ReduceOp::Max) => write!(f, "Partial(max)"),
         }
     }
 }
@@ -73,5 +129,16 @@ mod tests {
         assert_eq!(shard_sizes(8, 2), vec![4, 4]);
         assert_eq!(shard_sizes(1, 3), vec![1, 0, 0]);
         assert_eq!(shard_ranges(10, 4), vec![0..3, 3..6, 6..8, 8..10]);
+    }
+
+    #[test]
+    fn partial_sums_keep_their_name_in_plans() {
+        let written = serde_json::to_string(&[Placement::PARTIAL_SUM, Placement::Shard(1), Placement::Replicate]);
+        assert_eq!(written.unwrap(), r#"["Partial",{"Shard":1},"Replicate"]"#);
+        let max = Placement::Partial(ReduceOp::Max);
+        let back: Placement = serde_json::from_str(&serde_json::to_string(&max).unwrap()).unwrap();
+        assert_eq!(back, max);
+        let read: Placement = serde_json::from_str("\"Partial\"").unwrap();
+        assert_eq!(read, Placement::PARTIAL_SUM);
     }
 }

@@ -10,7 +10,7 @@ use crate::backend::Hybrid;
 use crate::dtensor::DTensor;
 use crate::kind::{FloatKind, IntKind, ShardKind};
 use crate::mesh::MeshDevice;
-use crate::placement::{can_shard, shard_ranges, Placement};
+use crate::placement::{can_shard, shard_ranges, Placement, ReduceOp};
 
 /// The rows `range` of dimension `dim` of row-major host data.
 pub(crate) fn host_slice(data: &TensorData, dim: usize, range: std::ops::Range<usize>) -> TensorData {
@@ -29,15 +29,16 @@ pub(crate) fn host_slice(data: &TensorData, dim: usize, range: std::ops::Range<u
     TensorData::from_bytes_vec(out, local, data.dtype)
 }
 
-/// The pieces of `data` under `placement`, one per rank (Partial: rank 0 holds the value, the
-/// others zeros of the same shape and type).
+/// The pieces of `data` under `placement`, one per rank (a pending sum: rank 0 holds the
+/// value, the others zeros of the same shape and type; a pending maximum: every rank holds it).
 fn pieces(data: TensorData, placement: Placement, ranks: usize) -> (Placement, Vec<TensorData>) {
     match placement {
         Placement::Shard(d) if ranks > 1 && can_shard(data.shape[d], ranks) => {
             let pieces = shard_ranges(data.shape[d], ranks).into_iter().map(|r| host_slice(&data, d, r)).collect();
             (placement, pieces)
         }
-        Placement::Partial if ranks > 1 => {
+        Placement::Partial(ReduceOp::Max) if ranks > 1 => (placement, vec![data; ranks]),
+        Placement::Partial(ReduceOp::Sum) if ranks > 1 => {
             let zeros = TensorData::from_bytes_vec(vec![0; data.as_bytes().len()], data.shape.clone(), data.dtype);
             let mut pieces = vec![data];
             pieces.extend((1..ranks).map(|_| zeros.clone()));

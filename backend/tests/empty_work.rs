@@ -38,7 +38,7 @@ fn a_dimension_shorter_than_the_mesh_stays_whole() {
             assert!(t.local_shapes().iter().all(|s| s[0] == rows));
             // And back from a pending sum: reduce-scattered onto a short dimension, it is
             // all-reduced instead.
-            let p = Tensor::<H, 2>::from_data(data.clone(), &m).distribute(Placement::Partial);
+            let p = Tensor::<H, 2>::from_data(data.clone(), &m).distribute(Placement::PARTIAL_SUM);
             let s = p.distribute(Placement::Shard(0));
             assert_eq!(s.placement(), Placement::Replicate);
             close(&s.into_data().to_vec::<f32>().unwrap(), &data.to_vec::<f32>().unwrap(), "partial -> shard");
@@ -61,7 +61,7 @@ fn scalar_reductions_all_reduce_whole_summands() {
         let x = Tensor::<H, 2>::from_data(data.clone(), &m).distribute(Placement::Shard(0));
         m.reset_ledger();
         let sum = x.clone().sum();
-        assert_eq!(sum.placement(), Placement::Partial);
+        assert_eq!(sum.placement(), Placement::PARTIAL_SUM);
         let got = sum.into_scalar();
         let want = reference.clone().sum().into_scalar();
         assert!((got - want).abs() < 1e-5, "K={k}: {got} vs {want}");

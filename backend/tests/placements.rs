@@ -24,7 +24,7 @@ fn every_placement_reads_back_the_global_tensor() {
         let m = mesh(k);
         let t = Tensor::<H, 2>::from_data(data.clone(), &m);
         assert_eq!(t.placement(), Placement::Replicate);
-        for placement in [Placement::Shard(0), Placement::Shard(1), Placement::Partial, Placement::Replicate] {
+        for placement in [Placement::Shard(0), Placement::Shard(1), Placement::PARTIAL_SUM, Placement::Replicate] {
             let d = t.clone().distribute(placement);
             assert_eq!(d.placement(), placement);
             assert_eq!(values(d), data.to_vec::<f32>().unwrap(), "K={k} {placement}");
@@ -100,7 +100,7 @@ fn partial_sums_are_summed_once() {
     let m = mesh(3);
     // Three different summands per element; element i sums to 3i: the value is [0, 3, 6].
     let t = summands_of::<1>(&[3], 3, &m);
-    assert_eq!(t.placement(), Placement::Partial);
+    assert_eq!(t.placement(), Placement::PARTIAL_SUM);
     // Linear ops keep the summands; the read-back sums them exactly once.
     let y = (t.clone() * 2.0 + t.clone()).sum();
     assert_eq!(values(y), vec![27.0]);

@@ -152,7 +152,7 @@ fn placement() -> impl Strategy<Value = Placement> {
         Just(Placement::Replicate),
         Just(Placement::Shard(0)),
         Just(Placement::Shard(1)),
-        Just(Placement::Partial)
+        Just(Placement::PARTIAL_SUM)
     ]
 }
 
@@ -178,7 +178,7 @@ fn placed<const D: usize>(
     mesh: &MeshDevice<FlexDevice>,
     seed: u64,
 ) -> Tensor<H, D> {
-    if placement != Placement::Partial || mesh.size() == 1 {
+    if placement != Placement::PARTIAL_SUM || mesh.size() == 1 {
         return Tensor::<H, D>::from_data(data.clone(), mesh).distribute(placement);
     }
     let whole = data.to_vec::<f32>().unwrap();
@@ -282,8 +282,8 @@ fn partial_cases() -> Vec<(Op, usize, [Placement; 3])> {
     let mut cases = Vec::new();
     for k in 2..=4 {
         for op in [Op::Relu, Op::Exp, Op::Tanh, Op::Mul, Op::Matmul, Op::MaxDim1, Op::SliceRows] {
-            cases.push((op, k, [Partial, Partial, Partial]));
-            cases.push((op, k, [Partial, Replicate, Shard(0)]));
+            cases.push((op, k, [Placement::PARTIAL_SUM; 3]));
+            cases.push((op, k, [Placement::PARTIAL_SUM, Replicate, Shard(0)]));
         }
     }
     cases
@@ -349,7 +349,7 @@ proptest! {
 
         let mesh = MeshDevice::virtual_ranks(fd, k);
         let pb = match (pw, partial_bias) {
-            (_, true) => Placement::Partial,
+            (_, true) => Placement::PARTIAL_SUM,
             (Placement::Shard(0), false) => Placement::Shard(0),
             _ => Placement::Replicate,
         };

@@ -9,7 +9,8 @@ use burn::tensor::Scalar;
 
 use crate::backend::{Hybrid, HybridFloat};
 use crate::kind::FloatKind;
-use crate::rules::{binary, unary, Linearity};
+use crate::ops::common;
+use crate::strategy::Linearity;
 
 type F<B> = HybridFloat<B>;
 
@@ -22,12 +23,17 @@ fn linear_in_grad<B: Backend>(
     grad: F<B>,
     f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive,
 ) -> F<B> {
-    binary::<B, FloatKind, FloatKind, FloatKind>(op, grad, x, Linearity::LeftScaling, |g, x| f(x, g))
+    common::binary::<B, FloatKind, FloatKind, FloatKind>(op, grad, x, Linearity::LeftScaling, |g, x| f(x, g))
+}
+
+/// A non-linear activation (pending sums made whole first).
+fn unary<B: Backend>(op: &str, t: F<B>, f: impl FnMut(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive) -> F<B> {
+    common::unary::<B, FloatKind, FloatKind>(op, t, Linearity::None, f)
 }
 
 impl<B: Backend> ActivationOps<Self> for Hybrid<B> {
     fn relu(tensor: F<B>) -> F<B> {
-        unary(tensor, B::relu)
+        unary("relu", tensor, B::relu)
     }
 
     fn relu_backward(output: F<B>, grad: F<B>) -> F<B> {
@@ -35,11 +41,11 @@ impl<B: Backend> ActivationOps<Self> for Hybrid<B> {
     }
 
     fn leaky_relu(tensor: F<B>, negative_slope: Scalar) -> F<B> {
-        unary(tensor, |p| B::leaky_relu(p, negative_slope))
+        unary("leaky_relu", tensor, |p| B::leaky_relu(p, negative_slope))
     }
 
     fn gelu(tensor: F<B>) -> F<B> {
-        unary(tensor, B::gelu)
+        unary("gelu", tensor, B::gelu)
     }
 
     fn gelu_backward(x: F<B>, grad: F<B>) -> F<B> {
@@ -47,7 +53,7 @@ impl<B: Backend> ActivationOps<Self> for Hybrid<B> {
     }
 
     fn sigmoid(tensor: F<B>) -> F<B> {
-        unary(tensor, B::sigmoid)
+        unary("sigmoid", tensor, B::sigmoid)
     }
 
     fn sigmoid_backward(output: F<B>, grad: F<B>) -> F<B> {
@@ -55,11 +61,11 @@ impl<B: Backend> ActivationOps<Self> for Hybrid<B> {
     }
 
     fn hard_sigmoid(tensor: F<B>, alpha: Scalar, beta: Scalar) -> F<B> {
-        unary(tensor, |p| B::hard_sigmoid(p, alpha, beta))
+        unary("hard_sigmoid", tensor, |p| B::hard_sigmoid(p, alpha, beta))
     }
 
     fn log_sigmoid(tensor: F<B>) -> F<B> {
-        unary(tensor, B::log_sigmoid)
+        unary("log_sigmoid", tensor, B::log_sigmoid)
     }
 
     fn log_sigmoid_backward(x: F<B>, grad: F<B>) -> F<B> {

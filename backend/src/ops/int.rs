@@ -5,16 +5,12 @@ use burn::tensor::ops::IntTensorOps;
 use burn::tensor::{Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-use crate::collectives::{broadcast, redistribute};
+use crate::dispatch::{drawn_on_rank0, replicate_with, to_mesh, whole};
 use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
-use crate::ops::float::{replicate_with, to_mesh, whole};
+use crate::ops::common;
 use crate::ops::macros::{along_dim_ops, binary_ops, cmp_elem_ops, cmp_ops, scalar_ops, unary_ops};
-use crate::placement::Placement;
-use crate::rules::{
-    binary, fallback, gather_for, linear, reduce_dim, resolve_partial, unary, Linearity, ShardedReduce,
-};
-use crate::shape_rules;
+use crate::strategy::{Linearity, ShardedReduce};
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
@@ -50,54 +46,47 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
     }
 
     fn int_reshape(tensor: I<B>, shape: Shape) -> I<B> {
-        shape_rules::reshape(tensor, shape)
+        common::reshape(tensor, shape)
     }
 
     fn int_slice(tensor: I<B>, slices: &[Slice]) -> I<B> {
-        shape_rules::slice(tensor, slices)
+        common::slice(tensor, slices)
     }
 
     fn int_slice_assign(tensor: I<B>, slices: &[Slice], value: I<B>) -> I<B> {
-        let (tensor, value) = (
-            resolve_partial(gather_for("int_slice_assign", tensor)),
-            resolve_partial(gather_for("int_slice_assign", value)),
-        );
-        let mesh = tensor.mesh.clone();
-        let shards =
-            tensor.shards.into_iter().zip(value.shards).map(|(t, v)| B::int_slice_assign(t, slices, v)).collect();
-        crate::rules::assemble(mesh, Placement::Replicate, shards)
+        common::slice_assign("int_slice_assign", tensor, slices, value, |t, s, v| B::int_slice_assign(t, s, v))
     }
 
     fn int_into_float(tensor: I<B>, out_dtype: FloatDType) -> F<B> {
-        linear::<B, IntKind, FloatKind>(tensor, |p| B::int_into_float(p, out_dtype))
+        common::unary::<B, IntKind, FloatKind>("int_into_float", tensor, Linearity::Linear, |p| {
+            B::int_into_float(p, out_dtype)
+        })
     }
 
     fn int_mask_where(tensor: I<B>, mask: Bo<B>, value: I<B>) -> I<B> {
-        crate::rules::mask_where("int_mask_where", tensor, mask, value, |t, m, v| B::int_mask_where(t, m, v))
+        common::mask_where("int_mask_where", tensor, mask, value, |t, m, v| B::int_mask_where(t, m, v))
     }
 
     fn int_mask_fill(tensor: I<B>, mask: Bo<B>, value: Scalar) -> I<B> {
-        binary::<B, IntKind, BoolKind, IntKind>("int_mask_fill", tensor, mask, Linearity::None, |t, m| {
+        common::binary::<B, IntKind, BoolKind, IntKind>("int_mask_fill", tensor, mask, Linearity::None, |t, m| {
             B::int_mask_fill(t, m, value)
         })
     }
 
     fn int_gather(dim: usize, tensor: I<B>, indices: I<B>) -> I<B> {
-        crate::rules::gather_along("int_gather", dim, tensor, indices, |t, i| B::int_gather(dim, t, i))
+        common::gather("int_gather", dim, tensor, indices, |t, i| B::int_gather(dim, t, i))
     }
 
     fn int_scatter_add(dim: usize, tensor: I<B>, indices: I<B>, value: I<B>) -> I<B> {
-        let (tensor, indices, placement) = crate::rules::align_indexed("int_scatter_add", tensor, indices, dim);
-        let value = redistribute(resolve_partial(value), placement);
-        crate::rules::zip3(placement, tensor, indices, value, |t, i, v| B::int_scatter_add(dim, t, i, v))
+        common::scatter("int_scatter_add", dim, tensor, indices, value, |t, i, v| B::int_scatter_add(dim, t, i, v))
     }
 
     fn int_select(tensor: I<B>, dim: usize, indices: I<B>) -> I<B> {
-        crate::rules::select_along("int_select", dim, tensor, indices, |t, i| B::int_select(t, dim, i))
+        common::select("int_select", dim, tensor, indices, |t, i| B::int_select(t, dim, i))
     }
 
     fn int_select_add(tensor: I<B>, dim: usize, indices: I<B>, value: I<B>) -> I<B> {
-        crate::rules::gathered3("int_select_add", tensor, indices, value, |t, i, v| B::int_select_add(t, dim, i, v))
+        common::select_add("int_select_add", dim, tensor, indices, value, |t, i, v| B::int_select_add(t, dim, i, v))
     }
 
     cmp_ops!(IntKind; int_equal, int_greater, int_greater_equal, int_lower, int_lower_equal);
@@ -122,95 +111,98 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
     );
 
     fn int_mul_scalar(lhs: I<B>, rhs: Scalar) -> I<B> {
-        linear(lhs, |p| B::int_mul_scalar(p, rhs))
+        common::unary("int_mul_scalar", lhs, Linearity::Linear, |p| B::int_mul_scalar(p, rhs))
     }
 
     fn int_matmul(lhs: I<B>, rhs: I<B>) -> I<B> {
-        let (lhs, rhs) =
-            (resolve_partial(gather_for("int_matmul", lhs)), resolve_partial(gather_for("int_matmul", rhs)));
-        binary::<B, IntKind, IntKind, IntKind>("int_matmul", lhs, rhs, Linearity::None, |a, b| B::int_matmul(a, b))
+        common::matmul("int_matmul", lhs, rhs, |a, b| B::int_matmul(a, b))
     }
 
     fn int_sum(tensor: I<B>) -> I<B> {
-        crate::rules::sum_all(tensor, |p| B::int_sum(p))
+        common::sum_all("int_sum", tensor, |p| B::int_sum(p))
     }
 
     fn int_sum_dim(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_sum_dim", tensor, dim, ShardedReduce::Sum, |p| B::int_sum_dim(p, dim))
+        common::reduce_dim::<B, IntKind, IntKind>("int_sum_dim", tensor, dim, ShardedReduce::Sum, |p| {
+            B::int_sum_dim(p, dim)
+        })
     }
 
     fn int_prod(tensor: I<B>) -> I<B> {
-        fallback("int_prod", tensor, |p| B::int_prod(p))
+        common::gathered("int_prod", tensor, |p| B::int_prod(p))
     }
 
     fn int_prod_dim(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_prod_dim", tensor, dim, ShardedReduce::Gather, |p| {
-            B::int_prod_dim(p, dim)
-        })
+        common::along_dim::<B, IntKind, IntKind>("int_prod_dim", tensor, dim, |p| B::int_prod_dim(p, dim))
     }
 
     fn int_mean_dim(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_mean_dim", tensor, dim, ShardedReduce::Gather, |p| {
-            B::int_mean_dim(p, dim)
-        })
+        common::mean_dim(
+            "int_mean_dim",
+            tensor,
+            dim,
+            |p| B::int_sum_dim(p, dim),
+            |p| B::int_mean_dim(p, dim),
+            |sums, len| {
+                common::unary("int_div_scalar", sums, Linearity::None, |p| {
+                    B::int_div_scalar(p, Scalar::Int(len as i64))
+                })
+            },
+        )
     }
 
     fn int_max_dim(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_max_dim", tensor, dim, ShardedReduce::Max, |p| B::int_max_dim(p, dim))
+        common::reduce_dim::<B, IntKind, IntKind>("int_max_dim", tensor, dim, ShardedReduce::Max, |p| {
+            B::int_max_dim(p, dim)
+        })
     }
 
     along_dim_ops!(IntKind; int_cumsum, int_cumprod, int_cummin, int_cummax);
 
     fn int_argmax(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_argmax", tensor, dim, ShardedReduce::Gather, |p| B::int_argmax(p, dim))
+        common::arg_extreme("int_argmax", tensor, dim, |p| B::int_max_dim(p, dim), |p| B::int_argmax(p, dim))
     }
 
     fn int_argtopk(tensor: I<B>, dim: usize, k: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_argtopk", tensor, dim, ShardedReduce::Gather, |p| {
-            B::int_argtopk(p, dim, k)
-        })
+        common::along_dim::<B, IntKind, IntKind>("int_argtopk", tensor, dim, |p| B::int_argtopk(p, dim, k))
     }
 
     fn int_argmin(tensor: I<B>, dim: usize) -> I<B> {
-        reduce_dim::<B, IntKind, IntKind>("int_argmin", tensor, dim, ShardedReduce::Gather, |p| B::int_argmin(p, dim))
+        common::arg_extreme("int_argmin", tensor, dim, |p| B::int_min_dim(p, dim), |p| B::int_argmin(p, dim))
     }
 
     unary_ops!(IntKind; int_abs, bitwise_not);
 
     fn int_swap_dims(tensor: I<B>, dim1: usize, dim2: usize) -> I<B> {
-        let axes = shape_rules::swap_axes(tensor.shape.num_dims(), dim1, dim2);
-        shape_rules::permute(tensor, &axes, |p| B::int_swap_dims(p, dim1, dim2))
+        let axes = common::swap_axes(tensor.shape.num_dims(), dim1, dim2);
+        common::permute(tensor, &axes, |p| B::int_swap_dims(p, dim1, dim2))
     }
 
     fn int_permute(tensor: I<B>, axes: &[usize]) -> I<B> {
-        shape_rules::permute(tensor, axes, |p| B::int_permute(p, axes))
+        common::permute(tensor, axes, |p| B::int_permute(p, axes))
     }
 
     fn int_flip(tensor: I<B>, axes: &[usize]) -> I<B> {
-        match tensor.placement {
-            Placement::Shard(d) if axes.contains(&d) => fallback("int_flip", tensor, |p| B::int_flip(p, axes)),
-            _ => linear(tensor, |p| B::int_flip(p, axes)),
-        }
+        common::flip("int_flip", tensor, axes, |p| B::int_flip(p, axes))
     }
 
     fn int_random(shape: Shape, distribution: Distribution, device: &MeshDevice<B::Device>, dtype: IntDType) -> I<B> {
-        let drawn = B::int_random(shape, distribution, device.rank_device(0), dtype);
-        broadcast::<B, IntKind>(device, drawn, 0)
+        drawn_on_rank0::<B, IntKind>(device, |d| B::int_random(shape, distribution, d, dtype))
     }
 
     fn int_expand(tensor: I<B>, shape: Shape) -> I<B> {
-        shape_rules::expand(tensor, shape, |p, s| B::int_expand(p, s))
+        common::expand(tensor, shape, |p, s| B::int_expand(p, s))
     }
 
     fn int_cast(tensor: I<B>, dtype: IntDType) -> I<B> {
-        unary(tensor, |p| B::int_cast(p, dtype))
+        common::unary("int_cast", tensor, Linearity::Linear, |p| B::int_cast(p, dtype))
     }
 
     fn int_unfold(tensor: I<B>, dim: usize, size: usize, step: usize) -> I<B> {
-        fallback("int_unfold", tensor, |p| B::int_unfold(p, dim, size, step))
+        common::unfold("int_unfold", tensor, dim, |p| B::int_unfold(p, dim, size, step))
     }
 
     fn int_cat(tensors: Vec<I<B>>, dim: usize) -> I<B> {
-        shape_rules::cat(tensors, dim)
+        common::cat(tensors, dim)
     }
 }

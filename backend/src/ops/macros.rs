@@ -5,7 +5,7 @@
 macro_rules! unary_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
         fn $name(tensor: crate::dtensor::DTensor<B, $kind>) -> crate::dtensor::DTensor<B, $kind> {
-            crate::rules::unary(tensor, |p| B::$name(p))
+            crate::ops::common::unary(stringify!($name), tensor, crate::strategy::Linearity::None, |p| B::$name(p))
         }
     )*};
 }
@@ -14,7 +14,7 @@ macro_rules! unary_ops {
 macro_rules! scalar_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
         fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: burn::tensor::Scalar) -> crate::dtensor::DTensor<B, $kind> {
-            crate::rules::unary(lhs, |p| B::$name(p, rhs))
+            crate::ops::common::unary(stringify!($name), lhs, crate::strategy::Linearity::None, |p| B::$name(p, rhs))
         }
     )*};
 }
@@ -23,7 +23,7 @@ macro_rules! scalar_ops {
 macro_rules! binary_ops {
     ($kind:ty; $($name:ident : $lin:expr),* $(,)?) => {$(
         fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: crate::dtensor::DTensor<B, $kind>) -> crate::dtensor::DTensor<B, $kind> {
-            crate::rules::binary::<B, $kind, $kind, $kind>(stringify!($name), lhs, rhs, $lin, |a, b| B::$name(a, b))
+            crate::ops::common::binary::<B, $kind, $kind, $kind>(stringify!($name), lhs, rhs, $lin, |a, b| B::$name(a, b))
         }
     )*};
 }
@@ -32,8 +32,8 @@ macro_rules! binary_ops {
 macro_rules! cmp_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
         fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: crate::dtensor::DTensor<B, $kind>, out_dtype: burn::tensor::BoolDType) -> crate::dtensor::DTensor<B, crate::kind::BoolKind> {
-            crate::rules::binary::<B, $kind, $kind, crate::kind::BoolKind>(
-                stringify!($name), lhs, rhs, crate::rules::Linearity::None, |a, b| B::$name(a, b, out_dtype))
+            crate::ops::common::binary::<B, $kind, $kind, crate::kind::BoolKind>(
+                stringify!($name), lhs, rhs, crate::strategy::Linearity::None, |a, b| B::$name(a, b, out_dtype))
         }
     )*};
 }
@@ -42,7 +42,8 @@ macro_rules! cmp_ops {
 macro_rules! cmp_elem_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
         fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: burn::tensor::Scalar, out_dtype: burn::tensor::BoolDType) -> crate::dtensor::DTensor<B, crate::kind::BoolKind> {
-            crate::rules::unary::<B, $kind, crate::kind::BoolKind>(lhs, |p| B::$name(p, rhs, out_dtype))
+            crate::ops::common::unary::<B, $kind, crate::kind::BoolKind>(
+                stringify!($name), lhs, crate::strategy::Linearity::None, |p| B::$name(p, rhs, out_dtype))
         }
     )*};
 }
@@ -52,8 +53,7 @@ macro_rules! cmp_elem_ops {
 macro_rules! along_dim_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
         fn $name(tensor: crate::dtensor::DTensor<B, $kind>, dim: usize) -> crate::dtensor::DTensor<B, $kind> {
-            crate::rules::reduce_dim::<B, $kind, $kind>(
-                stringify!($name), tensor, dim, crate::rules::ShardedReduce::Gather, |p| B::$name(p, dim))
+            crate::ops::common::along_dim::<B, $kind, $kind>(stringify!($name), tensor, dim, |p| B::$name(p, dim))
         }
     )*};
 }

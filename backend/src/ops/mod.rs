@@ -2,6 +2,7 @@
 
 pub mod activation;
 pub mod bool;
+mod common;
 pub mod float;
 pub mod int;
 mod macros;

@@ -8,152 +8,74 @@ use burn::tensor::ops::{
 };
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-use crate::collectives::{all_gather, redistribute};
-use crate::kind::{FloatKind, IntKind};
+use crate::dispatch::{assemble, context, gathered_all, run1, run1_two, run2, run3, run_opt, spec};
+use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::placement::Placement;
-use crate::rules::{assemble, gather_for, resolve_partial, zip3};
+use crate::strategy::{self, ConvLayout, ConvPass, Spec};
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
 type Bo<B> = HybridBool<B>;
 
-/// Whether channel shards over `k` ranks split `groups` groups into whole groups per rank.
-fn towers_align(in_channels: usize, out_channels: usize, groups: usize, k: usize) -> bool {
-    groups % k == 0 && in_channels % k == 0 && out_channels % k == 0
-}
-
-/// Gathers every input of an op without a rule (Replicate, summands resolved).
-fn gathered<B: Backend>(op: &str, t: F<B>) -> F<B> {
-    resolve_partial(gather_for(op, t))
-}
-
-/// How a convolution runs, from the placements of input and weight.
-enum ConvPlan {
-    /// Batch shards against a whole weight: data parallel, output Shard(0).
-    DataParallel,
-    /// Channel shards against filter shards, whole groups per rank: output Shard(1).
-    Towers,
-    /// Channel shards meeting a full (groups = 1) conv: gather the input's channels first.
-    GatherChannels,
-    /// Whole input against filter shards: output Shard(1).
-    FilterShards,
-    /// Everything whole.
-    Replicated,
-}
-
-fn conv_plan<B: Backend>(x: &F<B>, w: &F<B>, groups: usize) -> Option<ConvPlan> {
-    use Placement::*;
-    let k = x.ranks();
-    match (x.placement, w.placement) {
-        (Shard(0), Replicate) => Some(ConvPlan::DataParallel),
-        (Shard(1), Shard(0)) if groups > 1 && towers_align(x.shape[1], w.shape[0], groups, k) => Some(ConvPlan::Towers),
-        (Shard(1), Shard(0)) if groups == 1 => Some(ConvPlan::GatherChannels),
-        (Replicate, Shard(0)) if groups == 1 => Some(ConvPlan::FilterShards),
-        (Replicate, Replicate) => Some(ConvPlan::Replicated),
-        _ => None,
-    }
-}
-
-fn per_rank_options(options: &ConvOptions<2>, plan: &ConvPlan, k: usize) -> ConvOptions<2> {
+/// The options each rank runs a convolution with: under the two-tower layout each rank holds
+/// `groups / K` of the groups.
+fn per_rank_options(options: &ConvOptions<2>, layout: ConvLayout, k: usize) -> ConvOptions<2> {
     let mut o = options.clone();
-    if matches!(plan, ConvPlan::Towers) {
+    if layout == ConvLayout::Towers {
         o.groups /= k;
     }
     o
 }
 
+/// Gathers the given tensors whole (a fallback of `op`), keeping `None`s.
+fn gather_opts<B: Backend>(op: &str, ts: Vec<Option<F<B>>>) -> Vec<Option<F<B>>> {
+    gathered_all(op, ts)
+}
+
 impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     fn conv2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<2>) -> F<B> {
-        x.mesh.check_same(&weight.mesh, "conv2d");
-        let k = x.ranks();
-        let (x, weight) = (resolve_partial(x), resolve_partial(weight));
-        let (x, weight, out, plan) = match conv_plan(&x, &weight, options.groups) {
-            Some(ConvPlan::DataParallel) => (x, weight, Placement::Shard(0), ConvPlan::DataParallel),
-            Some(ConvPlan::Towers) => (x, weight, Placement::Shard(1), ConvPlan::Towers),
-            Some(ConvPlan::GatherChannels) => (all_gather(x, 1), weight, Placement::Shard(1), ConvPlan::GatherChannels),
-            Some(ConvPlan::FilterShards) => (x, weight, Placement::Shard(1), ConvPlan::FilterShards),
-            Some(ConvPlan::Replicated) => (x, weight, Placement::Replicate, ConvPlan::Replicated),
-            None => (gathered("conv2d", x), gathered("conv2d", weight), Placement::Replicate, ConvPlan::Replicated),
-        };
-        let bias_placement = match out {
-            Placement::Shard(1) => Placement::Shard(0),
-            _ => Placement::Replicate,
-        };
-        let bias = bias.map(|b| redistribute(resolve_partial(b), bias_placement));
-        let opts = per_rank_options(&options, &plan, k);
-        with_bias(out, x, weight, bias, |x, w, b| B::conv2d(x, w, b, opts.clone()))
+        let ctx = context(&x);
+        let bias_spec: Option<Spec> = bias.as_ref().map(spec);
+        let (s, layout) =
+            strategy::conv(ConvPass::Forward, &spec(&x), &spec(&weight), bias_spec.as_ref(), options.groups, &ctx);
+        let opts = per_rank_options(&options, layout, ctx.ranks);
+        run_opt("conv2d", &s, x, weight, bias, |_, x, w, b| B::conv2d(x, w, b, opts.clone()))
     }
 
     fn conv2d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
-        use Placement::*;
-        let k = x.ranks();
-        let output_grad = resolve_partial(output_grad);
-        let plan = conv_plan(&x, &weight, options.groups);
-        let (x, weight, grad, out, opts) = match (plan, output_grad.placement) {
-            (Some(ConvPlan::DataParallel), Shard(0)) => (x, weight, output_grad, Shard(0), options),
-            (Some(ConvPlan::Towers), Shard(1)) => {
-                let opts = per_rank_options(&options, &ConvPlan::Towers, k);
-                (x, weight, output_grad, Shard(1), opts)
-            }
-            // Each rank's filters contribute to every input channel: summands.
-            (Some(ConvPlan::GatherChannels), Shard(1)) | (Some(ConvPlan::FilterShards), Shard(1)) => {
-                (x, weight, output_grad, Partial, options)
-            }
-            (Some(ConvPlan::Replicated), Replicate) => (x, weight, output_grad, Replicate, options),
-            _ => (
-                gathered("conv2d_x_backward", x),
-                gathered("conv2d_x_backward", weight),
-                gathered("conv2d_x_backward", output_grad),
-                Replicate,
-                options,
-            ),
-        };
-        zip3(out, x, weight, grad, |x, w, g| B::conv2d_x_backward(x, w, g, opts.clone()))
+        let ctx = context(&x);
+        let (s, layout) = strategy::conv(
+            ConvPass::InputGrad,
+            &spec(&x),
+            &spec(&weight),
+            Some(&spec(&output_grad)),
+            options.groups,
+            &ctx,
+        );
+        let opts = per_rank_options(&options, layout, ctx.ranks);
+        run3("conv2d_x_backward", &s, x, weight, output_grad, |_, x, w, g| B::conv2d_x_backward(x, w, g, opts.clone()))
     }
 
     fn conv2d_weight_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
-        use Placement::*;
-        let k = x.ranks();
-        let output_grad = resolve_partial(output_grad);
-        let plan = conv_plan(&x, &weight, options.groups);
-        let (x, weight, grad, out, opts) = match (plan, output_grad.placement) {
-            // Batch shards: each rank's weight gradient is a summand, synced when consumed.
-            (Some(ConvPlan::DataParallel), Shard(0)) => (x, weight, output_grad, Partial, options),
-            (Some(ConvPlan::Towers), Shard(1)) => {
-                let opts = per_rank_options(&options, &ConvPlan::Towers, k);
-                (x, weight, output_grad, Shard(0), opts)
-            }
-            (Some(ConvPlan::GatherChannels), Shard(1)) => (all_gather(x, 1), weight, output_grad, Shard(0), options),
-            (Some(ConvPlan::FilterShards), Shard(1)) => (x, weight, output_grad, Shard(0), options),
-            (Some(ConvPlan::Replicated), Replicate) => (x, weight, output_grad, Replicate, options),
-            _ => (
-                gathered("conv2d_weight_backward", x),
-                gathered("conv2d_weight_backward", weight),
-                gathered("conv2d_weight_backward", output_grad),
-                Replicate,
-                options,
-            ),
-        };
-        zip3(out, x, weight, grad, |x, w, g| B::conv2d_weight_backward(x, w, g, opts.clone()))
+        let ctx = context(&x);
+        let (s, layout) = strategy::conv(
+            ConvPass::WeightGrad,
+            &spec(&x),
+            &spec(&weight),
+            Some(&spec(&output_grad)),
+            options.groups,
+            &ctx,
+        );
+        let opts = per_rank_options(&options, layout, ctx.ranks);
+        run3("conv2d_weight_backward", &s, x, weight, output_grad, |_, x, w, g| {
+            B::conv2d_weight_backward(x, w, g, opts.clone())
+        })
     }
 
     fn conv2d_bias_backward(x: F<B>, bias: F<B>, output_grad: F<B>) -> F<B> {
-        use Placement::*;
-        let output_grad = resolve_partial(output_grad);
-        // The inner op reads the batch size from `x`: its rows must be split as the gradient's.
-        let batch_split = x.placement == Shard(0);
-        let (x, bias, grad, out) = match (output_grad.placement, bias.placement) {
-            (Shard(0), Replicate) if batch_split => (x, bias, output_grad, Partial),
-            (Shard(1), Shard(0)) if !batch_split => (x, bias, output_grad, Shard(0)),
-            (Replicate, Replicate) if !batch_split => (x, bias, output_grad, Replicate),
-            _ => (
-                gathered("conv2d_bias_backward", x),
-                gathered("conv2d_bias_backward", bias),
-                gathered("conv2d_bias_backward", output_grad),
-                Replicate,
-            ),
-        };
-        zip3(out, x, bias, grad, |x, b, g| B::conv2d_bias_backward(x, b, g))
+        let ctx = context(&x);
+        let (s, _) = strategy::conv(ConvPass::BiasGrad, &spec(&x), &spec(&bias), Some(&spec(&output_grad)), 1, &ctx);
+        run3("conv2d_bias_backward", &s, x, bias, output_grad, |_, x, b, g| B::conv2d_bias_backward(x, b, g))
     }
 
     fn deform_conv2d(
@@ -164,10 +86,10 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         bias: Option<F<B>>,
         options: DeformConvOptions<2>,
     ) -> F<B> {
-        let op = "deform_conv2d";
-        let (x, offset, weight) = (gathered(op, x), gathered(op, offset), gathered(op, weight));
-        let mask = mask.map(|m| gathered(op, m));
-        let bias = bias.map(|b| gathered(op, b));
+        let mut ins = gather_opts("deform_conv2d", vec![Some(x), Some(offset), Some(weight), mask, bias]).into_iter();
+        let (x, offset, weight) =
+            (ins.next().flatten().unwrap(), ins.next().flatten().unwrap(), ins.next().flatten().unwrap());
+        let (mask, bias) = (ins.next().flatten(), ins.next().flatten());
         let mesh = x.mesh.clone();
         let shards = (0..mesh.size())
             .map(|r| {
@@ -193,11 +115,14 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         output_grad: F<B>,
         options: DeformConvOptions<2>,
     ) -> DeformConv2dBackward<Self> {
-        let op = "deform_conv2d_backward";
-        let (x, offset, weight, grad) =
-            (gathered(op, x), gathered(op, offset), gathered(op, weight), gathered(op, output_grad));
-        let mask = mask.map(|m| gathered(op, m));
-        let bias = bias.map(|b| gathered(op, b));
+        let ins = gather_opts(
+            "deform_conv2d_backward",
+            vec![Some(x), Some(offset), Some(weight), Some(output_grad), mask, bias],
+        );
+        let mut ins = ins.into_iter();
+        let mut next = || ins.next().flatten();
+        let (x, offset, weight, grad) = (next().unwrap(), next().unwrap(), next().unwrap(), next().unwrap());
+        let (mask, bias) = (next(), next());
         let mesh = x.mesh.clone();
         let parts: Vec<_> = (0..mesh.size())
             .map(|r| {
@@ -232,32 +157,18 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<3>) -> F<B> {
-        let op = "conv3d";
-        let (x, weight) = (gathered(op, x), gathered(op, weight));
-        let bias = bias.map(|b| gathered(op, b));
-        with_bias(Placement::Replicate, x, weight, bias, |x, w, b| B::conv3d(x, w, b, options.clone()))
+        let s = strategy::Strategy::gathered(2 + usize::from(bias.is_some()));
+        run_opt("conv3d", &s, x, weight, bias, |_, x, w, b| B::conv3d(x, w, b, options.clone()))
     }
 
     fn conv_transpose2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<2>) -> F<B> {
-        let (x, weight) = (resolve_partial(x), resolve_partial(weight));
-        // Batch shards against a whole weight stay data parallel; anything else is gathered.
-        let (x, weight, bias, out) = match (x.placement, weight.placement) {
-            (Placement::Shard(0), Placement::Replicate) => {
-                (x, weight, bias.map(|b| gathered("conv_transpose2d", b)), Placement::Shard(0))
-            }
-            _ => {
-                let op = "conv_transpose2d";
-                (gathered(op, x), gathered(op, weight), bias.map(|b| gathered(op, b)), Placement::Replicate)
-            }
-        };
-        with_bias(out, x, weight, bias, |x, w, b| B::conv_transpose2d(x, w, b, options.clone()))
+        let s = strategy::conv_transpose(&spec(&x), &spec(&weight), bias.is_some());
+        run_opt("conv_transpose2d", &s, x, weight, bias, |_, x, w, b| B::conv_transpose2d(x, w, b, options.clone()))
     }
 
     fn conv_transpose3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<3>) -> F<B> {
-        let op = "conv_transpose3d";
-        let (x, weight) = (gathered(op, x), gathered(op, weight));
-        let bias = bias.map(|b| gathered(op, b));
-        with_bias(Placement::Replicate, x, weight, bias, |x, w, b| B::conv_transpose3d(x, w, b, options.clone()))
+        let s = strategy::Strategy::gathered(2 + usize::from(bias.is_some()));
+        run_opt("conv_transpose3d", &s, x, weight, bias, |_, x, w, b| B::conv_transpose3d(x, w, b, options.clone()))
     }
 
     fn avg_pool2d(
@@ -268,7 +179,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         count_include_pad: bool,
         ceil_mode: bool,
     ) -> F<B> {
-        spatial_local(x, "avg_pool2d", |p| B::avg_pool2d(p, kernel_size, stride, padding, count_include_pad, ceil_mode))
+        pool("avg_pool2d", x, |p| B::avg_pool2d(p, kernel_size, stride, padding, count_include_pad, ceil_mode))
     }
 
     fn avg_pool2d_backward(
@@ -280,17 +191,17 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         count_include_pad: bool,
         ceil_mode: bool,
     ) -> F<B> {
-        spatial_local2(x, grad, "avg_pool2d_backward", |x, g| {
+        pool_backward("avg_pool2d_backward", x, grad, |x, g| {
             B::avg_pool2d_backward(x, g, kernel_size, stride, padding, count_include_pad, ceil_mode)
         })
     }
 
     fn adaptive_avg_pool2d(x: F<B>, output_size: [usize; 2]) -> F<B> {
-        spatial_local(x, "adaptive_avg_pool2d", |p| B::adaptive_avg_pool2d(p, output_size))
+        pool("adaptive_avg_pool2d", x, |p| B::adaptive_avg_pool2d(p, output_size))
     }
 
     fn adaptive_avg_pool2d_backward(x: F<B>, grad: F<B>) -> F<B> {
-        spatial_local2(x, grad, "adaptive_avg_pool2d_backward", |x, g| B::adaptive_avg_pool2d_backward(x, g))
+        pool_backward("adaptive_avg_pool2d_backward", x, grad, |x, g| B::adaptive_avg_pool2d_backward(x, g))
     }
 
     fn max_pool2d(
@@ -301,7 +212,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         dilation: [usize; 2],
         ceil_mode: bool,
     ) -> F<B> {
-        spatial_local(x, "max_pool2d", |p| B::max_pool2d(p, kernel_size, stride, padding, dilation, ceil_mode))
+        pool("max_pool2d", x, |p| B::max_pool2d(p, kernel_size, stride, padding, dilation, ceil_mode))
     }
 
     fn max_pool2d_with_indices(
@@ -312,19 +223,13 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         dilation: [usize; 2],
         ceil_mode: bool,
     ) -> MaxPool2dWithIndices<Self> {
-        let x = spatial_input(x, "max_pool2d_with_indices");
-        let placement = x.placement;
-        let mesh = x.mesh.clone();
-        let (mut outs, mut idxs) = (Vec::new(), Vec::new());
-        for p in x.shards {
-            let r = B::max_pool2d_with_indices(p, kernel_size, stride, padding, dilation, ceil_mode);
-            outs.push(r.output);
-            idxs.push(r.indices);
-        }
-        MaxPool2dWithIndices::new(
-            assemble::<B, FloatKind>(mesh.clone(), placement, outs),
-            assemble::<B, IntKind>(mesh, placement, idxs),
-        )
+        let s = strategy::pool(&spec(&x));
+        let (output, indices) =
+            run1_two::<B, FloatKind, FloatKind, IntKind>("max_pool2d_with_indices", &s, x, |_, p| {
+                let r = B::max_pool2d_with_indices(p, kernel_size, stride, padding, dilation, ceil_mode);
+                (r.output, r.indices)
+            });
+        MaxPool2dWithIndices::new(output, indices)
     }
 
     fn max_pool2d_with_indices_backward(
@@ -337,35 +242,18 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         output_grad: F<B>,
         indices: I<B>,
     ) -> MaxPool2dBackward<Self> {
-        let output_grad = crate::rules::settle_partial(output_grad, x.placement);
-        let local =
-            x.placement == output_grad.placement && x.placement == indices.placement && is_spatially_local(x.placement);
-        let (x, grad, indices) = if local {
-            (x, output_grad, indices)
-        } else {
-            let op = "max_pool2d_with_indices_backward";
-            (gathered(op, x), gathered(op, output_grad), resolve_partial(gather_for(op, indices)))
-        };
-        let placement = x.placement;
-        let mesh = x.mesh.clone();
-        let shards = x
-            .shards
-            .into_iter()
-            .zip(grad.shards)
-            .zip(indices.shards)
-            .map(|((x, g), i)| {
-                B::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, g, i).x_grad
-            })
-            .collect();
-        MaxPool2dBackward::new(assemble(mesh, placement, shards))
+        let s = strategy::pool_backward(&spec(&x), &spec(&output_grad), &[spec(&indices)]);
+        MaxPool2dBackward::new(run3("max_pool2d_with_indices_backward", &s, x, output_grad, indices, |_, x, g, i| {
+            B::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, g, i).x_grad
+        }))
     }
 
     fn interpolate(x: F<B>, output_size: [usize; 2], options: burn::tensor::ops::InterpolateOptions) -> F<B> {
-        spatial_local(x, "interpolate", |p| B::interpolate(p, output_size, options.clone()))
+        pool("interpolate", x, |p| B::interpolate(p, output_size, options.clone()))
     }
 
     fn interpolate_backward(x: F<B>, grad: F<B>, output_size: [usize; 2], options: InterpolateOptions) -> F<B> {
-        spatial_local2(x, grad, "interpolate_backward", |x, g| {
+        pool_backward("interpolate_backward", x, grad, |x, g| {
             B::interpolate_backward(x, g, output_size, options.clone())
         })
     }
@@ -379,9 +267,10 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         options: AttentionModuleOptions,
     ) -> F<B> {
         let op = "attention";
-        let (q, k, v) = (gathered(op, query), gathered(op, key), gathered(op, value));
-        let mask = mask.map(|m| gather_for(op, m));
-        let attn_bias = attn_bias.map(|b| gathered(op, b));
+        let mut floats = gather_opts(op, vec![Some(query), Some(key), Some(value), attn_bias]).into_iter();
+        let mut next = || floats.next().flatten();
+        let (q, k, v, attn_bias) = (next().unwrap(), next().unwrap(), next().unwrap(), next());
+        let mask = gathered_all::<B, BoolKind>(op, vec![mask]).pop().flatten();
         let mesh = q.mesh.clone();
         let shards = (0..mesh.size())
             .map(|r| {
@@ -399,76 +288,29 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn rfft(signal: F<B>, dim: usize, n: Option<usize>) -> (F<B>, F<B>) {
-        let signal = gathered("rfft", signal);
-        let mesh = signal.mesh.clone();
-        let (re, im): (Vec<_>, Vec<_>) = signal.shards.into_iter().map(|p| B::rfft(p, dim, n)).unzip();
-        (assemble(mesh.clone(), Placement::Replicate, re), assemble(mesh, Placement::Replicate, im))
+        run1_two::<B, FloatKind, FloatKind, FloatKind>("rfft", &strategy::Strategy::gathered(1), signal, |_, p| {
+            B::rfft(p, dim, n)
+        })
     }
 
     fn irfft(spectrum_re: F<B>, spectrum_im: F<B>, dim: usize, n: Option<usize>) -> F<B> {
-        let (re, im) = (gathered("irfft", spectrum_re), gathered("irfft", spectrum_im));
-        let mesh = re.mesh.clone();
-        let shards = re.shards.into_iter().zip(im.shards).map(|(a, b)| B::irfft(a, b, dim, n)).collect();
-        assemble(mesh, Placement::Replicate, shards)
+        run2("irfft", &strategy::Strategy::gathered(2), spectrum_re, spectrum_im, |_, a, b| B::irfft(a, b, dim, n))
     }
 }
 
-/// Runs a convolution-like op rank by rank on input, weight and optional bias already laid out
-/// for output placement `out`.
-fn with_bias<B: Backend>(
-    out: Placement,
-    x: F<B>,
-    weight: F<B>,
-    bias: Option<F<B>>,
-    mut f: impl FnMut(
-        B::FloatTensorPrimitive,
-        B::FloatTensorPrimitive,
-        Option<B::FloatTensorPrimitive>,
-    ) -> B::FloatTensorPrimitive,
-) -> F<B> {
-    let mesh = x.mesh.clone();
-    let mut biases =
-        bias.map(|b| b.shards.into_iter().map(Some).collect::<Vec<_>>()).unwrap_or_else(|| vec![None; mesh.size()]);
-    let shards = x.shards.into_iter().zip(weight.shards).zip(biases.drain(..)).map(|((x, w), b)| f(x, w, b)).collect();
-    assemble(mesh, out, shards)
+/// A pooling or resizing op: local on batch or channel shards.
+fn pool<B: Backend>(op: &str, x: F<B>, mut f: impl FnMut(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive) -> F<B> {
+    let s = strategy::pool(&spec(&x));
+    run1(op, &s, x, |_, p| f(p))
 }
 
-/// Pooling and resizing work per image and per channel: batch or channel shards stay local.
-fn is_spatially_local(p: Placement) -> bool {
-    matches!(p, Placement::Shard(0) | Placement::Shard(1) | Placement::Replicate)
-}
-
-fn spatial_input<B: Backend>(x: F<B>, op: &str) -> F<B> {
-    let x = resolve_partial(x);
-    if is_spatially_local(x.placement) {
-        x
-    } else {
-        gathered(op, x)
-    }
-}
-
-fn spatial_local<B: Backend>(
-    x: F<B>,
+/// The backward of a pooling or resizing op, in the input's layout.
+fn pool_backward<B: Backend>(
     op: &str,
-    f: impl FnMut(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive,
-) -> F<B> {
-    crate::rules::per_rank(spatial_input(x, op), f)
-}
-
-fn spatial_local2<B: Backend>(
     x: F<B>,
     grad: F<B>,
-    op: &str,
     mut f: impl FnMut(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive,
 ) -> F<B> {
-    let grad = crate::rules::settle_partial(grad, x.placement);
-    let (x, grad) = if x.placement == grad.placement && is_spatially_local(x.placement) {
-        (x, grad)
-    } else {
-        (gathered(op, x), gathered(op, grad))
-    };
-    let placement = x.placement;
-    let mesh = x.mesh.clone();
-    let shards = x.shards.into_iter().zip(grad.shards).map(|(x, g)| f(x, g)).collect();
-    assemble(mesh, placement, shards)
+    let s = strategy::pool_backward(&spec(&x), &spec(&grad), &[]);
+    run2(op, &s, x, grad, |_, x, g| f(x, g))
 }

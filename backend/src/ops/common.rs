@@ -1,0 +1,332 @@
+//! Every op family once, for every kind: each function builds the inputs' specs, asks
+//! `strategy` for the rule and hands the inner op to `dispatch`. The float, int and bool op
+//! files call these, so the same Burn op follows the same rule whatever its kind.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{BoolDType, Scalar, Shape, Slice, TensorMetadata};
+
+use crate::dispatch::{self, context, run1, run2, run3, spec};
+use crate::dtensor::DTensor;
+use crate::kind::{BoolKind, IntKind, ShardKind};
+use crate::placement::{shard_ranges, Placement};
+use crate::strategy::{self, local_shape, ArgRule, GatherRule, Linearity, ShardedReduce};
+
+type IntPrim<B> = <IntKind as ShardKind<B>>::Prim;
+type BoolPrim<B> = <BoolKind as ShardKind<B>>::Prim;
+
+/// An elementwise op on one input with the given linearity.
+pub(crate) fn unary<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    lin: Linearity,
+    mut f: impl FnMut(K::Prim) -> K2::Prim,
+) -> DTensor<B, K2> {
+    let s = strategy::elementwise(lin, &[spec(&t)], &context(&t));
+    run1(op, &s, t, |_, p| f(p))
+}
+
+/// An elementwise op on two inputs (broadcasting) with the given linearity.
+pub(crate) fn binary<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind<B>>(
+    op: &str,
+    a: DTensor<B, K1>,
+    b: DTensor<B, K2>,
+    lin: Linearity,
+    mut f: impl FnMut(K1::Prim, K2::Prim) -> K3::Prim,
+) -> DTensor<B, K3> {
+    let s = strategy::elementwise(lin, &[spec(&a), spec(&b)], &context(&a));
+    run2(op, &s, a, b, |_, x, y| f(x, y))
+}
+
+/// `mask_where(tensor, mask, value)` of any kind: an elementwise op on three inputs.
+pub(crate) fn mask_where<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    tensor: DTensor<B, K>,
+    mask: DTensor<B, BoolKind>,
+    value: DTensor<B, K>,
+    mut f: impl FnMut(K::Prim, BoolPrim<B>, K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::elementwise(Linearity::None, &[spec(&tensor), spec(&mask), spec(&value)], &context(&tensor));
+    run3(op, &s, tensor, mask, value, |_, t, m, v| f(t, m, v))
+}
+
+/// A reduction along `dim` keeping it (size 1).
+pub(crate) fn reduce_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    dim: usize,
+    on_sharded: ShardedReduce,
+    mut f: impl FnMut(K::Prim) -> K2::Prim,
+) -> DTensor<B, K2> {
+    let s = strategy::reduce_dim(&spec(&t), dim, on_sharded, &context(&t));
+    run1(op, &s, t, |_, p| f(p))
+}
+
+/// The sum of all elements.
+pub(crate) fn sum_all<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    mut f: impl FnMut(K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::reduce_all(&spec(&t));
+    run1(op, &s, t, |_, p| f(p))
+}
+
+/// The mean along `dim`: over the sharded dimension (or of a pending sum) it is the sum,
+/// scaled by the global length by the kind's own division rule (linear for floats; made
+/// whole first for ints, whose division rounds); elsewhere the inner mean, rank-local.
+pub(crate) fn mean_dim<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    dim: usize,
+    sum_dim: impl FnMut(K::Prim) -> K::Prim,
+    mean_dim: impl FnMut(K::Prim) -> K::Prim,
+    divide: impl FnOnce(DTensor<B, K>, usize) -> DTensor<B, K>,
+) -> DTensor<B, K> {
+    if t.placement == Placement::Shard(dim) || t.placement == Placement::PARTIAL_SUM {
+        let len = t.shape[dim];
+        let sums = reduce_dim::<B, K, K>(op, t, dim, ShardedReduce::Sum, sum_dim);
+        return divide(sums, len);
+    }
+    unary(op, t, Linearity::None, mean_dim)
+}
+
+/// argmax / argmin along `dim`. `best_value(p, dim)` and `best_index(p, dim)` are the inner
+/// max_dim / argmax (or min_dim / argmin).
+pub(crate) fn arg_extreme<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    dim: usize,
+    best_value: impl Fn(K::Prim) -> K::Prim,
+    best_index: impl Fn(K::Prim) -> IntPrim<B>,
+) -> DTensor<B, IntKind> {
+    match strategy::arg_extreme(&spec(&t), dim, &context(&t)) {
+        ArgRule::Reduce(s) => run1(op, &s, t, |_, p| best_index(p)),
+        ArgRule::Candidates => {
+            // Each rank's best value and its global index, size 1 along `dim` per rank.
+            let ranges = shard_ranges(t.shape[dim], t.ranks());
+            let mesh = t.mesh.clone();
+            let (values, indices): (Vec<K::Prim>, Vec<IntPrim<B>>) = t
+                .shards
+                .into_iter()
+                .zip(&ranges)
+                .map(|(p, range)| {
+                    let (v, i) = (best_value(p.clone()), best_index(p));
+                    (v, B::int_add_scalar(i, Scalar::Int(range.start as i64)))
+                })
+                .unzip();
+            let values = dispatch::bring(
+                dispatch::assemble::<B, K>(mesh.clone(), Placement::Shard(dim), values),
+                Placement::Replicate,
+            );
+            let indices = dispatch::bring(
+                dispatch::assemble::<B, IntKind>(mesh, Placement::Shard(dim), indices),
+                Placement::Replicate,
+            );
+            let s = strategy::Strategy::local(vec![Placement::Replicate; 2], Placement::Replicate);
+            run2::<B, K, IntKind, IntKind>(op, &s, values, indices, |_, v, i| B::int_gather(dim, i, best_index(v)))
+        }
+    }
+}
+
+/// `gather(dim, tensor, indices)` of any kind.
+pub(crate) fn gather<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    dim: usize,
+    tensor: DTensor<B, K>,
+    indices: DTensor<B, IntKind>,
+    mut f: impl FnMut(K::Prim, IntPrim<B>) -> K::Prim,
+) -> DTensor<B, K> {
+    match strategy::gather(&spec(&tensor), &spec(&indices), dim, &context(&tensor)) {
+        GatherRule::Aligned(s) => run2(op, &s, tensor, indices, |_, t, i| f(t, i)),
+        GatherRule::OnShardedDim(s) => {
+            // Every rank picks the indices inside its slice and holds zeros elsewhere.
+            let ranges = shard_ranges(tensor.shape[dim], tensor.ranks());
+            let bool_dtype: BoolDType = <B::BoolElem as burn::tensor::Element>::dtype().into();
+            run2(op, &s, tensor, indices, |r, t, idx| {
+                let range = &ranges[r];
+                if range.is_empty() {
+                    return K::zeros_shaped(&t, idx.shape());
+                }
+                let start = Scalar::Int(range.start as i64);
+                let inside = B::bool_and(
+                    B::int_greater_equal_elem(idx.clone(), start, bool_dtype),
+                    B::int_lower_elem(idx.clone(), Scalar::Int(range.end as i64), bool_dtype),
+                );
+                let local =
+                    B::int_clamp(B::int_sub_scalar(idx, start), Scalar::Int(0), Scalar::Int(range.len() as i64 - 1));
+                K::zero_where(f(t, local), B::bool_not(inside))
+            })
+        }
+    }
+}
+
+/// `scatter_add` (`scatter_or` for bool) of any kind.
+pub(crate) fn scatter<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    dim: usize,
+    tensor: DTensor<B, K>,
+    indices: DTensor<B, IntKind>,
+    value: DTensor<B, K>,
+    mut f: impl FnMut(K::Prim, IntPrim<B>, K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::scatter(&spec(&tensor), &spec(&indices), &spec(&value), dim, &context(&tensor));
+    run3(op, &s, tensor, indices, value, |_, t, i, v| f(t, i, v))
+}
+
+/// `select(tensor, dim, indices)` of any kind.
+pub(crate) fn select<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    dim: usize,
+    tensor: DTensor<B, K>,
+    indices: DTensor<B, IntKind>,
+    mut f: impl FnMut(K::Prim, IntPrim<B>) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::select(&spec(&tensor), dim);
+    run2(op, &s, tensor, indices, |_, t, i| f(t, i))
+}
+
+/// `select_add` (`select_or` for bool) of any kind.
+pub(crate) fn select_add<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    dim: usize,
+    tensor: DTensor<B, K>,
+    indices: DTensor<B, IntKind>,
+    value: DTensor<B, K>,
+    mut f: impl FnMut(K::Prim, IntPrim<B>, K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::select_add(&spec(&tensor), dim, &spec(&value));
+    run3(op, &s, tensor, indices, value, |_, t, i, v| f(t, i, v))
+}
+
+/// `slice_assign(tensor, slices, value)` of any kind: on a shard each rank writes its part.
+pub(crate) fn slice_assign<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    tensor: DTensor<B, K>,
+    slices: &[Slice],
+    value: DTensor<B, K>,
+    mut f: impl FnMut(K::Prim, &[Slice], K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::slice_assign(&spec(&tensor), slices, &spec(&value));
+    let (shape, k) = (tensor.shape.clone(), tensor.ranks());
+    let placement = s.output;
+    run2(op, &s, tensor, value, |r, t, v| match placement {
+        Placement::Shard(d) => {
+            let local = strategy::localise_slices(slices, d, local_shape(&shape, placement, k, r)[d]);
+            f(t, &local, v)
+        }
+        _ => f(t, slices, v),
+    })
+}
+
+/// `matmul` of any kind.
+pub(crate) fn matmul<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    lhs: DTensor<B, K>,
+    rhs: DTensor<B, K>,
+    f: impl FnMut(K::Prim, K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::matmul(&spec(&lhs), &spec(&rhs), &context(&lhs));
+    dispatch::run_matmul(op, &s, lhs, rhs, f)
+}
+
+/// Reshape of any kind.
+pub(crate) fn reshape<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, new: Shape) -> DTensor<B, K> {
+    let s = strategy::reshape(&spec(&t), &new, &context(&t));
+    let (out, k) = (s.output, t.ranks());
+    run1("reshape", &s, t, |r, p| K::reshape(p, local_shape(&new, out, k, r)))
+}
+
+/// A permutation of dimensions of any kind (`f` the inner permute or swap).
+pub(crate) fn permute<B: Backend, K: ShardKind<B>>(
+    t: DTensor<B, K>,
+    axes: &[usize],
+    mut f: impl FnMut(K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::permute(&spec(&t), axes);
+    run1("permute", &s, t, |_, p| f(p))
+}
+
+/// `axes` for swapping two dimensions of a rank-`n` tensor.
+pub(crate) fn swap_axes(n: usize, a: usize, b: usize) -> Vec<usize> {
+    let mut axes: Vec<usize> = (0..n).collect();
+    axes.swap(a, b);
+    axes
+}
+
+/// Slicing of any kind.
+pub(crate) fn slice<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, slices: &[Slice]) -> DTensor<B, K> {
+    let ctx = context(&t);
+    let s = strategy::slice(&spec(&t), slices, &ctx);
+    let (shape, placement) = (t.shape.clone(), t.placement);
+    let local = |r: usize| -> Vec<Slice> {
+        match (s.run, s.output, placement) {
+            (strategy::Run::OnOwner { .. }, _, Placement::Shard(d)) => {
+                strategy::within_one_shard(slices, &shape, d, ctx.ranks).expect("an owner").1
+            }
+            (_, Placement::Shard(d), _) => {
+                strategy::localise_slices(slices, d, local_shape(&shape, placement, ctx.ranks, r)[d])
+            }
+            _ => slices.to_vec(),
+        }
+    };
+    run1("slice", &s, t, |r, p| K::slice(p, &local(r)))
+}
+
+/// Expansion of any kind (`f(piece, local shape)` the inner expand).
+pub(crate) fn expand<B: Backend, K: ShardKind<B>>(
+    t: DTensor<B, K>,
+    shape: Shape,
+    mut f: impl FnMut(K::Prim, Shape) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::expand(&spec(&t), &shape);
+    let (out, k) = (s.output, t.ranks());
+    run1("expand", &s, t, |r, p| f(p, local_shape(&shape, out, k, r)))
+}
+
+/// Concatenation of any kind.
+pub(crate) fn cat<B: Backend, K: ShardKind<B>>(tensors: Vec<DTensor<B, K>>, dim: usize) -> DTensor<B, K> {
+    let specs: Vec<_> = tensors.iter().map(spec).collect();
+    let s = strategy::cat(&specs, dim);
+    dispatch::run_all("cat", &s, tensors, |_, ps| K::cat(ps, dim))
+}
+
+/// Flipping axes of any kind.
+pub(crate) fn flip<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    axes: &[usize],
+    mut f: impl FnMut(K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::flip(&spec(&t), axes);
+    run1(op, &s, t, |_, p| f(p))
+}
+
+/// Sliding windows of any kind.
+pub(crate) fn unfold<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    dim: usize,
+    mut f: impl FnMut(K::Prim) -> K::Prim,
+) -> DTensor<B, K> {
+    let s = strategy::unfold(&spec(&t), dim);
+    run1(op, &s, t, |_, p| f(p))
+}
+
+/// A cumulative op or another op along `dim` without a rule for the sharded dimension.
+pub(crate) fn along_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    dim: usize,
+    f: impl FnMut(K::Prim) -> K2::Prim,
+) -> DTensor<B, K2> {
+    reduce_dim(op, t, dim, ShardedReduce::Gather, f)
+}
+
+/// An op without a rule on one input: gathered, run everywhere, `Replicate` out.
+pub(crate) fn gathered<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    mut f: impl FnMut(K::Prim) -> K2::Prim,
+) -> DTensor<B, K2> {
+    run1(op, &strategy::Strategy::gathered(1), t, |_, p| f(p))
+}

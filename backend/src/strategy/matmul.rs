@@ -1,0 +1,63 @@
+//! Matmul `[.., m, k] x [.., k, n]`: data parallel on row or batch shards, model parallel on
+//! column-split weights (activities exchanged by the chosen scheme), summands when the
+//! contraction dimension is split.
+
+use crate::placement::{Placement, ReduceOp};
+use crate::scheme::Exchange;
+
+use super::{Context, Run, Spec, Strategy};
+
+/// The rule of `lhs @ rhs`.
+pub(crate) fn matmul(lhs: &Spec, rhs: &Spec, ctx: &Context) -> Strategy {
+    use Placement::{Replicate as R, Shard as S};
+    const SUM: Placement = Placement::Partial(ReduceOp::Sum);
+    let n = lhs.shape.num_dims();
+    let (row, inner, last) = (n - 2, n - 1, n - 1);
+    let local = |l: Placement, r: Placement, out: Placement| Strategy::local(vec![l, r], out);
+    match (lhs.placement, rhs.placement) {
+        (R, R) => local(R, R, R),
+        // Data parallel: batch or row shards against a whole weight.
+        (S(d), R) if d < inner => local(S(d), R, S(d)),
+        // Contraction dimension split on the left only: the right sliced for free, summands out.
+        (S(d), R) if d == inner => local(S(d), S(row), SUM),
+        // Batched matmul with the same batch shards on both sides.
+        (S(d), S(e)) if d == e && d < row => local(S(d), S(d), S(d)),
+        // Batched matmul, whole left against batch shards on the right: the left sliced.
+        (R, S(d)) if d < row => local(S(d), S(d), S(d)),
+        // Model parallel: whole input against column-split weight.
+        (R, S(d)) if d == last => local(R, S(last), S(last)),
+        // Contraction dimension split on both sides: each rank holds a summand.
+        (S(d), S(e)) if d == inner && e == row => local(S(d), S(e), SUM),
+        (R, S(e)) if e == row => local(S(inner), S(row), SUM),
+        // Activities exchanged in rounds (schemes b, c), then model parallel.
+        (S(d), S(e))
+            if e == last && (d == row || d == inner) && lhs.shape[d] > 0 && ctx.exchange != Exchange::AllGather =>
+        {
+            Strategy { run: Run::Exchange { scheme: ctx.exchange, dim: d }, ..local(S(d), S(last), S(last)) }
+        }
+        // Activities all-gathered (scheme a) or columns gathered, then model parallel.
+        (S(_), S(e)) if e == last => local(R, S(last), S(last)),
+        // Linear in each argument.
+        (SUM, R) => local(SUM, R, SUM),
+        (R, SUM) => local(R, SUM, SUM),
+        _ => Strategy::gathered(2),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Placement::{Replicate as R, Shard as S};
+
+    #[test]
+    fn the_scheme_is_an_argument() {
+        let (x, w) = (Spec::new([8, 6], S(0)), Spec::new([6, 4], S(1)));
+        let a = matmul(&x, &w, &Context::new(2));
+        assert_eq!((a.inputs.clone(), a.run), (vec![R, S(1)], Run::Local));
+        let b = matmul(&x, &w, &Context { exchange: Exchange::Broadcast, ..Context::new(2) });
+        assert_eq!(
+            (b.inputs.clone(), b.run),
+            (vec![S(0), S(1)], Run::Exchange { scheme: Exchange::Broadcast, dim: 0 })
+        );
+    }
+}
