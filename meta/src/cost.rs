@@ -111,13 +111,3 @@ pub(crate) fn conv_transpose_flops(x: &MetaTensor, weight: &MetaTensor) -> u64 {
     let kernel: u64 = weight.shape[2..].iter().map(|&d| d as u64).product();
     2 * n * cin * in_spatial * cout_per_group * kernel
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ceil_log2_rounds_up() {
-        assert_eq!([0, 1, 2, 3, 4, 5, 8, 9].map(ceil_log2), [0, 0, 1, 2, 2, 3, 3, 4]);
-    }
-}

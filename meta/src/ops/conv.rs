@@ -12,7 +12,7 @@ type T = MetaTensor;
 
 /// `x` `[N, Cin, ..]` convolved with `weight` `[Cout, Cin/groups, k..]` (+ `bias` `[Cout]`).
 pub(crate) fn conv<const D: usize>(op: &'static str, x: T, weight: T, bias: Option<T>, o: &ConvOptions<D>) -> T {
-    let shape = shapes::conv(op, &x.shape, &weight.shape, o.stride, o.padding, o.dilation, o.groups);
+    let shape = shapes::conv(op, &x.shape, &weight.shape, o);
     let out = x.like(shape, x.dtype);
     let flops = conv_flops(&weight, &out);
     match &bias {
@@ -50,8 +50,7 @@ pub(crate) fn conv_transpose<const D: usize>(
     bias: Option<T>,
     o: &ConvTransposeOptions<D>,
 ) -> T {
-    let shape =
-        shapes::conv_transpose(op, &x.shape, &weight.shape, o.stride, o.padding, o.padding_out, o.dilation, o.groups);
+    let shape = shapes::conv_transpose(op, &x.shape, &weight.shape, o);
     let out = x.like(shape, x.dtype);
     let flops = conv_transpose_flops(&x, &weight);
     match &bias {

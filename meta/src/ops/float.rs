@@ -217,17 +217,11 @@ impl FloatTensorOps<Self> for Meta {
     reduce_dim_ops!(float_sum_dim, float_prod_dim, float_mean_dim, float_max_dim, float_min_dim, float_max_abs_dim);
 
     fn float_max_dim_with_indices(tensor: T, dim: usize, indices_dtype: IntDType) -> (T, T) {
-        let dtype = tensor.dtype;
-        let values = common::reduce_dim("float_max_dim_with_indices", tensor, dim, dtype);
-        let indices = values.like(values.shape.clone(), indices_dtype.into());
-        (values, indices)
+        common::reduce_dim_with_indices("float_max_dim_with_indices", tensor, dim, indices_dtype.into())
     }
 
     fn float_min_dim_with_indices(tensor: T, dim: usize, indices_dtype: IntDType) -> (T, T) {
-        let dtype = tensor.dtype;
-        let values = common::reduce_dim("float_min_dim_with_indices", tensor, dim, dtype);
-        let indices = values.like(values.shape.clone(), indices_dtype.into());
-        (values, indices)
+        common::reduce_dim_with_indices("float_min_dim_with_indices", tensor, dim, indices_dtype.into())
     }
 
     fn float_any(tensor: T, out_dtype: BoolDType) -> T {
@@ -272,10 +266,7 @@ impl FloatTensorOps<Self> for Meta {
     }
 
     fn float_sort_with_indices(tensor: T, dim: usize, _descending: bool, indices_dtype: IntDType) -> (T, T) {
-        let dtype = tensor.dtype;
-        let values = common::sort("float_sort_with_indices", &tensor, dim, dtype);
-        let indices = tensor.like(values.shape.clone(), indices_dtype.into());
-        (values, indices)
+        common::sort_with_indices("float_sort_with_indices", tensor, dim, indices_dtype.into())
     }
 
     fn float_argsort(tensor: T, dim: usize, _descending: bool, out_dtype: IntDType) -> T {

@@ -179,17 +179,11 @@ impl IntTensorOps<Self> for Meta {
     reduce_dim_ops!(int_sum_dim, int_prod_dim, int_mean_dim, int_max_dim, int_min_dim, int_max_abs_dim);
 
     fn int_max_dim_with_indices(tensor: T, dim: usize) -> (T, T) {
-        let dtype = tensor.dtype;
-        let values = common::reduce_dim("int_max_dim_with_indices", tensor, dim, dtype);
-        let indices = values.like(values.shape.clone(), INDEX_DTYPE);
-        (values, indices)
+        common::reduce_dim_with_indices("int_max_dim_with_indices", tensor, dim, INDEX_DTYPE)
     }
 
     fn int_min_dim_with_indices(tensor: T, dim: usize) -> (T, T) {
-        let dtype = tensor.dtype;
-        let values = common::reduce_dim("int_min_dim_with_indices", tensor, dim, dtype);
-        let indices = values.like(values.shape.clone(), INDEX_DTYPE);
-        (values, indices)
+        common::reduce_dim_with_indices("int_min_dim_with_indices", tensor, dim, INDEX_DTYPE)
     }
 
     fn int_any(tensor: T, out_dtype: BoolDType) -> T {
@@ -235,10 +229,7 @@ impl IntTensorOps<Self> for Meta {
     }
 
     fn int_sort_with_indices(tensor: T, dim: usize, _descending: bool) -> (T, T) {
-        let dtype = tensor.dtype;
-        let values = common::sort("int_sort_with_indices", &tensor, dim, dtype);
-        let indices = values.like(values.shape.clone(), INDEX_DTYPE);
-        (values, indices)
+        common::sort_with_indices("int_sort_with_indices", tensor, dim, INDEX_DTYPE)
     }
 
     fn int_argsort(tensor: T, dim: usize, _descending: bool) -> T {

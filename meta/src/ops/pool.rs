@@ -5,7 +5,7 @@
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 
-use crate::ops::common::INDEX_DTYPE;
+use crate::ops::common::{self, INDEX_DTYPE};
 use crate::shapes;
 use crate::tensor::MetaTensor;
 
@@ -43,11 +43,8 @@ pub(crate) fn max_pool2d_with_indices(
     ceil: bool,
 ) -> (T, T) {
     let shape = shapes::pool(op, &x.shape, kernel, stride, padding, dilation, ceil);
-    let out = x.like(shape.clone(), x.dtype);
-    let indices = x.like(shape, INDEX_DTYPE);
-    let flops = out.numel() as u64 * volume(kernel);
-    x.device.record(op, flops, x.bytes(), out.bytes() + indices.bytes());
-    (out, indices)
+    let flops = shape.num_elements() as u64 * volume(kernel);
+    common::with_indices(op, &x, shape, INDEX_DTYPE, flops)
 }
 
 /// The input gradient of average pooling: `x`'s shape, gradient elements × kernel volume.
