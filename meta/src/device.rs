@@ -1,0 +1,157 @@
+//! `MetaDevice`: the Meta backend's device. It holds no memory, only a cost log (one
+//! [`OpCost`] per op run on it) and the label new entries get.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+use burn::tensor::backend::{Device, DeviceId, DeviceOps};
+
+use crate::cost::{CostTotals, OpCost};
+
+/// Device-type id Meta devices report to Burn ("ME").
+const META_TYPE_ID: u16 = 0x4D45;
+
+/// The log of one device: the label new entries get and the entries so far.
+#[derive(Default)]
+struct CostLog {
+    label: Option<String>,
+    costs: Vec<OpCost>,
+}
+
+/// What every clone of one device shares.
+struct DeviceState {
+    id: u16,
+    log: Mutex<CostLog>,
+}
+
+/// A shape-only device. Cloning is cheap (a reference count) and clones compare equal; each
+/// [`MetaDevice::new`] is a distinct device with its own id and cost log, and
+/// [`MetaDevice::default`] is one fixed device shared by the whole process.
+#[derive(Clone)]
+pub struct MetaDevice {
+    state: Arc<DeviceState>,
+}
+
+/// Every device ever made, by id, so Burn's `Device::from_id` can find it again.
+static REGISTRY: LazyLock<Mutex<HashMap<u16, MetaDevice>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// The default device (id 0); made on first use.
+static DEFAULT: LazyLock<MetaDevice> = LazyLock::new(|| MetaDevice::register(0));
+/// The next id [`MetaDevice::new`] hands out (0 is the default device's).
+static NEXT_ID: AtomicU16 = AtomicU16::new(1);
+
+fn registry() -> MutexGuard<'static, HashMap<u16, MetaDevice>> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl MetaDevice {
+    /// A fresh device, distinct from every other (its own id and empty cost log): one per rank
+    /// of a mesh, for example. Panics after 65534 devices (Burn's device ids are 16-bit); devices
+    /// live as long as the process (Burn may ask for one by id at any time).
+    pub fn new() -> Self {
+        let id = NEXT_ID
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
+            .expect("more than 65534 Meta devices in one process (device ids are 16-bit)");
+        Self::register(id)
+    }
+
+    fn register(id: u16) -> Self {
+        let device = Self { state: Arc::new(DeviceState { id, log: Mutex::new(CostLog::default()) }) };
+        registry().insert(id, device.clone());
+        device
+    }
+
+    /// This device's id (unique in the process; the default device's is 0).
+    pub fn id(&self) -> u16 {
+        self.state.id
+    }
+
+    fn log(&self) -> MutexGuard<'_, CostLog> {
+        self.state.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Labels the ops logged from now on (e.g. with a layer name); `None` clears the label.
+    pub fn set_label(&self, label: Option<&str>) {
+        self.log().label = label.map(str::to_string);
+    }
+
+    /// The label new entries get now.
+    pub fn label(&self) -> Option<String> {
+        self.log().label.clone()
+    }
+
+    /// A snapshot of the cost log, oldest entry first.
+    pub fn costs(&self) -> Vec<OpCost> {
+        self.log().costs.clone()
+    }
+
+    /// Empties the cost log (the label stays).
+    pub fn reset_costs(&self) {
+        self.log().costs.clear()
+    }
+
+    /// Totals over the cost log (ops, flops, bytes read and written).
+    pub fn totals(&self) -> CostTotals {
+        CostTotals::of(&self.log().costs)
+    }
+
+    /// `(flops, bytes read + written)` over the cost log: the two numbers a roofline needs.
+    pub fn total(&self) -> (u64, u64) {
+        let t = self.totals();
+        (t.flops, t.bytes())
+    }
+
+    /// Appends one entry with the current label.
+    pub(crate) fn record(&self, op: &'static str, flops: u64, bytes_read: u64, bytes_written: u64) {
+        let mut log = self.log();
+        let label = log.label.clone();
+        log.costs.push(OpCost { op, label, flops, bytes_read, bytes_written });
+    }
+}
+
+impl Default for MetaDevice {
+    /// The process-wide default Meta device (id 0; the same device every time).
+    fn default() -> Self {
+        DEFAULT.clone()
+    }
+}
+
+impl PartialEq for MetaDevice {
+    fn eq(&self, other: &Self) -> bool {
+        self.state.id == other.state.id
+    }
+}
+
+impl Eq for MetaDevice {}
+
+impl std::hash::Hash for MetaDevice {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.state.id.hash(state)
+    }
+}
+
+impl std::fmt::Debug for MetaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Meta#{}", self.state.id)
+    }
+}
+
+impl Device for MetaDevice {
+    /// The device with this id; index 0 is the default device. Panics on an id no device has
+    /// (ids are only handed out by [`MetaDevice::new`]).
+    fn from_id(device_id: DeviceId) -> Self {
+        if device_id.index_id == 0 {
+            return Self::default();
+        }
+        registry()
+            .get(&device_id.index_id)
+            .cloned()
+            .unwrap_or_else(|| panic!("Meta: no device with id {}", device_id.index_id))
+    }
+
+    fn to_id(&self) -> DeviceId {
+        DeviceId::new(META_TYPE_ID, self.state.id)
+    }
+}
+
+impl DeviceOps for MetaDevice {}
