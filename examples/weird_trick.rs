@@ -7,7 +7,7 @@
 use burn::backend::Flex;
 use owt::data::{open_splits, DataRequest, DatasetKind};
 use owt::hybrid::{Exchange, MeshDevice, Placement};
-use owt::parallel::{comm_plan, Plan, PlanRule};
+use owt::parallel::{DryRun, Plan, PlanRule};
 use owt::train::{train, MeshLayout, RunOptions, TrainConfig};
 use owt_models::{ModelKind, ModelSpec};
 
@@ -41,7 +41,17 @@ fn main() -> Result<(), owt::OwtError> {
     let metrics =
         train(&config, &splits, &layout, &RunOptions { verbose: true, overwrite: true, ..RunOptions::new(out) })?;
     let measured = metrics.last().and_then(|m| m.communication.clone()).expect("a mesh run reports traffic");
-    let planned = comm_plan(&arch, &plan, 4, config.batch, Exchange::Broadcast)?;
+    let planned = DryRun {
+        arch: &arch,
+        plan: &plan,
+        ranks: 4,
+        batch: config.batch,
+        scheme: Exchange::Broadcast,
+        head: config.head,
+        fc_update: config.fc_update,
+    }
+    .run()?
+    .comm;
     println!(
         "per step: measured {:.0} bytes (epoch average, last batch smaller), planned {} bytes for a full batch",
         measured.bytes_per_step, planned.total_bytes

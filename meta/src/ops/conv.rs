@@ -21,9 +21,16 @@ pub(crate) fn conv<const D: usize>(op: &'static str, x: T, weight: T, bias: Opti
     }
 }
 
-/// The input gradient of a convolution: `x`'s shape, the forward's flops.
-pub(crate) fn conv_x_backward(op: &'static str, x: T, weight: T, output_grad: T) -> T {
-    let out = x.like(x.shape.clone(), x.dtype);
+/// The input gradient of a convolution, shaped as Burn's default computes it (a transposed
+/// convolution of the output gradient): the output gradient's batch, `weight`'s input
+/// channels times `groups`, `x`'s spatial size; the forward's flops. The channels come from
+/// the weight, not from `x`, as on Flex (a rank whose `x` holds a slice of the channels and
+/// whose filters see all of them gets a gradient for all of them).
+pub(crate) fn conv_x_backward(op: &'static str, x: T, weight: T, output_grad: T, groups: usize) -> T {
+    let mut shape = x.shape.clone();
+    shape[0] = output_grad.shape[0];
+    shape[1] = weight.shape[1] * groups;
+    let out = x.like(shape, x.dtype);
     let flops = conv_flops(&weight, &output_grad);
     MetaTensor::log(op, &[&weight, &output_grad], out, flops)
 }

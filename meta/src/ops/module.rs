@@ -33,8 +33,8 @@ impl ModuleOps<Self> for Meta {
         conv::conv("conv1d", x, weight, bias, &options)
     }
 
-    fn conv1d_x_backward(x: T, weight: T, output_grad: T, _options: ConvOptions<1>) -> T {
-        conv::conv_x_backward("conv1d_x_backward", x, weight, output_grad)
+    fn conv1d_x_backward(x: T, weight: T, output_grad: T, options: ConvOptions<1>) -> T {
+        conv::conv_x_backward("conv1d_x_backward", x, weight, output_grad, options.groups)
     }
 
     fn conv1d_weight_backward(x: T, weight: T, output_grad: T, _options: ConvOptions<1>) -> T {
@@ -49,8 +49,8 @@ impl ModuleOps<Self> for Meta {
         conv::conv("conv2d", x, weight, bias, &options)
     }
 
-    fn conv2d_x_backward(x: T, weight: T, output_grad: T, _options: ConvOptions<2>) -> T {
-        conv::conv_x_backward("conv2d_x_backward", x, weight, output_grad)
+    fn conv2d_x_backward(x: T, weight: T, output_grad: T, options: ConvOptions<2>) -> T {
+        conv::conv_x_backward("conv2d_x_backward", x, weight, output_grad, options.groups)
     }
 
     fn conv2d_weight_backward(x: T, weight: T, output_grad: T, _options: ConvOptions<2>) -> T {
@@ -65,8 +65,8 @@ impl ModuleOps<Self> for Meta {
         conv::conv("conv3d", x, weight, bias, &options)
     }
 
-    fn conv3d_x_backward(x: T, weight: T, output_grad: T, _options: ConvOptions<3>) -> T {
-        conv::conv_x_backward("conv3d_x_backward", x, weight, output_grad)
+    fn conv3d_x_backward(x: T, weight: T, output_grad: T, options: ConvOptions<3>) -> T {
+        conv::conv_x_backward("conv3d_x_backward", x, weight, output_grad, options.groups)
     }
 
     fn conv3d_weight_backward(x: T, weight: T, output_grad: T, _options: ConvOptions<3>) -> T {
