@@ -64,10 +64,11 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> 
     }
 }
 
-/// Int tensors (labels, indices): the same primitive on `Hybrid<B>` and `Autodiff<Hybrid<B>>`.
+/// Int tensors (labels, indices) and bool tensors (masks): the same primitive on `Hybrid<B>`
+/// and `Autodiff<Hybrid<B>>`.
 macro_rules! int_distributed {
-    ($($backend:ty),*) => {$(
-        impl<B: Backend, const D: usize> Distributed for Tensor<$backend, D, burn::tensor::Int> {
+    ($kind:ty; $($backend:ty),*) => {$(
+        impl<B: Backend, const D: usize> Distributed for Tensor<$backend, D, $kind> {
             fn distribute(self, placement: Placement) -> Self {
                 Tensor::from_primitive(redistribute(self.into_primitive(), placement))
             }
@@ -83,7 +84,8 @@ macro_rules! int_distributed {
     )*};
 }
 
-int_distributed!(Hybrid<B>, Autodiff<Hybrid<B>>);
+int_distributed!(burn::tensor::Int; Hybrid<B>, Autodiff<Hybrid<B>>);
+int_distributed!(burn::tensor::Bool; Hybrid<B>, Autodiff<Hybrid<B>>);
 
 /// A `Partial` tensor whose rank `r` holds `summands[r]` (one per rank, all of one shape): its
 /// value is their sum. What a contraction over a sharded dimension produces; tests use it for
