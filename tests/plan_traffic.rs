@@ -200,3 +200,44 @@ fn the_dry_run_of_alexnet_owt_at_224_on_8_ranks_with_batch_1024_is_quick() {
         .sum();
     assert_eq!(fc6_forward, 7 * 1024 * 9216 * 4);
 }
+
+#[test]
+fn the_dry_run_labels_compute_with_the_traffic_phases_and_splits_it_over_the_ranks() {
+    let arch = ModelSpec::new(ModelKind::AlexNetSmall).architecture().unwrap();
+    let plan = PlanKind::WeirdTrick.plan();
+    let run = |ranks, batch| {
+        DryRun {
+            arch: &arch,
+            plan: &plan,
+            ranks,
+            batch,
+            scheme: Exchange::AllGather,
+            head: Head::Softmax,
+            fc_update: FcUpdate::PerStep,
+        }
+        .run()
+        .unwrap()
+    };
+    let flops = |report: &owt::parallel::DryRunReport, rank: usize, label: &str| -> u64 {
+        report.costs[rank].iter().filter(|c| c.label.as_deref() == Some(label)).map(|c| c.flops).sum()
+    };
+    let (one, two) = (run(1, 16), run(2, 16));
+    for label in ["conv1:forward", "conv2:backward", "fc6:forward", "fc7:backward"] {
+        let whole = flops(&one, 0, label);
+        assert!(whole > 0, "{label}: no compute labelled");
+        // Batch shards (conv) and column shards (fc) both split a layer's work in half.
+        let (a, b) = (flops(&two, 0, label), flops(&two, 1, label));
+        assert_eq!(a, b, "{label}");
+        if label == "fc7:backward" {
+            // Plus the sums of the received pieces of the reduce-scattered input gradient.
+            assert!(a + b > whole && a + b < whole + whole / 100, "{label}: {} vs {whole}", a + b);
+        } else {
+            assert_eq!(a + b, whole, "{label}");
+        }
+    }
+    // Priced on a profile, K = 2 predicts less compute per rank than K = 1 for the same batch.
+    let cpu = owt::parallel::DeviceProfile::preset("cpu").unwrap();
+    let (p1, p2) = (one.predict(&cpu), two.predict(&cpu));
+    assert!(p2.compute_s < 0.6 * p1.compute_s, "{} vs {}", p2.compute_s, p1.compute_s);
+    assert!(p1.comm_s == 0.0 && p2.comm_s > 0.0);
+}

@@ -32,7 +32,7 @@ impl<B: Backend> BackendTypes for Hybrid<B> {
     type IntElem = B::IntElem;
     type BoolTensorPrimitive = HybridBool<B>;
     type BoolElem = B::BoolElem;
-    type QuantizedTensorPrimitive = crate::ops::qtensor::NoQuantization;
+    type QuantizedTensorPrimitive = crate::quantization::NoQuantization;
 }
 
 impl<B: Backend> Backend for Hybrid<B> {

@@ -21,6 +21,7 @@ pub mod mutation;
 pub mod ops;
 mod phase_marker;
 mod placement;
+mod quantization;
 mod scheme;
 mod strategy;
 mod transport;
@@ -37,3 +38,9 @@ pub use placement::{can_shard, shard_ranges, shard_sizes, Placement, ReduceOp};
 pub use scheme::Exchange;
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
 pub use upload::Upload;
+
+/// The placement rule table (markdown) as the registry decides it for example inputs: what
+/// `backend/README.md` shows between its `rules` markers (a test keeps them equal).
+pub fn rule_table() -> String {
+    strategy::table::markdown()
+}

@@ -12,10 +12,14 @@ use crate::cost::{CostTotals, OpCost};
 /// Device-type id Meta devices report to Burn ("ME").
 const META_TYPE_ID: u16 = 0x4D45;
 
+/// Names the label of each new entry at the time it is logged.
+type LabelSource = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// The log of one device: the label new entries get and the entries so far.
 #[derive(Default)]
 struct CostLog {
     label: Option<String>,
+    source: Option<LabelSource>,
     costs: Vec<OpCost>,
 }
 
@@ -101,11 +105,22 @@ impl MetaDevice {
         (t.flops, t.bytes())
     }
 
+    /// Labels each op logged from now on with what `source` says at that moment (e.g. the
+    /// ledger phase of the mesh this device is a rank of), instead of [`MetaDevice::set_label`]'s
+    /// fixed label: how a dry run attributes compute to the same layers and phases as traffic.
+    pub fn set_label_source(&self, source: impl Fn() -> Option<String> + Send + Sync + 'static) {
+        self.log().source = Some(Arc::new(source));
+    }
+
     /// Appends one entry with the current label.
     pub(crate) fn record(&self, op: &'static str, flops: u64, bytes_read: u64, bytes_written: u64) {
-        let mut log = self.log();
-        let label = log.label.clone();
-        log.costs.push(OpCost { op, label, flops, bytes_read, bytes_written });
+        let source = self.log().source.clone();
+        // Asked without holding the log: the source may take locks of its own.
+        let label = match source {
+            Some(source) => source(),
+            None => self.log().label.clone(),
+        };
+        self.log().costs.push(OpCost { op, label, flops, bytes_read, bytes_written });
     }
 }
 

@@ -12,10 +12,11 @@ use burn::prelude::*;
 use serde::Serialize;
 
 use owt_hybrid::{Exchange, Hybrid, LedgerSnapshot, MeshDevice, Transport};
-use owt_meta::{Meta, MetaDevice};
+use owt_meta::{Meta, MetaDevice, OpCost};
 use owt_models::{AlexNet, Architecture, Head, ModelKind, ModelSpec};
 
 use crate::error::OwtError;
+use crate::parallel::cost_model::{predict, DeviceProfile, StepPrediction};
 use crate::parallel::plan::Plan;
 use crate::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, TrainConfig};
 
@@ -83,8 +84,18 @@ pub struct DryRunReport {
     pub comm: CommPlan,
     /// The ledger as recorded (fallbacks and empty pieces included).
     pub ledger: LedgerSnapshot,
+    /// Each rank's ops in the measured step (FLOPs and bytes, labelled `layer:phase` like the
+    /// ledger), for the cost model.
+    pub costs: Vec<Vec<OpCost>>,
     /// Wall time of the dry run (model set-up and both steps).
     pub elapsed: Duration,
+}
+
+impl DryRunReport {
+    /// The step's time on `profile` (see [`crate::parallel::cost_model`]).
+    pub fn predict(&self, profile: &DeviceProfile) -> StepPrediction {
+        predict(&self.costs, &self.ledger, profile)
+    }
 }
 
 type H = Autodiff<Hybrid<Meta>>;
@@ -99,7 +110,12 @@ impl DryRun<'_> {
             return Err(OwtError::input("the batch must be at least 1, got 0"));
         }
         let devices: Vec<MetaDevice> = (0..self.ranks.max(1)).map(|_| MetaDevice::new()).collect();
-        let mesh = MeshDevice::with_transport(devices, Transport::DeviceToDevice);
+        let mesh = MeshDevice::with_transport(devices.clone(), Transport::DeviceToDevice);
+        // Compute is labelled with the phase the ledger labels traffic with.
+        for d in &devices {
+            let mesh = mesh.clone();
+            d.set_label_source(move || mesh.current_phase());
+        }
         let layout = MeshLayout::<Meta>::new(mesh, self.plan.clone(), self.scheme);
         layout.check(arch, batch)?;
         let device = layout.device().clone();
@@ -117,12 +133,14 @@ impl DryRun<'_> {
             let y = Tensor::<H, 1, Int>::zeros([batch], &device);
             let (x, y) = layout.place_batch(x, y);
             layout.reset_traffic();
+            devices.iter().for_each(MetaDevice::reset_costs);
             model = train_step(&layout, model, &mut optim, 0.01, self.head, self.fc_update, x, y).0;
             ledger = layout.traffic();
         }
         let ledger = ledger.expect("a mesh layout keeps a ledger");
         let comm = CommPlan::from_ledger(&ledger);
-        Ok(DryRunReport { comm, ledger, elapsed: start.elapsed() })
+        let costs = devices.iter().map(MetaDevice::costs).collect();
+        Ok(DryRunReport { comm, ledger, costs, elapsed: start.elapsed() })
     }
 }
 

@@ -2,36 +2,15 @@
 
 use burn::tensor::backend::{Backend, ExecutionError};
 use burn::tensor::ops::QTensorOps;
-use burn::tensor::quantization::{QTensorPrimitive, QuantScheme, QuantizationParametersPrimitive};
-use burn::tensor::{DType, FloatDType, Shape, Slice, TensorData, TensorMetadata};
+use burn::tensor::quantization::{QuantScheme, QuantizationParametersPrimitive};
+use burn::tensor::{FloatDType, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridFloat, HybridInt};
 use crate::mesh::MeshDevice;
+use crate::quantization::NoQuantization;
 
 const UNSUPPORTED: &str =
     "quantization is not supported on Hybrid (owt-hybrid): keep quantized tensors on the inner backend";
-
-/// The quantized tensor type of `Hybrid`; never constructed (quantized ops panic).
-#[derive(Debug, Clone)]
-pub struct NoQuantization {
-    scheme: QuantScheme,
-    shape: Shape,
-}
-
-impl TensorMetadata for NoQuantization {
-    fn dtype(&self) -> DType {
-        DType::QFloat(self.scheme)
-    }
-    fn shape(&self) -> Shape {
-        self.shape.clone()
-    }
-}
-
-impl QTensorPrimitive for NoQuantization {
-    fn scheme(&self) -> &QuantScheme {
-        &self.scheme
-    }
-}
 
 type Q = NoQuantization;
 

@@ -14,6 +14,7 @@ mod indexed;
 mod matmul;
 mod reduce;
 mod shape;
+pub(crate) mod table;
 
 pub(crate) use conv::{conv, conv_transpose, pool, pool_backward, ConvLayout, ConvPass};
 pub(crate) use elementwise::{elementwise, elementwise_except, Linearity};

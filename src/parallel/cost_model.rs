@@ -1,0 +1,233 @@
+//! Predicting a training step's time from a dry run: each op's FLOPs and bytes (logged by the
+//! shape-only `Meta` devices, labelled with the same layer and phase as the traffic) and each
+//! collective's bytes and messages (the ledger), priced by a device profile. Compute is a
+//! roofline per op (the slower of arithmetic and memory), per rank, the slowest rank setting
+//! the pace; communication is bytes over the link plus a latency per message, every rank
+//! sending at once. Without overlap a step is their sum; with overlap each layer phase costs
+//! the larger of its compute and its communication.
+
+use std::collections::BTreeMap;
+
+use owt_hybrid::LedgerSnapshot;
+use owt_meta::OpCost;
+
+use crate::error::OwtError;
+
+/// What a device and its links can do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceProfile {
+    /// Name shown in reports.
+    pub name: String,
+    /// Sustained arithmetic rate, TFLOP/s.
+    pub tflops: f64,
+    /// Memory bandwidth, GB/s.
+    pub mem_gbps: f64,
+    /// Bandwidth of one rank's link to the others, GB/s (each direction).
+    pub link_gbps: f64,
+    /// Latency of one message, microseconds.
+    pub latency_us: f64,
+}
+
+impl DeviceProfile {
+    /// The built-in profiles' names.
+    pub const PRESETS: [&'static str; 3] = ["gtx580-pcie", "h200-nvlink", "cpu"];
+
+    /// A built-in profile:
+    /// - `gtx580-pcie`: the 2012/2014 papers' GPU (1.58 TFLOP/s peak, of which cuda-convnet
+    ///   sustains about 60% on AlexNet's convolutions; 192 GB/s) on PCIe 2.0 x16 (about 6 GB/s
+    ///   each way in practice, 10 us a message);
+    /// - `h200-nvlink`: H200 SXM (67 TFLOP/s FP32 without tensor cores, 4.8 TB/s HBM3e) on
+    ///   NVLink 4 (450 GB/s each way, 5 us);
+    /// - `cpu`: Burn's Flex backend on this project's 2-core CI machine, calibrated from
+    ///   `owt bench` (see the README's cost model section); ranks are virtual, so "links" are
+    ///   memory copies.
+    pub fn preset(name: &str) -> Option<Self> {
+        let (tflops, mem_gbps, link_gbps, latency_us) = match name {
+            "gtx580-pcie" => (0.95, 192.0, 6.0, 10.0),
+            "h200-nvlink" => (67.0, 4800.0, 450.0, 5.0),
+            "cpu" => (CPU_TFLOPS, CPU_MEM_GBPS, CPU_MEM_GBPS, 1.0),
+            _ => return None,
+        };
+        Some(Self { name: name.into(), tflops, mem_gbps, link_gbps, latency_us })
+    }
+
+    /// A profile from `--profile` or the four explicit figures (all of which must then be
+    /// given and positive).
+    pub fn from_args(
+        preset: Option<&str>,
+        tflops: Option<f64>,
+        mem_gbps: Option<f64>,
+        link_gbps: Option<f64>,
+        latency_us: Option<f64>,
+    ) -> Result<Option<Self>, OwtError> {
+        let explicit = [tflops, mem_gbps, link_gbps, latency_us];
+        match (preset, explicit.iter().any(Option::is_some)) {
+            (Some(_), true) => {
+                Err(OwtError::input("give either --profile or --tflops/--mem-gbps/--link-gbps/--latency-us, not both"))
+            }
+            (Some(name), false) => Self::preset(name).map(Some).ok_or_else(|| {
+                OwtError::input(format!("unknown --profile {name:?}; expected one of {}", Self::PRESETS.join(", ")))
+            }),
+            (None, false) => Ok(None),
+            (None, true) => {
+                let names = ["--tflops", "--mem-gbps", "--link-gbps", "--latency-us"];
+                let mut values = [0.0; 4];
+                for ((v, name), out) in explicit.iter().zip(names).zip(&mut values) {
+                    match v {
+                        Some(x) if x.is_finite() && (*x > 0.0 || (name == "--latency-us" && *x == 0.0)) => *out = *x,
+                        Some(x) => return Err(OwtError::input(format!("{name} must be positive, got {x}"))),
+                        None => {
+                            return Err(OwtError::input(format!(
+                                "{name} is missing: a custom profile needs all four figures"
+                            )))
+                        }
+                    }
+                }
+                let [tflops, mem_gbps, link_gbps, latency_us] = values;
+                Ok(Some(Self { name: "custom".into(), tflops, mem_gbps, link_gbps, latency_us }))
+            }
+        }
+    }
+
+    /// Seconds one op takes: the slower of its arithmetic and its memory traffic.
+    pub fn op_seconds(&self, op: &OpCost) -> f64 {
+        let compute = op.flops as f64 / (self.tflops * 1e12);
+        let memory = (op.bytes_read + op.bytes_written) as f64 / (self.mem_gbps * 1e9);
+        compute.max(memory)
+    }
+
+    /// Seconds a collective takes that lands `bytes` in `messages` pieces on `ranks` ranks,
+    /// every rank receiving its share at once.
+    pub fn comm_seconds(&self, bytes: u64, messages: u64, ranks: usize) -> f64 {
+        let k = ranks.max(1) as f64;
+        bytes as f64 / k / (self.link_gbps * 1e9) + messages as f64 / k * self.latency_us * 1e-6
+    }
+}
+
+/// The `cpu` profile's arithmetic rate, TFLOP/s, with [`CPU_MEM_GBPS`]: the pair that best fits
+/// (smallest worst error) two `owt bench` steps on Flex on the 2-core machine, AlexNetSmall at
+/// batch 128 (449 ms measured, 7.69 GFLOP and 1.38 GB by the dry run's count) and AlexNetOwt at
+/// input 67 and batch 64 (1211 ms; 36.1 GFLOP, 4.76 GB); checked against two other steps
+/// (README, cost model).
+pub const CPU_TFLOPS: f64 = 0.06;
+
+/// The `cpu` profile's memory bandwidth, GB/s (see [`CPU_TFLOPS`]); virtual ranks' "links" are
+/// memory copies at the same rate.
+pub const CPU_MEM_GBPS: f64 = 5.0;
+
+/// Predicted time of one layer phase (`conv1:forward`, `fc6:sync`, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseTime {
+    /// `layer:phase` as the ledger labels it (`-` for ops outside any phase).
+    pub label: String,
+    /// Compute seconds of the slowest rank.
+    pub compute_s: f64,
+    /// Communication seconds.
+    pub comm_s: f64,
+    /// FLOPs of the slowest rank.
+    pub flops: u64,
+}
+
+/// The predicted time of one training step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepPrediction {
+    /// Per layer phase, in the order of the network.
+    pub phases: Vec<PhaseTime>,
+    /// Sum of compute.
+    pub compute_s: f64,
+    /// Sum of communication.
+    pub comm_s: f64,
+    /// Compute then communication, nothing overlapped.
+    pub serial_s: f64,
+    /// Each phase's communication hidden behind its compute (or the reverse).
+    pub overlapped_s: f64,
+}
+
+/// Prices one step: `costs[r]` are rank r's ops, `ledger` the traffic, on `profile`.
+pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceProfile) -> StepPrediction {
+    let ranks = costs.len().max(1);
+    // Per label: each rank's seconds and flops.
+    let mut compute: BTreeMap<String, Vec<(f64, u64)>> = BTreeMap::new();
+    for (r, rank_costs) in costs.iter().enumerate() {
+        for op in rank_costs {
+            let label = op.label.clone().unwrap_or_else(|| owt_hybrid::UNLABELLED.to_string());
+            let per_rank = compute.entry(label).or_insert_with(|| vec![(0.0, 0); ranks]);
+            per_rank[r].0 += profile.op_seconds(op);
+            per_rank[r].1 += op.flops;
+        }
+    }
+    let mut comm: BTreeMap<String, f64> = BTreeMap::new();
+    for ((label, _), t) in &ledger.traffic {
+        *comm.entry(label.clone()).or_default() += profile.comm_seconds(t.bytes, t.messages, ranks);
+    }
+    let mut labels: Vec<String> = compute.keys().chain(comm.keys()).cloned().collect();
+    labels.sort_by_key(|l| order_key(l));
+    labels.dedup();
+    let phases: Vec<PhaseTime> = labels
+        .into_iter()
+        .map(|label| {
+            let (compute_s, flops) = compute
+                .get(&label)
+                .and_then(|v| v.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0)))
+                .unwrap_or((0.0, 0));
+            let comm_s = comm.get(&label).copied().unwrap_or(0.0);
+            PhaseTime { label, compute_s, comm_s, flops }
+        })
+        .collect();
+    let compute_s = phases.iter().map(|p| p.compute_s).sum();
+    let comm_s = phases.iter().map(|p| p.comm_s).sum();
+    let overlapped_s = phases.iter().map(|p| p.compute_s.max(p.comm_s)).sum();
+    StepPrediction { phases, compute_s, comm_s, serial_s: compute_s + comm_s, overlapped_s }
+}
+
+/// Network order of a `layer:phase` label: conv1..conv5, fc6..fc8, loss, then anything else;
+/// forward, backward, sync within a layer.
+fn order_key(label: &str) -> (usize, usize, String) {
+    let layers = ["conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8", "loss"];
+    let (layer, phase) = label.split_once(':').unwrap_or((label, ""));
+    let l = layers.iter().position(|x| *x == layer).unwrap_or(layers.len());
+    let p = ["forward", "backward", "sync"].iter().position(|x| *x == phase).unwrap_or(3);
+    (l, p, label.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(label: &str, flops: u64, bytes: u64) -> OpCost {
+        OpCost { op: "float_matmul", label: Some(label.into()), flops, bytes_read: bytes, bytes_written: 0 }
+    }
+
+    #[test]
+    fn the_slowest_rank_sets_the_pace_and_overlap_takes_the_larger_side() {
+        let p = DeviceProfile { name: "t".into(), tflops: 1.0, mem_gbps: 1000.0, link_gbps: 1.0, latency_us: 0.0 };
+        // Rank 1 has twice rank 0's work in fc6:forward; 1e12 flops at 1 TFLOP/s is 1 s.
+        let costs = vec![vec![op("fc6:forward", 500_000_000_000, 0)], vec![op("fc6:forward", 1_000_000_000_000, 0)]];
+        let mut ledger = LedgerSnapshot::default();
+        // 4e9 bytes landing on 2 ranks over 1 GB/s links: 2 s.
+        ledger.traffic.insert(
+            ("fc6:forward".into(), "all_gather".into()),
+            owt_hybrid::Traffic { bytes: 4_000_000_000, messages: 2 },
+        );
+        let s = predict(&costs, &ledger, &p);
+        assert_eq!(s.phases.len(), 1);
+        assert!((s.compute_s - 1.0).abs() < 1e-9 && (s.comm_s - 2.0).abs() < 1e-9, "{s:?}");
+        assert!((s.serial_s - 3.0).abs() < 1e-9 && (s.overlapped_s - 2.0).abs() < 1e-9, "{s:?}");
+        // A memory-bound op costs its bytes, not its flops.
+        let mem = op("x", 1, 2_000_000_000_000);
+        assert!((p.op_seconds(&mem) - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn profiles_are_named_or_complete() {
+        assert!(DeviceProfile::from_args(Some("h200-nvlink"), None, None, None, None).unwrap().is_some());
+        let e = DeviceProfile::from_args(Some("tpu"), None, None, None, None).unwrap_err();
+        assert!(e.to_string().contains("gtx580-pcie"), "{e}");
+        let e = DeviceProfile::from_args(None, Some(1.0), None, Some(2.0), Some(1.0)).unwrap_err();
+        assert!(e.to_string().contains("--mem-gbps is missing"), "{e}");
+        let e = DeviceProfile::from_args(Some("cpu"), Some(1.0), None, None, None).unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
+        let e = DeviceProfile::from_args(None, Some(-1.0), Some(1.0), Some(1.0), Some(1.0)).unwrap_err();
+        assert!(e.to_string().contains("--tflops must be positive"), "{e}");
+    }
+}
