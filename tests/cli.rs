@@ -516,3 +516,38 @@ fn torchvision_weights_import_evaluate_fine_tune_and_export() {
     let o = owt(&["export", "--checkpoint", r, "--to", "torchvision", "--out", "x.pth"]);
     assert_one_line_error(&o, &["x.pth", ".safetensors"]);
 }
+
+#[test]
+fn plan_predicts_times_on_a_profile_and_refuses_half_a_profile() {
+    let o = owt(&["plan", "--model", "alexnet-small", "--devices", "2", "--batch", "16", "--profile", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("predicted on cpu"), "{out}");
+    // One speedup row per K, K = 1 being 1.00x by definition.
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.split_whitespace().next().is_some_and(|k| ["1", "2", "4", "8"].contains(&k)))
+        .collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    assert!(rows[0].contains("1.00x"), "{}", rows[0]);
+    assert_one_line_error(
+        &owt(&[
+            "plan",
+            "--model",
+            "alexnet-small",
+            "--devices",
+            "2",
+            "--batch",
+            "16",
+            "--tflops",
+            "1",
+            "--link-gbps",
+            "1",
+        ]),
+        &["--mem-gbps is missing"],
+    );
+    assert_one_line_error(
+        &owt(&["plan", "--model", "alexnet-small", "--devices", "2", "--batch", "16", "--profile", "tpu"]),
+        &["unknown --profile", "h200-nvlink"],
+    );
+}
