@@ -14,6 +14,14 @@ pub trait Distributed: Sized {
     /// This tensor laid out as `placement` (moving data through the collectives as needed;
     /// Replicate to Shard is free).
     fn distribute(self, placement: Placement) -> Self;
+    /// [`Distributed::distribute`] as a differentiable op: on `Autodiff<Hybrid<B>>` the
+    /// backward pass brings the gradient back to this tensor's placement by the dual
+    /// collective (an all-gather's gradient is reduce-scattered, a slice's all-gathered, a
+    /// re-shard's re-sharded back; a pending sum's gradient is the whole gradient on every
+    /// rank). Elsewhere the same as `distribute`.
+    fn redistribute(self, placement: Placement) -> Self {
+        self.distribute(placement)
+    }
     /// The current placement.
     fn placement(&self) -> Placement;
     /// The shape each rank holds, in rank order.
@@ -43,16 +51,26 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Hybrid<B>, D> {
 }
 
 impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> {
-    /// Distributes the value; the result is a new leaf that keeps the require-grad flag
-    /// (how parameters are placed before training).
+    /// Distributes the value. A leaf stays a leaf and keeps its require-grad flag (how
+    /// parameters are placed before training); a tensor computed inside a graph is
+    /// redistributed differentiably ([`Distributed::redistribute`]), so the gradient still
+    /// reaches what it was computed from.
     fn distribute(self, placement: Placement) -> Self {
         let require_grad = self.is_require_grad();
+        let in_graph = !self.clone().into_primitive().tensor().node.requirement.is_none();
+        if in_graph && !require_grad {
+            return self.redistribute(placement);
+        }
         let t = Tensor::from_inner(self.inner().distribute(placement));
         if require_grad {
             t.require_grad()
         } else {
             t
         }
+    }
+
+    fn redistribute(self, placement: Placement) -> Self {
+        crate::differentiable::redistribute(self, placement)
     }
 
     fn placement(&self) -> Placement {

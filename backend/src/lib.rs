@@ -10,6 +10,7 @@
 mod api;
 mod backend;
 pub mod collectives;
+mod differentiable;
 mod dispatch;
 mod dtensor;
 mod exchange;

@@ -1,0 +1,50 @@
+//! Redistribution as an autodiff op: the forward pass moves a tensor to a placement, the
+//! backward pass brings its gradient back to the placement the tensor had, which applies the
+//! dual collective (Megatron's paired mappings, DTensor's differentiable `redistribute`). The
+//! value is unchanged either way; only the layout moves, so the gradient's value is the
+//! upstream gradient's and only its placement changes.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorPrimitive};
+
+use crate::backend::Hybrid;
+use crate::placement::Placement;
+
+#[derive(Debug)]
+struct Redistribute {
+    /// Where the gradient goes: the input's placement, or whole for a pending sum (every
+    /// summand's gradient is the whole upstream gradient).
+    back_to: Placement,
+}
+
+impl<B: Backend> Backward<Hybrid<B>, 1> for Redistribute {
+    type State = ();
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [parent] = ops.parents;
+        let grad = crate::collectives::redistribute(grads.consume::<Hybrid<B>>(&ops.node), self.back_to);
+        if let Some(parent) = parent {
+            grads.register::<Hybrid<B>>(parent.id, grad);
+        }
+    }
+}
+
+/// `tensor` laid out as `placement`, differentiably (see the module docs).
+pub(crate) fn redistribute<B: Backend, const D: usize>(
+    tensor: Tensor<Autodiff<Hybrid<B>>, D>,
+    placement: Placement,
+) -> Tensor<Autodiff<Hybrid<B>>, D> {
+    let t = tensor.into_primitive().tensor();
+    let from = t.primitive.placement();
+    let back_to = if from.is_partial() { Placement::Replicate } else { from };
+    let out = Redistribute { back_to }
+        .prepare::<NoCheckpointing>([t.node.clone()])
+        .compute_bound()
+        .stateless(crate::collectives::redistribute(t.primitive, placement));
+    Tensor::from_primitive(TensorPrimitive::Float(out))
+}
