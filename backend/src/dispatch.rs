@@ -239,7 +239,9 @@ pub(crate) fn gathered_all<B: Backend, K: ShardKind<B>>(
     let s = Strategy::gathered(present.len());
     let from: Vec<Placement> = present.iter().map(|t| t.placement).collect();
     if let Some(first) = present.first() {
-        first.mesh.check_same(&first.mesh, op);
+        for t in &present[1..] {
+            first.mesh.check_same(&t.mesh, op);
+        }
         note_fallback(op, &s, &from, &first.mesh);
     }
     ts.into_iter().map(|t| t.map(|t| bring(t, Placement::Replicate))).collect()

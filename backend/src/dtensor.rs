@@ -5,7 +5,7 @@ use burn::tensor::{DType, Shape, Slice, TensorMetadata};
 
 use crate::kind::ShardKind;
 use crate::mesh::MeshDevice;
-use crate::placement::{shard_ranges, Placement};
+use crate::placement::Placement;
 
 /// A tensor of `Hybrid<B>`: what it is globally (shape, dtype), how it is laid out
 /// (placement) and the per-rank pieces, `shards[r]` on the mesh's rank-r device.
@@ -115,12 +115,7 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
 
     /// The shape rank `rank` holds under the placement.
     pub fn local_shape(&self, rank: usize) -> Shape {
-        let mut s = self.shape.clone();
-        if let Placement::Shard(d) = self.placement {
-            let range = &shard_ranges(self.shape[d], self.ranks())[rank];
-            s[d] = range.len();
-        }
-        s
+        crate::strategy::local_shape(&self.shape, self.placement, self.ranks(), rank)
     }
 
     /// Applies `f` to every rank's piece, keeping the placement; `shape` is the new global shape.

@@ -28,7 +28,9 @@ pub trait ShardKind<B: Backend>: 'static {
     /// Elementwise maximum (logical or for bool).
     fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim;
     /// A zero tensor like `p` (the neutral summand).
-    fn zeros_like(p: &Self::Prim) -> Self::Prim;
+    fn zeros_like(p: &Self::Prim) -> Self::Prim {
+        Self::zeros_shaped(p, p.shape())
+    }
     /// A zero tensor (false for bool) of `shape` like `p` in device and dtype.
     fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim;
     /// `p` with zero (false) wherever `mask` is true: a rank's summand outside its own slice.
@@ -106,9 +108,6 @@ impl<B: Backend> ShardKind<B> for FloatKind {
         let a_smaller = B::float_lower(a.clone(), b.clone(), bool_dtype::<B>());
         B::float_mask_where(a, a_smaller, b)
     }
-    fn zeros_like(p: &Self::Prim) -> Self::Prim {
-        B::float_zeros(p.shape(), &B::float_device(p), float_dtype(p.dtype()))
-    }
     fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim {
         B::float_zeros(shape, &B::float_device(p), float_dtype(p.dtype()))
     }
@@ -157,9 +156,6 @@ impl<B: Backend> ShardKind<B> for IntKind {
         let a_smaller = B::int_lower(a.clone(), b.clone(), bool_dtype::<B>());
         B::int_mask_where(a, a_smaller, b)
     }
-    fn zeros_like(p: &Self::Prim) -> Self::Prim {
-        B::int_zeros(p.shape(), &B::int_device(p), int_dtype(p.dtype()))
-    }
     fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim {
         B::int_zeros(shape, &B::int_device(p), int_dtype(p.dtype()))
     }
@@ -197,9 +193,6 @@ impl<B: Backend> ShardKind<B> for BoolKind {
     }
     fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim {
         B::bool_or(a, b)
-    }
-    fn zeros_like(p: &Self::Prim) -> Self::Prim {
-        B::bool_zeros(p.shape(), &B::bool_device(p), p.dtype().into())
     }
     fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim {
         B::bool_zeros(shape, &B::bool_device(p), p.dtype().into())

@@ -12,6 +12,7 @@ use owt_hybrid::LedgerSnapshot;
 use owt_meta::OpCost;
 
 use crate::error::OwtError;
+use crate::parallel::phases::label_order;
 
 /// What a device and its links can do.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,14 +181,10 @@ pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceP
     StepPrediction { phases, compute_s, comm_s, serial_s: compute_s + comm_s, overlapped_s }
 }
 
-/// Network order of a `layer:phase` label: conv1..conv5, fc6..fc8, loss, then anything else;
-/// forward, backward, sync within a layer.
-fn order_key(label: &str) -> (usize, usize, String) {
-    let layers = ["conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8", "loss"];
+/// Network order of a `layer:phase` label (see [`label_order`]).
+fn order_key(label: &str) -> ((usize, usize), String) {
     let (layer, phase) = label.split_once(':').unwrap_or((label, ""));
-    let l = layers.iter().position(|x| *x == layer).unwrap_or(layers.len());
-    let p = ["forward", "backward", "sync"].iter().position(|x| *x == phase).unwrap_or(3);
-    (l, p, label.to_string())
+    (label_order(layer, phase), label.to_string())
 }
 
 #[cfg(test)]

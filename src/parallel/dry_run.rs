@@ -17,6 +17,7 @@ use owt_models::{AlexNet, Architecture, Head, ModelKind, ModelSpec};
 
 use crate::error::OwtError;
 use crate::parallel::cost_model::{predict, DeviceProfile, StepPrediction};
+use crate::parallel::phases::label_order;
 use crate::parallel::plan::Plan;
 use crate::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, TrainConfig};
 
@@ -148,9 +149,6 @@ impl CommPlan {
     /// The ledger's entries (phases labelled `layer:phase`) in the network's layer order
     /// (conv1..conv5, fc6..fc8, then the loss); phases forward, backward, sync.
     pub fn from_ledger(ledger: &LedgerSnapshot) -> Self {
-        let order = ["conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8", "loss"];
-        let layer_rank = |layer: &str| order.iter().position(|l| *l == layer).unwrap_or(order.len());
-        let phase_rank = |phase: &str| ["forward", "backward", "sync"].iter().position(|p| *p == phase).unwrap_or(3);
         let mut layers: Vec<LayerTraffic> = ledger
             .traffic
             .iter()
@@ -167,11 +165,7 @@ impl CommPlan {
             })
             .collect();
         layers.sort_by(|a, b| {
-            (layer_rank(&a.layer), phase_rank(&a.phase), &a.collective).cmp(&(
-                layer_rank(&b.layer),
-                phase_rank(&b.phase),
-                &b.collective,
-            ))
+            (label_order(&a.layer, &a.phase), &a.collective).cmp(&(label_order(&b.layer, &b.phase), &b.collective))
         });
         let total = ledger.total();
         CommPlan { total_bytes: total.bytes, total_messages: total.messages, layers }

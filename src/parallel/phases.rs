@@ -22,6 +22,15 @@ pub fn phase_label(layer: &str, phase: &str) -> String {
     format!("{layer}:{phase}")
 }
 
+/// Where `layer` and `phase` sort in a step: conv1..conv5, fc6..fc8, the loss, then anything
+/// else; forward, backward, sync within a layer (how plans and predictions list phases).
+pub fn label_order(layer: &str, phase: &str) -> (usize, usize) {
+    let layers = ["conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8", "loss"];
+    let l = layers.iter().position(|x| *x == layer).unwrap_or(layers.len());
+    let p = ["forward", "backward", "sync"].iter().position(|x| *x == phase).unwrap_or(3);
+    (l, p)
+}
+
 /// The layer hook that labels a step's forward and backward traffic by layer.
 pub struct LayerPhases<IB: Backend> {
     mesh: MeshDevice<IB::Device>,

@@ -27,11 +27,6 @@ fn per_rank_options(options: &ConvOptions<2>, layout: ConvLayout, k: usize) -> C
     o
 }
 
-/// Gathers the given tensors whole (a fallback of `op`), keeping `None`s.
-fn gather_opts<B: Backend>(op: &str, ts: Vec<Option<F<B>>>) -> Vec<Option<F<B>>> {
-    gathered_all(op, ts)
-}
-
 impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     fn conv2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<2>) -> F<B> {
         let ctx = context(&x);
@@ -43,33 +38,19 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv2d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
-        let ctx = context(&x);
-        let (s, layout) = strategy::conv(
-            ConvPass::InputGrad,
-            &spec(&x),
-            &spec(&weight),
-            Some(&spec(&output_grad)),
-            options.groups,
-            &ctx,
-        );
-        let opts = per_rank_options(&options, layout, ctx.ranks);
-        run3("conv2d_x_backward", &s, x, weight, output_grad, |_, x, w, g| B::conv2d_x_backward(x, w, g, opts.clone()))
+        conv_grad(ConvPass::InputGrad, "conv2d_x_backward", x, weight, output_grad, options, B::conv2d_x_backward)
     }
 
     fn conv2d_weight_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
-        let ctx = context(&x);
-        let (s, layout) = strategy::conv(
+        conv_grad(
             ConvPass::WeightGrad,
-            &spec(&x),
-            &spec(&weight),
-            Some(&spec(&output_grad)),
-            options.groups,
-            &ctx,
-        );
-        let opts = per_rank_options(&options, layout, ctx.ranks);
-        run3("conv2d_weight_backward", &s, x, weight, output_grad, |_, x, w, g| {
-            B::conv2d_weight_backward(x, w, g, opts.clone())
-        })
+            "conv2d_weight_backward",
+            x,
+            weight,
+            output_grad,
+            options,
+            B::conv2d_weight_backward,
+        )
     }
 
     fn conv2d_bias_backward(x: F<B>, bias: F<B>, output_grad: F<B>) -> F<B> {
@@ -86,7 +67,9 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         bias: Option<F<B>>,
         options: DeformConvOptions<2>,
     ) -> F<B> {
-        let mut ins = gather_opts("deform_conv2d", vec![Some(x), Some(offset), Some(weight), mask, bias]).into_iter();
+        let mut ins =
+            gathered_all::<B, FloatKind>("deform_conv2d", vec![Some(x), Some(offset), Some(weight), mask, bias])
+                .into_iter();
         let (x, offset, weight) =
             (ins.next().flatten().unwrap(), ins.next().flatten().unwrap(), ins.next().flatten().unwrap());
         let (mask, bias) = (ins.next().flatten(), ins.next().flatten());
@@ -115,7 +98,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         output_grad: F<B>,
         options: DeformConvOptions<2>,
     ) -> DeformConv2dBackward<Self> {
-        let ins = gather_opts(
+        let ins = gathered_all::<B, FloatKind>(
             "deform_conv2d_backward",
             vec![Some(x), Some(offset), Some(weight), Some(output_grad), mask, bias],
         );
@@ -267,7 +250,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         options: AttentionModuleOptions,
     ) -> F<B> {
         let op = "attention";
-        let mut floats = gather_opts(op, vec![Some(query), Some(key), Some(value), attn_bias]).into_iter();
+        let mut floats =
+            gathered_all::<B, FloatKind>(op, vec![Some(query), Some(key), Some(value), attn_bias]).into_iter();
         let mut next = || floats.next().flatten();
         let (q, k, v, attn_bias) = (next().unwrap(), next().unwrap(), next().unwrap(), next());
         let mask = gathered_all::<B, BoolKind>(op, vec![mask]).pop().flatten();
@@ -296,6 +280,28 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     fn irfft(spectrum_re: F<B>, spectrum_im: F<B>, dim: usize, n: Option<usize>) -> F<B> {
         run2("irfft", &strategy::Strategy::gathered(2), spectrum_re, spectrum_im, |_, a, b| B::irfft(a, b, dim, n))
     }
+}
+
+/// The input or weight gradient of a 2d convolution by the conv table; each rank runs `f` with
+/// its own options (`groups / K` under the two-tower layout).
+fn conv_grad<B: Backend>(
+    pass: ConvPass,
+    op: &str,
+    x: F<B>,
+    weight: F<B>,
+    grad: F<B>,
+    options: ConvOptions<2>,
+    f: impl Fn(
+        B::FloatTensorPrimitive,
+        B::FloatTensorPrimitive,
+        B::FloatTensorPrimitive,
+        ConvOptions<2>,
+    ) -> B::FloatTensorPrimitive,
+) -> F<B> {
+    let ctx = context(&x);
+    let (s, layout) = strategy::conv(pass, &spec(&x), &spec(&weight), Some(&spec(&grad)), options.groups, &ctx);
+    let opts = per_rank_options(&options, layout, ctx.ranks);
+    run3(op, &s, x, weight, grad, |_, x, w, g| f(x, w, g, opts.clone()))
 }
 
 /// A pooling or resizing op: local on batch or channel shards.
