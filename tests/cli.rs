@@ -333,12 +333,13 @@ fn plan_prints_json_whose_totals_add_up() {
     // By hand, K = 2, 8 images, f32: conv3's input (pool2: 64x6x6 = 2304 per image, 18,432 in
     // all) is all-gathered forward and again for the weight gradient, and its gradient
     // reduce-scattered: 3 x 1 x 18,432 x 4 = 221,184 bytes. Each FC layer's input (256 per
-    // image) the same: 3 x 8192, and the dropout masks of fc7 and fc8 broadcast: 8192 each;
-    // 24,576 + 2 x 32,768. The loss: 2 x 2 x 1 x 8 x 4 = 128 bytes of argmax candidates, two
-    // all-reduces of 8 numbers forward (128) and one backward (64). Total 311,616 bytes.
-    // Messages: conv3 3 x 2, fc6 3 x 2, fc7 and fc8 3 x 2 + 1, loss 4 + 8 + 4: 42.
-    assert_eq!(plan["total_bytes"].as_u64(), Some(311_616));
-    assert_eq!(plan["total_messages"].as_u64(), Some(42));
+    // image) crosses once each way: all-gathered forward (kept for the weight gradient) and
+    // its gradient reduce-scattered, 2 x 8192; the dropout masks of fc7 and fc8 are drawn
+    // where their pieces are: 3 x 16,384 = 49,152. The loss: 2 x 2 x 1 x 8 x 4 = 128 bytes of
+    // argmax candidates, two all-reduces of 8 numbers forward (128) and one backward (64).
+    // Total 270,656 bytes. Messages: conv3 3 x 2, fc6..fc8 2 x 2 each, loss 4 + 8 + 4: 34.
+    assert_eq!(plan["total_bytes"].as_u64(), Some(270_656));
+    assert_eq!(plan["total_messages"].as_u64(), Some(34));
     let names: std::collections::BTreeSet<&str> = layers.iter().map(|l| l["layer"].as_str().unwrap()).collect();
     assert_eq!(names.into_iter().collect::<Vec<_>>(), ["conv3", "fc6", "fc7", "fc8", "loss"]);
     let o = owt(&["plan", "--model", "alexnet-small", "--devices", "4", "--batch", "8", "--plan", "weird-trick"]);

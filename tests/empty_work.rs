@@ -15,7 +15,7 @@ use owt::parallel::{parameter_values, PlanKind};
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
 use owt::train::{evaluate_with, sgd, train_step, FcUpdate, Layout, MeshLayout, SingleDevice, TrainConfig};
 use owt_hybrid::Exchange;
-use owt_models::{AlexNet, Head, ModelKind, ModelSpec};
+use owt_models::{AlexNet, DropoutKey, Head, ModelKind, ModelSpec};
 use rand::SeedableRng;
 
 type Ref = Autodiff<Flex>;
@@ -49,7 +49,8 @@ fn step<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
     let model = layout.place_model(model.load_record(record_from_bytes::<B, _>(weights, device).unwrap())).unwrap();
     let mut optim = sgd::<B>(&config);
     let (images, labels) = layout.upload_batch(batch);
-    let (model, outcome) = train_step(layout, model, &mut optim, 0.01, config.head, fc_update, images, labels);
+    let (model, outcome) =
+        train_step(layout, model, &mut optim, 0.01, config.head, fc_update, DropoutKey::new(0, 0), images, labels);
     let (loss, correct) = outcome.read();
     let weights = parameter_values(&model).into_iter().flat_map(|(_, v)| v).collect();
     (loss, correct, weights)

@@ -1,7 +1,10 @@
 //! Parallel training end to end: every plan and exchange scheme trains AlexNetSmall (20 SGD
-//! steps, momentum 0.9, weight decay 5e-4, dropout off) and AlexNetOwt at a reduced input
-//! (2 steps) to the weights single-device training reaches on the same global batches; the
-//! three schemes agree with each other; the per-chunk FC update differs from synchronous SGD.
+//! steps, momentum 0.9, weight decay 5e-4, dropout 0.5) and AlexNetOwt at a reduced input
+//! (2 steps, dropout 0.5) to the weights single-device training reaches on the same global
+//! batches; the three schemes agree with each other; the per-chunk FC update differs from
+//! synchronous SGD. Dropout masks are counter-based (keyed by seed, step, layer and global
+//! element index), so every rank draws its part of the one-device mask: a mask differing in
+//! one element would show as a weight gap far above the bound.
 //!
 //! The runs use f64. In f32 the parallel and single-device runs agree to ~5e-7 for the first
 //! 14 steps, then a ReLU whose input sits within rounding of zero flips on one side only
@@ -16,7 +19,7 @@ use owt::hybrid::{Exchange, MeshDevice};
 use owt::parallel::{parameter_values, PlanKind};
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
 use owt::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, SingleDevice, TrainConfig};
-use owt_models::{AlexNet, Head, ModelKind, ModelSpec};
+use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelKind, ModelSpec};
 
 fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
     owt::train::RunOptions { resume, ..owt::train::RunOptions::new(dir) }
@@ -37,11 +40,11 @@ fn config(model: ModelSpec, batch: usize, fc_update: FcUpdate) -> TrainConfig {
 }
 
 fn small(towers: usize) -> ModelSpec {
-    ModelSpec { towers: Some(towers), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetSmall) }
+    ModelSpec { towers: Some(towers), dropout: Some(0.5), ..ModelSpec::new(ModelKind::AlexNetSmall) }
 }
 
 fn owt_reduced() -> ModelSpec {
-    ModelSpec { input: Some(67), classes: Some(16), dropout: Some(0.0), ..ModelSpec::new(ModelKind::AlexNetOwt) }
+    ModelSpec { input: Some(67), classes: Some(16), dropout: Some(0.5), ..ModelSpec::new(ModelKind::AlexNetOwt) }
 }
 
 /// Batch `step` of a deterministic stream: smooth images with a class-dependent pattern.
@@ -98,7 +101,9 @@ fn run<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
     for step in 0..steps {
         let (x, y) = batch(step, config.batch, arch.input, arch.classes);
         let (x, y) = layout.place_batch(Tensor::from_data(x, device), Tensor::from_data(y, device));
-        let (next, outcome) = train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, x, y);
+        let key = DropoutKey::new(config.seed, step as u64);
+        let (next, outcome) =
+            train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
         model = next;
         losses.push(outcome.read().0);
     }
@@ -206,6 +211,22 @@ fn alexnet_owt_at_reduced_input_trains_to_the_single_device_weights() {
 }
 
 #[test]
+fn another_dropout_seed_ends_elsewhere_so_the_masks_act() {
+    // The equivalence tests run with dropout 0.5; this shows their masks act: the same
+    // weights and batches under another dropout seed end far beyond 1e-12 away.
+    let _guard = serial();
+    let spec = small(2);
+    let weights = initial_weights(&spec);
+    let single = SingleDevice::<Ref>::new(Default::default());
+    let config_a = config(spec.clone(), 8, FcUpdate::PerStep);
+    let config_b = TrainConfig { seed: config_a.seed + 1, ..config_a.clone() };
+    let (a, _) = run::<Ref, _>(&single, &config_a, &weights, 3);
+    let (b, _) = run::<Ref, _>(&single, &config_b, &weights, 3);
+    let (gap, worst) = relative_gap(&b, &a);
+    assert!(gap > 1e-3, "another dropout seed changed the weights by only {gap:e} ({worst})");
+}
+
+#[test]
 fn the_weight_gap_measure_sees_one_step_of_difference() {
     // The equivalence tests above pass with a gap of 0 in f64; this shows the measure is not
     // blind: one step more on one side is far beyond 1e-12.
@@ -258,7 +279,8 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
         let order: Vec<usize> = (0..splits.train.len()).collect();
         for chunk in order.chunks(64) {
             let (x, y) = layout.upload_batch(&splits.train.batch(chunk, false, &mut rng));
-            model = train_step(&layout, model, &mut optim, 0.01, Head::Softmax, fc_update, x, y).0;
+            model =
+                train_step(&layout, model, &mut optim, 0.01, Head::Softmax, fc_update, DropoutKey::default(), x, y).0;
         }
         let after = eval(&model);
         eprintln!("{}: held-out loss {before:.4} -> {after:.4}", fc_update.name());
@@ -325,10 +347,12 @@ fn checkpoints_resume_on_any_device_count() {
 /// The per-chunk FC update, written out by hand on one device: the conv trunk's features once;
 /// for each rank's chunk, the FC layers' forward, loss and backward on that chunk alone and an
 /// SGD step of the FC weights; then one step of the conv weights from the chunks' feature
-/// gradients, each weighted by its chunk's share of the batch.
+/// gradients, each weighted by its chunk's share of the batch. Each chunk's dropout masks are
+/// its rows' masks in the whole batch (`key` numbered from the chunk's first row).
 fn per_chunk_by_hand(
     model: AlexNet<Ref>,
     config: &TrainConfig,
+    key: DropoutKey,
     x: Tensor<Ref, 4>,
     y: Tensor<Ref, 1, Int>,
     chunks: &[std::ops::Range<usize>],
@@ -342,7 +366,8 @@ fn per_chunk_by_hand(
     for range in chunks {
         let share = range.len() as f64 / n as f64;
         let xf = features.clone().detach().slice([range.clone()]).require_grad();
-        let loss = config.head.loss(model.forward_classifier(xf.clone()), y.clone().slice([range.clone()]));
+        let logits = model.forward_classifier_hooked(xf.clone(), &mut KeyedDropout(key.from_row(range.start)));
+        let loss = config.head.loss(logits, y.clone().slice([range.clone()]));
         let mut grads = loss.backward();
         feature_grads.push(xf.grad_remove(&mut grads).unwrap().mul_scalar(share));
         let fc = GradientsParams::from_grads(grads, &model);
@@ -373,6 +398,7 @@ fn per_chunk_updates_equal_the_hand_written_reference_element_by_element() {
         model = per_chunk_by_hand(
             model,
             &config,
+            DropoutKey::new(config.seed, step as u64),
             Tensor::from_data(x, &device),
             Tensor::from_data(y, &device),
             &chunks,

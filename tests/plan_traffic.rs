@@ -10,7 +10,7 @@ use owt::hybrid::Placement;
 use owt::hybrid::{Exchange, Hybrid, LedgerSnapshot, MeshDevice};
 use owt::parallel::{CommPlan, DryRun, Plan, PlanKind, PlanRule};
 use owt::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, TrainConfig};
-use owt_models::{AlexNet, Head, ModelKind, ModelSpec};
+use owt_models::{AlexNet, DropoutKey, Head, ModelKind, ModelSpec};
 
 type H = Autodiff<Hybrid<Flex>>;
 
@@ -41,7 +41,7 @@ fn try_measured_step(
         let y = TensorData::new((0..batch).map(|i| ((i + step) % arch.classes) as i64).collect::<Vec<_>>(), [batch]);
         let (x, y) = layout.place_batch(Tensor::from_data(x, &device), Tensor::from_data(y, &device));
         layout.reset_traffic();
-        model = train_step(&layout, model, &mut optim, 0.01, how.0, how.1, x, y).0;
+        model = train_step(&layout, model, &mut optim, 0.01, how.0, how.1, DropoutKey::new(0, step as u64), x, y).0;
     }
     Ok(layout.traffic().unwrap())
 }

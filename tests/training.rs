@@ -55,23 +55,25 @@ fn quiet(out: &std::path::Path, resume: bool) -> RunOptions<'_> {
 #[test]
 fn small_network_learns_synthetic_classes_with_either_head() {
     let _turn = serial();
+    // Four epochs: after three, some dropout draws still sit on the steep part of the curve
+    // (logistic head, 35% to 96% test accuracy over seeds 1..7); after four every one is well past chance.
     for head in Head::ALL {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = config(3, head);
+        let mut c = config(4, head);
         c.batch = 16;
         let m = train::<B, _>(&c, &splits(320), &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), false))
             .unwrap();
-        assert_eq!(m.len(), 3);
-        assert!(m[2].train_loss < m[0].train_loss, "{head:?}: loss {} -> {}", m[0].train_loss, m[2].train_loss);
-        assert!(m[2].test_accuracy > 0.5, "{head:?}: test accuracy {} (chance 0.1)", m[2].test_accuracy);
+        assert_eq!(m.len(), 4);
+        assert!(m[3].train_loss < m[0].train_loss, "{head:?}: loss {} -> {}", m[0].train_loss, m[3].train_loss);
+        assert!(m[3].test_accuracy > 0.5, "{head:?}: test accuracy {} (chance 0.1)", m[3].test_accuracy);
         // metrics.json holds the same epochs.
         let json: Vec<serde_json::Value> =
             serde_json::from_slice(&std::fs::read(dir.path().join("metrics.json")).unwrap()).unwrap();
-        assert_eq!(json.len(), 3);
+        assert_eq!(json.len(), 4);
         for key in
             ["epoch", "train_loss", "train_accuracy", "test_accuracy", "test_loss", "images_per_second", "seconds"]
         {
-            assert!(json[2].get(key).is_some(), "metrics.json lacks {key}");
+            assert!(json[3].get(key).is_some(), "metrics.json lacks {key}");
         }
     }
 }
@@ -247,7 +249,7 @@ fn a_resumed_run_continues_its_learning_rate_schedule() {
     let _turn = serial();
     let data = splits(64);
     let single = SingleDevice::<B>::new(Default::default());
-    for (schedule, lr) in [(LrSchedule::Step(vec![1, 2]), 0.01), (LrSchedule::Plateau { patience: 1 }, 0.2)] {
+    for (schedule, lr) in [(LrSchedule::Step(vec![1, 2]), 0.01), (LrSchedule::Plateau { patience: 1 }, 0.3)] {
         let run = |epochs| TrainConfig {
             lr,
             lr_schedule: schedule.clone(),
@@ -257,23 +259,25 @@ fn a_resumed_run_continues_its_learning_rate_schedule() {
             ..config(epochs, Head::Softmax)
         };
         let straight = tempfile::tempdir().unwrap();
-        let full = train::<B, _>(&run(4), &data, &single, &quiet(straight.path(), false)).unwrap();
+        let full = train::<B, _>(&run(6), &data, &single, &quiet(straight.path(), false)).unwrap();
         let split = tempfile::tempdir().unwrap();
-        train::<B, _>(&run(2), &data, &single, &quiet(split.path(), false)).unwrap();
-        let resumed = train::<B, _>(&run(4), &data, &single, &quiet(split.path(), true)).unwrap();
+        train::<B, _>(&run(3), &data, &single, &quiet(split.path(), false)).unwrap();
+        let resumed = train::<B, _>(&run(6), &data, &single, &quiet(split.path(), true)).unwrap();
         let rates = |m: &[owt::train::EpochMetrics]| m.iter().map(|e| e.lr.unwrap()).collect::<Vec<_>>();
         let (a, b) = (rates(&full), rates(&resumed));
         assert_eq!(a, b, "{schedule}: rates of the straight run vs the resumed one");
         // The rates are the schedule's on the losses the run saw, at half the given rate.
         let losses: Vec<f64> = full.iter().map(|e| e.test_loss).collect();
-        let expected: Vec<f64> = (0..4).map(|e| schedule.rate(lr / 2.0, e, &losses)).collect();
+        let expected: Vec<f64> = (0..6).map(|e| schedule.rate(lr / 2.0, e, &losses)).collect();
         assert_eq!(a, expected, "{schedule}: test losses {losses:?}");
-        // Both schedules divide within the run (plateau: measured after epoch 3, past the
-        // resume), so a trainer that ignored them would fail here.
-        assert!(a[3] < a[0], "{schedule}: no division in {a:?} (test losses {losses:?})");
+        // Both schedules divide within the run (plateau: measured after epochs 4 and 5, past
+        // the resume after epoch 3), so a trainer that ignored them would fail here.
+        assert!(a[5] < a[0], "{schedule}: no division in {a:?} (test losses {losses:?})");
         if let LrSchedule::Step(_) = schedule {
             let tenth = |x: f64, y: f64| (x / y - 10.0).abs() < 1e-12;
-            assert!(tenth(a[0], a[1]) && tenth(a[1], a[2]) && a[2] == a[3], "{a:?}");
+            assert!(tenth(a[0], a[1]) && tenth(a[1], a[2]) && a[2..].iter().all(|r| *r == a[2]), "{a:?}");
+        } else {
+            assert!(a[5] < a[2], "{schedule}: no division after the resume in {a:?} (test losses {losses:?})");
         }
         for (x, y) in full.iter().zip(&resumed) {
             let close = |p: f64, q: f64| (p - q).abs() <= 1e-6 * p.abs().max(1.0);

@@ -168,7 +168,7 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K
 /// The sum by the inner backend's own all-reduce across the ranks' devices (NCCL on CUDA),
 /// where the mesh has one for this kind; recorded as the ring it replaces (the same bytes).
 fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Result<DTensor<B, K>, DTensor<B, K>> {
-    let DTensor { mesh, shape, dtype, placement, shards } = t;
+    let DTensor { mesh, shape, dtype, placement, shards, kept } = t;
     match K::device_all_reduce(&mesh, shards) {
         Ok(summed) => {
             let k = mesh.size() as u64;
@@ -176,7 +176,7 @@ fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Resul
             mesh.record(names::ALL_REDUCE, Traffic { bytes: 2 * (k - 1) * piece, messages: 2 * k * (k - 1) });
             Ok(DTensor::from_parts(mesh, shape, dtype, Placement::Replicate, summed))
         }
-        Err(shards) => Err(DTensor { mesh, shape, dtype, placement, shards }),
+        Err(shards) => Err(DTensor { mesh, shape, dtype, placement, shards, kept }),
     }
 }
 
@@ -254,6 +254,10 @@ pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: Reduce
 pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Placement) -> DTensor<B, K> {
     if t.placement == target {
         return t;
+    }
+    // A kept whole copy (see `DTensor::kept`) makes any layout a local one.
+    if let Some(whole) = t.kept_whole() {
+        return redistribute(whole, target);
     }
     if t.ranks() == 1 {
         let mut t = t;

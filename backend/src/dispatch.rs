@@ -16,7 +16,7 @@ use crate::strategy::{Context, Run, Spec, Strategy};
 
 /// The spec a rule sees of `t`.
 pub(crate) fn spec<B: Backend, K: ShardKind<B>>(t: &DTensor<B, K>) -> Spec {
-    Spec { shape: t.shape.clone(), placement: t.placement }
+    Spec { shape: t.shape.clone(), placement: t.placement, kept_whole: t.is_kept_whole() }
 }
 
 /// The context of an op on `t`'s mesh: its size and the options set on it, read once here.
@@ -174,7 +174,19 @@ pub(crate) fn run_matmul<B: Backend, K: ShardKind<B>>(
             lhs.mesh.check_same(&rhs.mesh, op);
             crate::exchange::exchange_matmul(lhs, rhs, dim, scheme, f)
         }
-        _ => run2::<B, K, K, K>(op, s, lhs, rhs, |_, a, b| f(a, b)),
+        _ => {
+            // A sharded left operand gathered whole (scheme a's all-gather) is kept with it, so
+            // the backward pass's `lhs^T @ dy` finds it (see `DTensor::kept`).
+            let lhs = if s.inputs[0] == Placement::Replicate && matches!(lhs.placement, Placement::Shard(_)) {
+                lhs.mesh.check_same(&rhs.mesh, op);
+                let whole = bring(lhs.clone(), Placement::Replicate);
+                lhs.keep_whole(whole.shards.clone());
+                whole
+            } else {
+                lhs
+            };
+            run2::<B, K, K, K>(op, s, lhs, rhs, |_, a, b| f(a, b))
+        }
     }
 }
 

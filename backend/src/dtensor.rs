@@ -1,5 +1,7 @@
 //! The distributed tensor: a global shape, a placement and one inner tensor per rank.
 
+use std::sync::{Arc, OnceLock};
+
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Shape, Slice, TensorMetadata};
 
@@ -15,6 +17,13 @@ pub struct DTensor<B: Backend, K: ShardKind<B>> {
     pub(crate) dtype: DType,
     pub(crate) placement: Placement,
     pub(crate) shards: Vec<K::Prim>,
+    /// The whole tensor on every rank (rank r's copy at index r), kept once a matmul has
+    /// gathered this sharded tensor as its left operand. Shared by every clone, so the copy an
+    /// autodiff graph saves for the backward pass finds the activities the forward pass
+    /// exchanged and the weight gradient moves nothing (Krizhevsky 2014: each activity crosses
+    /// once per direction). It lives as long as the tensor does: for an FC input, until the
+    /// backward pass has used it.
+    pub(crate) kept: Arc<OnceLock<Vec<K::Prim>>>,
 }
 
 impl<B: Backend, K: ShardKind<B>> Clone for DTensor<B, K> {
@@ -25,6 +34,7 @@ impl<B: Backend, K: ShardKind<B>> Clone for DTensor<B, K> {
             dtype: self.dtype,
             placement: self.placement,
             shards: self.shards.clone(),
+            kept: self.kept.clone(),
         }
     }
 }
@@ -72,7 +82,7 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         shards: Vec<K::Prim>,
     ) -> Self {
         assert_eq!(shards.len(), mesh.size(), "Hybrid: {} shards for a mesh of {} ranks", shards.len(), mesh.size());
-        let t = Self { mesh, shape, dtype, placement, shards };
+        let t = Self { mesh, shape, dtype, placement, shards, kept: Arc::default() };
         if t.shards.iter().any(|s| s.shape().num_elements() == 0) {
             t.mesh.record_empty(&format!("{} {} {:?}", K::NAME, t.placement, &t.shape[..]));
         }
@@ -106,6 +116,27 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
     /// The per-rank inner tensors.
     pub fn shards(&self) -> &[K::Prim] {
         &self.shards
+    }
+
+    /// Whether every rank keeps a whole copy of this sharded tensor (see the `kept` field):
+    /// bringing it whole, or to any other shard, then moves nothing.
+    pub fn is_kept_whole(&self) -> bool {
+        self.kept.get().is_some()
+    }
+
+    /// The kept whole copy as a `Replicate` tensor, if there is one.
+    pub(crate) fn kept_whole(&self) -> Option<Self> {
+        let pieces = self.kept.get()?.clone();
+        Some(Self::from_parts(self.mesh.clone(), self.shape.clone(), self.dtype, Placement::Replicate, pieces))
+    }
+
+    /// Keeps `whole` (this tensor whole on every rank) with this tensor and its clones; a
+    /// copy kept before stays.
+    pub(crate) fn keep_whole(&self, whole: Vec<K::Prim>) {
+        debug_assert!(whole.iter().all(|p| p.shape() == self.shape), "a kept copy is the whole tensor");
+        if matches!(self.placement, Placement::Shard(_)) {
+            let _ = self.kept.set(whole);
+        }
     }
 
     /// Number of ranks.

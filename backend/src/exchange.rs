@@ -3,9 +3,10 @@
 //! needs every rank's rows against its own columns; the scheme
 //! ([`Exchange`](crate::scheme::Exchange), in `scheme.rs`) says how they travel.
 //!
-//! The same exchange serves the weight gradient of that matmul (`x^T @ dy`, the batch being
-//! the contraction dimension there): each round's rows contribute a summand instead of a
-//! block of rows.
+//! The same exchange serves a matmul whose left operand is split on the contraction dimension
+//! (fc7's input, split by the columns fc6 produced): each round's pieces contribute a summand
+//! instead of a block of rows. Either way the exchanged operand is kept whole with the tensor
+//! (`DTensor::kept`), so the weight gradient `x^T @ dy` of the same layer moves nothing.
 
 use std::ops::Range;
 
@@ -70,12 +71,17 @@ pub(crate) fn exchange_matmul<B: Backend, K: ShardKind<B>>(
     // the weight gradient.
     let mut blocks: Vec<Vec<(usize, K::Prim)>> = vec![Vec::new(); k];
     let mut sums: Vec<Option<K::Prim>> = vec![None; k];
+    // Every rank's received pieces, (global start, piece), kept whole with `lhs` afterwards.
+    let mut received: Vec<Vec<(usize, K::Prim)>> = vec![Vec::new(); k];
     let mut next = rounds.first().map(|round| fetch(round));
     for (i, round) in rounds.iter().enumerate() {
         let current = next.take().expect("fetched");
         // Issue the next round's transfers before this round's compute.
         next = rounds.get(i + 1).map(|round| fetch(round));
         for (dst, pieces) in current.into_iter().enumerate() {
+            for ((src, range), piece) in round.iter().zip(&pieces) {
+                received[dst].push((offsets[*src] + range.start, piece.clone()));
+            }
             let local = rhs.shards[dst].clone();
             if dim == row {
                 let out = matmul(K::cat(pieces, row), local);
@@ -104,6 +110,16 @@ pub(crate) fn exchange_matmul<B: Backend, K: ShardKind<B>>(
         }
     }
     lhs.mesh.record(scheme.collective(), traffic);
+    // The exchanged activities stay with `lhs`, so the weight gradient reuses them.
+    lhs.keep_whole(
+        received
+            .into_iter()
+            .map(|mut pieces| {
+                pieces.sort_by_key(|(start, _)| *start);
+                K::cat(pieces.into_iter().map(|(_, p)| p).collect(), dim)
+            })
+            .collect(),
+    );
     let mut shape: Shape = lhs.shape.clone();
     shape[n - 1] = rhs.shape[n - 1];
     if dim == inner {

@@ -3,11 +3,12 @@
 use burn::module::{Initializer, Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
-use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
 
 use crate::architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
+use crate::dropout::{CounterDropout, DropoutKey};
 use crate::lrn::{TowerLrn, TowerLrnConfig};
 
 /// An AlexNet-family network. Parameter paths are the paper's layer names (`conv1.weight`,
@@ -30,8 +31,9 @@ pub struct AlexNet<B: Backend> {
     pub pool: MaxPool2d,
     /// Adaptive average pooling in front of the FC layers (torchvision layout only).
     pub avgpool: Option<AdaptiveAvgPool2d>,
-    /// Dropout in front of the FC layers the architecture marks.
-    pub dropout: Dropout,
+    /// Dropout in front of the FC layers the architecture marks, with counter-based masks
+    /// (keyed by the caller's [`LayerHook::dropout_key`]).
+    pub dropout: CounterDropout,
     /// fc6.
     pub fc6: Linear<B>,
     /// fc7.
@@ -66,7 +68,7 @@ impl Architecture {
             lrn: TowerLrnConfig::new().with_towers(self.towers).init(),
             pool: MaxPool2dConfig::new([POOL_KERNEL, POOL_KERNEL]).with_strides([POOL_STRIDE, POOL_STRIDE]).init(),
             avgpool: self.adaptive_pool.map(|s| AdaptiveAvgPool2dConfig::new([s, s]).init()),
-            dropout: DropoutConfig::new(self.dropout).init(),
+            dropout: CounterDropout::new(self.dropout),
             fc6,
             fc7,
             fc8,
@@ -219,7 +221,10 @@ impl<B: Backend> AlexNet<B> {
             let name = format!("fc{}", j + 6);
             h = hook.features(&name, h);
             if arch.dropout_before_fc[j] {
-                h = self.dropout.forward(h);
+                h = match hook.dropout_key() {
+                    Some(key) => self.dropout.forward(h, key, &name),
+                    None => self.dropout.forward_unkeyed(h),
+                };
             }
             h = fc.forward(h);
             if j < 2 {
@@ -243,6 +248,17 @@ impl<B: Backend> AlexNet<B> {
     }
 }
 
+/// A [`LayerHook`] that keys the dropout masks and does nothing else: what a trainer on one
+/// device passes to draw the masks a mesh draws for the same step.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedDropout(pub DropoutKey);
+
+impl<B: Backend> LayerHook<B> for KeyedDropout {
+    fn dropout_key(&mut self) -> Option<DropoutKey> {
+        Some(self.0)
+    }
+}
+
 /// Callbacks at the layer boundaries of [`AlexNet::forward_hooked`]. The model stays
 /// device-agnostic; a caller uses the hook to label what each layer costs (the parallel
 /// trainer's communication phases) or to check activation shapes. Every method defaults to
@@ -257,6 +273,13 @@ pub trait LayerHook<B: Backend> {
     /// The input of FC layer `layer` ("fc6".."fc8"), about to be consumed.
     fn features(&mut self, _layer: &str, h: Tensor<B, 2>) -> Tensor<B, 2> {
         h
+    }
+
+    /// Which dropout masks this pass draws (a trainer numbers its steps so that any split of
+    /// the batch or of a layer draws the same masks); `None`: masks from the backend's random
+    /// generator, as Burn's `Dropout` draws them.
+    fn dropout_key(&mut self) -> Option<DropoutKey> {
+        None
     }
 
     /// The per-image output shape of a layer the profile lists, after it ran.

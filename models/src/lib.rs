@@ -13,6 +13,7 @@
 
 mod alexnet;
 mod architecture;
+mod dropout;
 mod head;
 mod lrn;
 mod profile;
@@ -20,8 +21,9 @@ mod spec;
 pub mod torchvision;
 mod variants;
 
-pub use alexnet::{AlexNet, LayerHook};
+pub use alexnet::{AlexNet, KeyedDropout, LayerHook};
 pub use architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
+pub use dropout::{keeps_element, CounterDropout, DropoutKey};
 pub use head::Head;
 pub use lrn::{TowerLrn, TowerLrnConfig};
 pub use profile::{LayerProfile, ModelProfile};

@@ -16,7 +16,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use owt_hybrid::MeshDevice;
-use owt_models::{AlexNet, Head};
+use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::profile::{profile_step, StepProfile};
@@ -184,8 +184,17 @@ impl BenchJob<'_> {
             let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
             let t0 = Instant::now();
             let (images, labels) = layout.upload_batch(&batch);
-            let (next, outcome) =
-                train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, images, labels);
+            let (next, outcome) = train_step(
+                layout,
+                model,
+                &mut optim,
+                config.lr,
+                config.head,
+                config.fc_update,
+                DropoutKey::new(config.seed, step as u64),
+                images,
+                labels,
+            );
             model = next;
             losses.push(outcome.loss);
             B::sync(device).map_err(|e| OwtError::backend(format!("the device failed during step {step}: {e:?}")))?;

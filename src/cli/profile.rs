@@ -15,7 +15,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Distribution;
 use serde::Serialize;
 
-use owt_models::{AlexNet, Head};
+use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::cli::bench::median;
 use crate::error::OwtError;
@@ -171,7 +171,9 @@ impl Layer {
                 Act::Maps(model.avgpool.as_ref().expect("avgpool is listed only when the model has one").forward(x))
             }
             (Layer::Flatten, Act::Maps(x)) => Act::Features(x.flatten(1, 3)),
-            (Layer::Dropout(_), Act::Features(h)) => Act::Features(model.dropout.forward(h)),
+            (Layer::Dropout(s), Act::Features(h)) => {
+                Act::Features(model.dropout.forward(h, DropoutKey::default(), &format!("fc{s}")))
+            }
             (Layer::Fc(s), Act::Features(h)) => Act::Features(fcs[s - 6].forward(h)),
             (Layer::FcRelu(_), Act::Features(h)) => Act::Features(relu(h)),
             (layer, _) => unreachable!("{layer:?} got an activation of the wrong rank"),

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use owt_hybrid::{Exchange, Hybrid, LedgerSnapshot, MeshDevice, Transport};
 use owt_meta::{Meta, MetaDevice, OpCost};
-use owt_models::{AlexNet, Architecture, Head, ModelKind, ModelSpec};
+use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
 
 use crate::error::OwtError;
 use crate::parallel::cost_model::{predict, DeviceProfile, StepPrediction};
@@ -129,13 +129,15 @@ impl DryRun<'_> {
         let mut optim = sgd::<H>(&config);
         let [c, h, w] = arch.input;
         let mut ledger = None;
-        for _ in 0..2 {
+        for step in 0..2 {
             let x = Tensor::<H, 4>::zeros([batch, c, h, w], &device);
             let y = Tensor::<H, 1, Int>::zeros([batch], &device);
             let (x, y) = layout.place_batch(x, y);
             layout.reset_traffic();
             devices.iter().for_each(MetaDevice::reset_costs);
-            model = train_step(&layout, model, &mut optim, 0.01, self.head, self.fc_update, x, y).0;
+            model =
+                train_step(&layout, model, &mut optim, 0.01, self.head, self.fc_update, DropoutKey::new(0, step), x, y)
+                    .0;
             ledger = layout.traffic();
         }
         let ledger = ledger.expect("a mesh layout keeps a ledger");

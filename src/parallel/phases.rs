@@ -13,7 +13,7 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 
 use owt_hybrid::{mark_backward_phase, Distributed, Hybrid, MeshDevice};
-use owt_models::LayerHook;
+use owt_models::{DropoutKey, LayerHook};
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 
@@ -35,12 +35,18 @@ pub fn label_order(layer: &str, phase: &str) -> (usize, usize) {
 pub struct LayerPhases<IB: Backend> {
     mesh: MeshDevice<IB::Device>,
     previous: Option<String>,
+    dropout: Option<DropoutKey>,
 }
 
 impl<IB: Backend> LayerPhases<IB> {
     /// Labels on `mesh`, starting a new step.
     pub fn new(mesh: &MeshDevice<IB::Device>) -> Self {
-        Self { mesh: mesh.clone(), previous: None }
+        Self { mesh: mesh.clone(), previous: None, dropout: None }
+    }
+
+    /// The same hook keying the pass's dropout masks with `key`.
+    pub fn with_dropout(self, key: DropoutKey) -> Self {
+        Self { dropout: Some(key), ..self }
     }
 
     /// Enters `layer`: its forward traffic gets its label, and the backward pass, when it
@@ -75,6 +81,10 @@ impl<IB: Backend> LayerHook<AH<IB>> for LayerPhases<IB> {
 
     fn features(&mut self, layer: &str, h: Tensor<AH<IB>, 2>) -> Tensor<AH<IB>, 2> {
         self.enter(layer, h)
+    }
+
+    fn dropout_key(&mut self) -> Option<DropoutKey> {
+        self.dropout
     }
 }
 

@@ -10,7 +10,7 @@ use burn::tensor::backend::AutodiffBackend;
 
 use burn::tensor::DType;
 use owt_hybrid::{Exchange, Hybrid, LedgerSnapshot, MeshDevice, Placement, Upload};
-use owt_models::{AlexNet, Architecture};
+use owt_models::{AlexNet, Architecture, DropoutKey, KeyedDropout};
 
 use crate::data::Batch;
 use crate::error::OwtError;
@@ -51,8 +51,9 @@ pub trait Layout<B: AutodiffBackend> {
     /// The conv trunk's features (labelled per layer on a mesh). Starts a new step's labels.
     fn features(&self, model: &AlexNet<B>, images: Tensor<B, 4>) -> Tensor<B, 2>;
 
-    /// Logits from features through fc6..fc8, ready for the loss (labelled per layer).
-    fn classifier(&self, model: &AlexNet<B>, features: Tensor<B, 2>) -> Tensor<B, 2>;
+    /// Logits from features through fc6..fc8, ready for the loss (labelled per layer), with
+    /// the dropout masks `key` names.
+    fn classifier(&self, model: &AlexNet<B>, features: Tensor<B, 2>, key: DropoutKey) -> Tensor<B, 2>;
 
     /// The backward pass from `loss` (labelled per layer on a mesh).
     fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients;
@@ -118,8 +119,8 @@ impl<B: AutodiffBackend> Layout<B> for SingleDevice<B> {
         model.forward_features(images)
     }
 
-    fn classifier(&self, model: &AlexNet<B>, features: Tensor<B, 2>) -> Tensor<B, 2> {
-        model.forward_classifier(features)
+    fn classifier(&self, model: &AlexNet<B>, features: Tensor<B, 2>, key: DropoutKey) -> Tensor<B, 2> {
+        model.forward_classifier_hooked(features, &mut KeyedDropout(key))
     }
 
     fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients {
@@ -228,8 +229,8 @@ impl<IB: Backend> Layout<AH<IB>> for MeshLayout<IB> {
         phases.close(features)
     }
 
-    fn classifier(&self, model: &AlexNet<AH<IB>>, features: Tensor<AH<IB>, 2>) -> Tensor<AH<IB>, 2> {
-        let mut phases = LayerPhases::new(&self.mesh);
+    fn classifier(&self, model: &AlexNet<AH<IB>>, features: Tensor<AH<IB>, 2>, key: DropoutKey) -> Tensor<AH<IB>, 2> {
+        let mut phases = LayerPhases::new(&self.mesh).with_dropout(key);
         let logits = model.forward_classifier_hooked(features, &mut phases);
         phases.enter_loss(logits)
     }

@@ -10,7 +10,7 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use owt_hybrid::shard_ranges;
-use owt_models::{AlexNet, Head};
+use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::train::layout::Layout;
 use crate::train::trainer::correct_count;
@@ -60,8 +60,9 @@ impl<B: Backend> StepOutcome<B> {
     }
 }
 
-/// One step of SGD on `images`/`labels` (already placed by the layout): forward, loss,
-/// backward, gradient sync and `optim` at rate `lr`. Nothing is read back from the device.
+/// One step of SGD on `images`/`labels` (already placed by the layout): forward (dropout masks
+/// named by `key`), loss, backward, gradient sync and `optim` at rate `lr`. Nothing is read
+/// back from the device.
 #[allow(clippy::too_many_arguments)]
 pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>(
     layout: &L,
@@ -70,19 +71,20 @@ pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
     lr: f64,
     head: Head,
     fc_update: FcUpdate,
+    key: DropoutKey,
     images: Tensor<B, 4>,
     labels: Tensor<B, 1, Int>,
 ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     match fc_update {
         FcUpdate::PerStep => {
             let features = layout.features(&model, images);
-            let logits = layout.classifier(&model, features);
+            let logits = layout.classifier(&model, features, key);
             let (loss, outcome) = loss_and_outcome(head, logits, labels);
             let grads = layout.backward(loss);
             let grads = layout.sync(&model, grads);
             (optim.step(lr, model, grads), outcome)
         }
-        FcUpdate::PerChunk => per_chunk_step(layout, model, optim, lr, head, images, labels),
+        FcUpdate::PerChunk => per_chunk_step(layout, model, optim, lr, head, key, images, labels),
     }
 }
 
@@ -103,12 +105,14 @@ pub fn chunks(n: usize, ranks: usize) -> Vec<Range<usize>> {
     shard_ranges(n, ranks).into_iter().filter(|r| !r.is_empty()).collect()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>(
     layout: &L,
     mut model: AlexNet<B>,
     optim: &mut O,
     lr: f64,
     head: Head,
+    key: DropoutKey,
     images: Tensor<B, 4>,
     labels: Tensor<B, 1, Int>,
 ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
@@ -120,8 +124,8 @@ fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
     for range in chunks(n, layout.ranks()) {
         let share = range.len() as f64 / n as f64;
         let x = detached.clone().slice([range.clone()]).require_grad();
+        let logits = layout.classifier(&model, x.clone(), key.from_row(range.start));
         let y = labels.clone().slice([range]);
-        let logits = layout.classifier(&model, x.clone());
         let (loss, o) = loss_and_outcome(head, logits, y);
         let weighted = o.loss.mul_scalar(share);
         loss_sum = Some(match loss_sum {

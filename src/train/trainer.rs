@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use owt_models::{AlexNet, Head};
+use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::data::{Batch, ImageSource, Splits};
 use crate::error::OwtError;
@@ -230,8 +230,9 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         };
         while let Some(batch) = batches.next_batch()? {
             let (images, labels) = layout.upload_batch(&batch);
+            let key = DropoutKey::new(seed, steps as u64);
             let (next, outcome) =
-                train_step(layout, model, &mut optim, lr, config.head, config.fc_update, images, labels);
+                train_step(layout, model, &mut optim, lr, config.head, config.fc_update, key, images, labels);
             model = next;
             tally.add(outcome.loss, outcome.correct, outcome.images);
             steps += 1;

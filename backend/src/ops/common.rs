@@ -243,7 +243,13 @@ pub(crate) fn permute<B: Backend, K: ShardKind<B>>(
     mut f: impl FnMut(K::Prim) -> K::Prim,
 ) -> DTensor<B, K> {
     let s = strategy::permute(&spec(&t), axes);
-    run1("permute", &s, t, |_, p| f(p))
+    // A kept whole copy is permuted along (the transpose of an FC input in its backward).
+    let kept = t.kept.get().cloned();
+    let out = run1("permute", &s, t, |_, p| f(p));
+    if let Some(whole) = kept {
+        out.keep_whole(whole.into_iter().map(&mut f).collect());
+    }
+    out
 }
 
 /// `axes` for swapping two dimensions of a rank-`n` tensor.

@@ -7,8 +7,20 @@ use crate::scheme::Exchange;
 
 use super::{Context, Run, Spec, Strategy};
 
-/// The rule of `lhs @ rhs`.
+/// The rule of `lhs @ rhs`. A left operand kept whole on every rank (a matmul gathered it
+/// before: the FC input meeting its weight gradient) is used whole wherever the rule would
+/// otherwise move it.
 pub(crate) fn matmul(lhs: &Spec, rhs: &Spec, ctx: &Context) -> Strategy {
+    let s = placed_matmul(lhs, rhs, ctx);
+    let moves_lhs = s.inputs[0] != lhs.placement || matches!(s.run, Run::Exchange { .. });
+    if lhs.kept_whole && moves_lhs {
+        return placed_matmul(&Spec::new(lhs.shape.clone(), Placement::Replicate), rhs, ctx);
+    }
+    s
+}
+
+/// The rule of `lhs @ rhs` from the placements alone.
+fn placed_matmul(lhs: &Spec, rhs: &Spec, ctx: &Context) -> Strategy {
     use Placement::{Replicate as R, Shard as S};
     const SUM: Placement = Placement::Partial(ReduceOp::Sum);
     let n = lhs.shape.num_dims();
@@ -59,5 +71,21 @@ mod tests {
             (b.inputs.clone(), b.run),
             (vec![S(0), S(1)], Run::Exchange { scheme: Exchange::Broadcast, dim: 0 })
         );
+    }
+
+    #[test]
+    fn a_kept_left_operand_is_used_whole_instead_of_moved() {
+        // The weight gradient x^T @ dy: x^T is sharded on the contraction dimension.
+        let (xt, dy) = (Spec::new([6, 8], S(1)), Spec::new([8, 4], S(1)));
+        for exchange in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
+            let ctx = Context { exchange, ..Context::new(2) };
+            let moved = matmul(&xt, &dy, &ctx);
+            assert!(moved.inputs[0] != S(1) || moved.run != Run::Local, "{exchange:?}: moves without a kept copy");
+            let s = matmul(&xt.clone().kept(), &dy, &ctx);
+            assert_eq!((s.inputs, s.output, s.run), (vec![R, S(1)], S(1), Run::Local), "{exchange:?}");
+        }
+        // A kept copy changes nothing where the sharded operand does not move.
+        let (x, w) = (Spec::new([8, 6], S(0)), Spec::new([6, 4], R));
+        assert_eq!(matmul(&x.clone().kept(), &w, &Context::new(2)), matmul(&x, &w, &Context::new(2)));
     }
 }

@@ -30,19 +30,27 @@ use burn::tensor::Shape;
 use crate::placement::{shard_sizes, Placement};
 use crate::scheme::Exchange;
 
-/// What a rule sees of one input: its global shape and its placement.
+/// What a rule sees of one input: its global shape, its placement, and whether every rank
+/// keeps a whole copy of it besides (a matmul gathered it before).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
     /// The global shape.
     pub shape: Shape,
     /// How it is laid out over the ranks.
     pub placement: Placement,
+    /// Every rank keeps the whole tensor too, so bringing it to any placement moves nothing.
+    pub kept_whole: bool,
 }
 
 impl Spec {
-    /// A spec from a shape and a placement.
+    /// A spec from a shape and a placement (no kept copy).
     pub fn new(shape: impl Into<Shape>, placement: Placement) -> Self {
-        Self { shape: shape.into(), placement }
+        Self { shape: shape.into(), placement, kept_whole: false }
+    }
+
+    /// The same spec with a whole copy kept on every rank.
+    pub fn kept(self) -> Self {
+        Self { kept_whole: true, ..self }
     }
 }
 

@@ -55,8 +55,15 @@ fn movement(name: &str, from: Placement, to: Placement) -> Option<String> {
 
 fn communication(row: &Row) -> String {
     let s = &row.strategy;
-    let mut parts: Vec<String> =
-        row.inputs.iter().zip(&s.inputs).filter_map(|((name, spec), to)| movement(name, spec.placement, *to)).collect();
+    let mut parts: Vec<String> = row
+        .inputs
+        .iter()
+        .zip(&s.inputs)
+        .filter_map(|((name, spec), to)| match spec.kept_whole {
+            true => Some(format!("{name} taken from its kept whole copy (local)")),
+            false => movement(name, spec.placement, *to),
+        })
+        .collect();
     match s.run {
         Run::Exchange { scheme, dim } => parts.push(format!(
             "{} exchanged on {dim} in rounds (scheme {}: {})",
@@ -198,6 +205,14 @@ fn rows() -> Vec<Row> {
         let ws = spec(&w, inputs[1].1);
         rows.push(row("matmul", vec![("x", xs.clone()), ("w", ws.clone())], matmul(&xs, &ws, &ctx), why));
     }
+    let (xs, ws) = (spec(&x, S(1)).kept(), spec(&w, S(1)));
+    let why = "FC weight gradient with the activities the forward exchange kept";
+    rows.push(row(
+        "matmul",
+        vec![("x", xs.clone()), ("w", ws.clone())],
+        matmul(&xs, &ws, &with(Exchange::Broadcast)),
+        why,
+    ));
     let ew = |op, lin, inputs: Vec<(&'static str, Spec)>, why| {
         let specs: Vec<Spec> = inputs.iter().map(|(_, s)| s.clone()).collect();
         let s = elementwise(lin, &specs, &k2);
@@ -371,8 +386,18 @@ fn rows() -> Vec<Row> {
 pub fn markdown() -> String {
     let mut out = String::from("| op | inputs | output | communication | why |\n|---|---|---|---|---|\n");
     for row in rows() {
-        let inputs: Vec<String> =
-            row.inputs.iter().map(|(n, s)| format!("{n} {:?} {}", &s.shape[..], short(s.placement))).collect();
+        let inputs: Vec<String> = row
+            .inputs
+            .iter()
+            .map(|(n, s)| {
+                format!(
+                    "{n} {:?} {}{}",
+                    &s.shape[..],
+                    short(s.placement),
+                    if s.kept_whole { " (kept whole)" } else { "" }
+                )
+            })
+            .collect();
         let output = match row.strategy.then {
             Some(p) => format!("{} then {}", short(row.strategy.output), short(p)),
             None => short(row.strategy.output),
