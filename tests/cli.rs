@@ -552,3 +552,50 @@ fn plan_predicts_times_on_a_profile_and_refuses_half_a_profile() {
         &["unknown --profile", "h200-nvlink"],
     );
 }
+
+#[test]
+fn bench_compares_the_three_schemes_side_by_side() {
+    let args = ["--batch", "8", "--devices", "2", "--warmup", "1", "--steps", "2", "--compare-schemes"];
+    let reports = bench_json(&args);
+    let reports = reports.as_array().expect("one report per scheme");
+    let layouts: Vec<&str> = reports.iter().map(|r| r["layout"].as_str().unwrap()).collect();
+    assert_eq!(
+        layouts,
+        [
+            "2 ranks, plan weird-trick, scheme a",
+            "2 ranks, plan weird-trick, scheme b",
+            "2 ranks, plan weird-trick, scheme c"
+        ]
+    );
+    // The schemes move the same bytes and compute the same steps; only messages and timing differ.
+    let bytes: Vec<f64> = reports.iter().map(|r| r["bytes_per_step"].as_f64().unwrap()).collect();
+    assert!(bytes[0] > 0.0 && bytes.iter().all(|b| *b == bytes[0]), "{bytes:?}");
+    let losses = |r: &serde_json::Value| -> Vec<f64> {
+        r["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
+    };
+    for r in &reports[1..] {
+        for (a, b) in losses(r).iter().zip(losses(&reports[0])) {
+            assert!((a - b).abs() <= 1e-5 * b.abs(), "{}: {:?} vs {:?}", r["layout"], losses(r), losses(&reports[0]));
+        }
+        assert!(r["median_step_ms"].as_f64().unwrap() > 0.0);
+    }
+    let o = owt(&["bench", "--model", "alexnet-small", "--batch", "8", "--compare-schemes"]);
+    assert_one_line_error(&o, &["--compare-schemes", "--devices 2 or more", "got --devices 1"]);
+    let text = owt(&[
+        "bench",
+        "--model",
+        "alexnet-small",
+        "--batch",
+        "8",
+        "--devices",
+        "2",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+        "--compare-schemes",
+    ]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.lines().filter(|l| l.contains("plan weird-trick, scheme")).count(), 3, "{text}");
+}

@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use owt_hybrid::MeshDevice;
+use owt_hybrid::{Exchange, MeshDevice};
 use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
@@ -65,6 +65,10 @@ pub struct BenchArgs {
     /// loss, the optimizer, the upload; medians over --steps runs). Single device only.
     #[arg(long)]
     pub profile: bool,
+    /// Run the mesh benchmark once under each exchange scheme (a, b, c; --scheme is ignored)
+    /// and print their step times side by side.
+    #[arg(long, conflicts_with = "profile")]
+    pub compare_schemes: bool,
 }
 
 /// What a benchmark measured (the JSON of `owt bench --json`).
@@ -128,6 +132,30 @@ impl BenchReport {
     }
 }
 
+/// Reports of the same benchmark under schemes a, b and c, side by side (step time relative
+/// to scheme a's: the three move the same bytes, so the ratio is what the scheme's rounds
+/// and overlap cost or save on this backend).
+fn scheme_table(reports: &[BenchReport]) -> String {
+    let mut out = String::new();
+    if let Some(first) = reports.first() {
+        out += &format!("{} on {}, batch {}, {} ranks\n", first.model, first.backend, first.batch, first.devices);
+    }
+    out += "layout                                      median step ms  images/s  bytes/step  messages/step  vs a\n";
+    let base = reports.first().map(|r| r.median_step_ms).unwrap_or(f64::NAN);
+    for r in reports {
+        out += &format!(
+            "{:<43} {:>14.1} {:>9.1} {:>11.0} {:>14.0} {:>5.2}\n",
+            r.layout,
+            r.median_step_ms,
+            r.images_per_s,
+            r.bytes_per_step,
+            r.messages_per_step,
+            r.median_step_ms / base
+        );
+    }
+    out
+}
+
 /// The median of `xs` (not empty).
 pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));
@@ -141,6 +169,8 @@ pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
 
 struct BenchJob<'a> {
     args: &'a BenchArgs,
+    /// The exchange scheme of a mesh run.
+    scheme: Exchange,
 }
 
 impl BenchJob<'_> {
@@ -254,7 +284,7 @@ impl BackendJob for ProfileJob<'_> {
     type Output = StepProfile;
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<StepProfile, OwtError> {
         let args = self.args;
-        let config = BenchJob { args }.config();
+        let config = BenchJob { args, scheme: args.parallel.scheme }.config();
         let arch = config.model.architecture()?;
         let layout = SingleDevice::<B>::new(device.clone());
         layout.check(&arch, config.batch)?;
@@ -277,7 +307,7 @@ impl MeshJob for BenchJob<'_> {
     type Output = BenchReport;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
         let devices = mesh.size();
-        let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.plan().plan(), self.args.parallel.scheme);
+        let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.plan().plan(), self.scheme);
         self.run_layout(&layout, devices)
     }
 }
@@ -288,7 +318,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         return Err(OwtError::input("--batch must be at least 1, got 0"));
     }
     let arch = args.model.spec().architecture()?;
-    let job = BenchJob { args };
+    let job = BenchJob { args, scheme: args.parallel.scheme };
     let mut config = job.config();
     config.limit = Some(4 * args.batch);
     crate::cli::train::check_memory(&config, args.backend)?;
@@ -301,6 +331,25 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
             println!("{}", serde_json::to_string_pretty(&profile).map_err(|e| OwtError::io(e.to_string()))?);
         } else {
             print!("{}", profile.table());
+        }
+        return Ok(());
+    }
+    if args.compare_schemes {
+        if !args.parallel.on_mesh() || args.parallel.devices < 2 {
+            return Err(OwtError::input(format!(
+                "--compare-schemes compares how ranks exchange activities: give --devices 2 or more, got --devices {}",
+                args.parallel.devices
+            )));
+        }
+        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, args.batch)?;
+        let mut reports = Vec::new();
+        for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
+            reports.push(run_on_mesh(args.backend, args.parallel.request(), BenchJob { args, scheme })?);
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&reports).map_err(|e| OwtError::io(e.to_string()))?);
+        } else {
+            print!("{}", scheme_table(&reports));
         }
         return Ok(());
     }
