@@ -247,7 +247,7 @@ fn the_dry_run_of_alexnet_owt_at_224_on_8_ranks_with_batch_1024_is_quick() {
     eprintln!("dry run, AlexNetOwt 224, K=8, batch 1024: {:?}", report.elapsed);
     assert!(report.ledger.fallbacks.is_empty(), "{:?}", report.ledger.fallbacks);
     // The exchange schemes move the same bytes (the fc6 input: 1024 x 9216 floats, 7/8 of it
-    // reaching each rank, forward and for the weight gradient).
+    // reaching each rank, once: the weight gradient reuses it).
     let a = run(Exchange::AllGather);
     assert_eq!(a.comm.total_bytes, report.comm.total_bytes);
     let fc6_forward: u64 = a
@@ -299,4 +299,79 @@ fn the_dry_run_labels_compute_with_the_traffic_phases_and_splits_it_over_the_ran
     let (p1, p2) = (one.predict(&cpu), two.predict(&cpu));
     assert!(p2.compute_s < 0.6 * p1.compute_s, "{} vs {}", p2.compute_s, p1.compute_s);
     assert!(p1.comm_s == 0.0 && p2.comm_s > 0.0);
+}
+
+/// The weird trick's step at its analytic minimum (issue 14): per FC layer its input crosses
+/// once forward (under any scheme) and its gradient is reduce-scattered once, the conv
+/// gradients are all-reduced, the loss moves under 1% of the step, and nothing else moves (no
+/// dropout masks, no second exchange for the weight gradient). Data parallelism all-reduces
+/// every gradient and nothing else. AlexNetOwt at 224, 128 images per rank, dropout 0.5.
+#[test]
+fn the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more() {
+    let arch = ModelSpec::new(ModelKind::AlexNetOwt).architecture().unwrap();
+    assert!(arch.dropout > 0.0 && arch.dropout_before_fc.contains(&true));
+    let params = arch.parameters().unwrap();
+    let count = |prefix: &str| -> u64 {
+        params.iter().filter(|(p, _)| p.starts_with(prefix)).map(|(_, s)| s.iter().product::<usize>() as u64).sum()
+    };
+    let (conv, all) = (count("conv"), count(""));
+    let fc_inputs: Vec<(String, u64)> = params
+        .iter()
+        .filter(|(p, _)| p.starts_with("fc") && p.ends_with(".weight"))
+        .map(|(p, s)| (p.trim_end_matches(".weight").to_string(), s[0] as u64))
+        .collect();
+    assert_eq!(fc_inputs.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [9216, 4096, 4096]);
+    for (k, at_least) in [(2u64, 8.5), (4, 5.0), (8, 2.9)] {
+        let batch = 128 * k;
+        let dry = |plan: PlanKind, scheme| {
+            DryRun {
+                arch: &arch,
+                plan: &plan.plan(),
+                ranks: k as usize,
+                batch: batch as usize,
+                scheme,
+                head: Head::Softmax,
+                fc_update: FcUpdate::PerStep,
+            }
+            .run()
+            .unwrap()
+            .comm
+        };
+        let dp = dry(PlanKind::DataParallel, Exchange::AllGather);
+        for t in dp.layers.iter().filter(|t| t.layer != "loss") {
+            assert_eq!((t.phase.as_str(), t.collective.as_str()), ("sync", "all_reduce"), "data-parallel K={k}: {t:?}");
+        }
+        let dp_sync: u64 = dp.layers.iter().filter(|t| t.phase == "sync").map(|t| t.bytes).sum();
+        assert_eq!(dp_sync, 2 * (k - 1) * all * 4, "data-parallel K={k}");
+        for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
+            let wt = dry(PlanKind::WeirdTrick, scheme);
+            let what = format!("weird-trick K={k} scheme {}", scheme.letter());
+            let mut loss = 0;
+            for t in &wt.layers {
+                let allowed = match (t.layer.as_str(), t.phase.as_str()) {
+                    ("loss", _) => true,
+                    (l, "sync") if l.starts_with("conv") => t.collective == "all_reduce",
+                    (l, "forward") if l.starts_with("fc") => t.collective == scheme.collective(),
+                    (l, "backward") if l.starts_with("fc") => t.collective == "reduce_scatter",
+                    _ => false,
+                };
+                assert!(allowed, "{what}: {t:?} is beyond the analytic minimum");
+                if t.layer == "loss" {
+                    loss += t.bytes;
+                }
+            }
+            let conv_sync: u64 = wt.layers.iter().filter(|t| t.phase == "sync").map(|t| t.bytes).sum();
+            assert_eq!(conv_sync, 2 * (k - 1) * conv * 4, "{what}: conv gradients");
+            for (layer, inputs) in &fc_inputs {
+                let once = (k - 1) * batch * inputs * 4;
+                assert_eq!(wt.get(layer, "forward", scheme.collective()).0, once, "{what}: {layer} forward");
+                assert_eq!(wt.get(layer, "backward", "reduce_scatter").0, once, "{what}: {layer} backward");
+            }
+            // The loss reads logits split by class (row maxima and sums): batch-sized pieces.
+            assert!(loss * 100 < wt.total_bytes, "{what}: the loss moved {loss} of {} bytes", wt.total_bytes);
+            let ratio = dp.total_bytes as f64 / wt.total_bytes as f64;
+            eprintln!("K={k} scheme {}: data-parallel / weird-trick = {ratio:.2}x", scheme.letter());
+            assert!(ratio >= at_least, "{what}: data-parallel moves only {ratio:.2}x the weird trick's bytes");
+        }
+    }
 }
