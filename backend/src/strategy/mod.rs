@@ -1,9 +1,10 @@
 //! Deciding: every op's placement rule as a pure function from its inputs' specs (global
-//! shape and placement) to a [`Strategy`]: the placement each input is brought to, the
-//! placement of the rank-local results, and how the op runs. No tensors, no mesh and no
-//! collectives here; `dispatch.rs` does what a strategy says. Rules are registered once per op
-//! family (one file each) and serve float, int and bool alike: the kind never changes a rule,
-//! only whether an op is linear does (see [`Linearity`]).
+//! shape, placement, and whether a whole copy is kept besides) to a [`Strategy`]: the
+//! placement each input is brought to, the placement of the rank-local results, and how the
+//! op runs. No tensors, no mesh and no collectives here; `dispatch.rs` does what a strategy
+//! says. Rules are registered once per op family (one file each) and serve float, int and bool
+//! alike: the kind never changes a rule, only whether an op is linear does (see
+//! [`Linearity`]).
 //!
 //! Written after PyTorch DTensor's sharding propagation (decide from specs, then one dispatcher
 //! redistributes and runs the local op) in the vocabulary of this crate's placements.
