@@ -8,9 +8,9 @@ use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
 use owt::hybrid::Placement;
 use owt::hybrid::{Exchange, Hybrid, LedgerSnapshot, MeshDevice};
-use owt::parallel::{CommPlan, DryRun, Plan, PlanKind, PlanRule};
+use owt::parallel::{CommPlan, DryRun, DryRunReport, Plan, PlanKind, PlanRule};
 use owt::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, TrainConfig};
-use owt_models::{AlexNet, DropoutKey, Head, ModelKind, ModelSpec};
+use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
 
 type H = Autodiff<Hybrid<Flex>>;
 
@@ -46,15 +46,9 @@ fn try_measured_step(
     Ok(layout.traffic().unwrap())
 }
 
-fn measured_step(
-    spec: &ModelSpec,
-    k: usize,
-    plan: &Plan,
-    scheme: Exchange,
-    batch: usize,
-    how: (Head, FcUpdate),
-) -> LedgerSnapshot {
-    try_measured_step(spec, k, plan, scheme, batch, how).unwrap()
+/// The dry run of one softmax step with per-step FC updates.
+fn dry_run(arch: &Architecture, plan: &Plan, ranks: usize, batch: usize, scheme: Exchange) -> DryRunReport {
+    DryRun { arch, plan, ranks, batch, scheme, head: Head::Softmax, fc_update: FcUpdate::PerStep }.run().unwrap()
 }
 
 /// Asserts the ledger and the plan agree on every (layer, phase, collective).
@@ -142,8 +136,8 @@ fn the_ledger_equals_the_plan_for_alexnet_owt_at_a_reduced_input() {
 #[test]
 fn the_two_towers_talk_only_at_conv3_the_fc_layers_and_the_loss() {
     let spec = ModelSpec::new(ModelKind::AlexNetSmall);
-    let ledger =
-        measured_step(&spec, 2, &PlanKind::TwoTower.plan(), Exchange::AllGather, 8, (Head::Softmax, FcUpdate::PerStep));
+    let how = (Head::Softmax, FcUpdate::PerStep);
+    let ledger = try_measured_step(&spec, 2, &PlanKind::TwoTower.plan(), Exchange::AllGather, 8, how).unwrap();
     let mut layers: Vec<&str> = ledger.traffic.keys().map(|(phase, _)| phase.split(':').next().unwrap()).collect();
     layers.dedup();
     assert_eq!(layers, ["conv3", "fc6", "fc7", "fc8", "loss"], "{:?}", ledger.traffic);
@@ -229,19 +223,7 @@ fn the_dry_run_equals_a_real_step_for_alexnet_owt_at_67_on_every_plan_and_scheme
 fn the_dry_run_of_alexnet_owt_at_224_on_8_ranks_with_batch_1024_is_quick() {
     let arch = ModelSpec::new(ModelKind::AlexNetOwt).architecture().unwrap();
     let plan = PlanKind::WeirdTrick.plan();
-    let run = |scheme| {
-        DryRun {
-            arch: &arch,
-            plan: &plan,
-            ranks: 8,
-            batch: 1024,
-            scheme,
-            head: Head::Softmax,
-            fc_update: FcUpdate::PerStep,
-        }
-        .run()
-        .unwrap()
-    };
+    let run = |scheme| dry_run(&arch, &plan, 8, 1024, scheme);
     let report = run(Exchange::Broadcast);
     // Printed, not asserted (shared machines): the target is under a second.
     eprintln!("dry run, AlexNetOwt 224, K=8, batch 1024: {:?}", report.elapsed);
@@ -264,20 +246,8 @@ fn the_dry_run_of_alexnet_owt_at_224_on_8_ranks_with_batch_1024_is_quick() {
 fn the_dry_run_labels_compute_with_the_traffic_phases_and_splits_it_over_the_ranks() {
     let arch = ModelSpec::new(ModelKind::AlexNetSmall).architecture().unwrap();
     let plan = PlanKind::WeirdTrick.plan();
-    let run = |ranks, batch| {
-        DryRun {
-            arch: &arch,
-            plan: &plan,
-            ranks,
-            batch,
-            scheme: Exchange::AllGather,
-            head: Head::Softmax,
-            fc_update: FcUpdate::PerStep,
-        }
-        .run()
-        .unwrap()
-    };
-    let flops = |report: &owt::parallel::DryRunReport, rank: usize, label: &str| -> u64 {
+    let run = |ranks, batch| dry_run(&arch, &plan, ranks, batch, Exchange::AllGather);
+    let flops = |report: &DryRunReport, rank: usize, label: &str| -> u64 {
         report.costs[rank].iter().filter(|c| c.label.as_deref() == Some(label)).map(|c| c.flops).sum()
     };
     let (one, two) = (run(1, 16), run(2, 16));
@@ -323,20 +293,7 @@ fn the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more(
     assert_eq!(fc_inputs.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [9216, 4096, 4096]);
     for (k, at_least) in [(2u64, 8.5), (4, 5.0), (8, 2.9)] {
         let batch = 128 * k;
-        let dry = |plan: PlanKind, scheme| {
-            DryRun {
-                arch: &arch,
-                plan: &plan.plan(),
-                ranks: k as usize,
-                batch: batch as usize,
-                scheme,
-                head: Head::Softmax,
-                fc_update: FcUpdate::PerStep,
-            }
-            .run()
-            .unwrap()
-            .comm
-        };
+        let dry = |plan: PlanKind, scheme| dry_run(&arch, &plan.plan(), k as usize, batch as usize, scheme).comm;
         let dp = dry(PlanKind::DataParallel, Exchange::AllGather);
         for t in dp.layers.iter().filter(|t| t.layer != "loss") {
             assert_eq!((t.phase.as_str(), t.collective.as_str()), ("sync", "all_reduce"), "data-parallel K={k}: {t:?}");

@@ -178,7 +178,6 @@ pub(crate) fn run_matmul<B: Backend, K: ShardKind<B>>(
             // A sharded left operand gathered whole (scheme a's all-gather) is kept with it, so
             // the backward pass's `lhs^T @ dy` finds it (see `DTensor::kept`).
             let lhs = if s.inputs[0] == Placement::Replicate && matches!(lhs.placement, Placement::Shard(_)) {
-                lhs.mesh.check_same(&rhs.mesh, op);
                 let whole = bring(lhs.clone(), Placement::Replicate);
                 lhs.keep_whole(whole.shards.clone());
                 whole

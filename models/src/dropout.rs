@@ -105,9 +105,15 @@ impl CounterDropout {
         Self { prob }
     }
 
+    /// Whether dropout acts on `x`: only where gradients are tracked, and with a nonzero
+    /// probability.
+    fn acts<B: Backend>(&self, x: &Tensor<B, 2>) -> bool {
+        B::ad_enabled(&x.device()) && self.prob != 0.0
+    }
+
     /// `x` (`[rows, features]`) with `layer`'s mask under `key` applied.
     pub fn forward<B: Backend>(&self, x: Tensor<B, 2>, key: DropoutKey, layer: &str) -> Tensor<B, 2> {
-        if !B::ad_enabled(&x.device()) || self.prob == 0.0 {
+        if !self.acts(&x) {
             return x;
         }
         let keep = self.mask(&x, key, layer);
@@ -117,7 +123,7 @@ impl CounterDropout {
     /// As [`CounterDropout::forward`] with a mask from the backend's random generator (no
     /// key: what Burn's `Dropout` does), for callers that do not number their steps.
     pub fn forward_unkeyed<B: Backend>(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        if !B::ad_enabled(&x.device()) || self.prob == 0.0 {
+        if !self.acts(&x) {
             return x;
         }
         let keep = 1.0 - self.prob;

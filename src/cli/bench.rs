@@ -173,20 +173,31 @@ struct BenchJob<'a> {
     scheme: Exchange,
 }
 
-impl BenchJob<'_> {
-    fn config(&self) -> TrainConfig {
-        TrainConfig {
-            batch: self.args.batch,
-            seed: self.args.seed,
-            head: self.args.head,
-            fc_update: self.args.parallel.fc_update,
-            ..TrainConfig::new(self.args.model.spec(), crate::data::DatasetKind::Synthetic)
-        }
+/// The training settings of a benchmark's synthetic steps.
+fn bench_config(args: &BenchArgs) -> TrainConfig {
+    TrainConfig {
+        batch: args.batch,
+        seed: args.seed,
+        head: args.head,
+        fc_update: args.parallel.fc_update,
+        ..TrainConfig::new(args.model.spec(), crate::data::DatasetKind::Synthetic)
     }
+}
 
+/// Prints `value` as pretty JSON, or `text()` (with its own line ends).
+fn print_report<T: Serialize>(value: &T, json: bool, text: impl FnOnce() -> String) -> Result<(), OwtError> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value).map_err(|e| OwtError::io(e.to_string()))?);
+    } else {
+        print!("{}", text());
+    }
+    Ok(())
+}
+
+impl BenchJob<'_> {
     fn run_layout<B: AutodiffBackend, L: Layout<B>>(self, layout: &L, devices: usize) -> Result<BenchReport, OwtError> {
         let args = self.args;
-        let config = self.config();
+        let config = bench_config(args);
         let arch = config.model.architecture()?;
         layout.check(&arch, config.batch)?;
         let device = layout.device();
@@ -284,7 +295,7 @@ impl BackendJob for ProfileJob<'_> {
     type Output = StepProfile;
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<StepProfile, OwtError> {
         let args = self.args;
-        let config = BenchJob { args, scheme: args.parallel.scheme }.config();
+        let config = bench_config(args);
         let arch = config.model.architecture()?;
         let layout = SingleDevice::<B>::new(device.clone());
         layout.check(&arch, config.batch)?;
@@ -319,7 +330,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     }
     let arch = args.model.spec().architecture()?;
     let job = BenchJob { args, scheme: args.parallel.scheme };
-    let mut config = job.config();
+    let mut config = bench_config(args);
     config.limit = Some(4 * args.batch);
     crate::cli::train::check_memory(&config, args.backend)?;
     if args.profile {
@@ -327,42 +338,28 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
             return Err(OwtError::input("--profile times one device: leave out --devices and --plan"));
         }
         let profile = run_on(args.backend, !args.no_fusion, ProfileJob { args })?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&profile).map_err(|e| OwtError::io(e.to_string()))?);
-        } else {
-            print!("{}", profile.table());
-        }
-        return Ok(());
+        return print_report(&profile, args.json, || profile.table());
+    }
+    if args.compare_schemes && (!args.parallel.on_mesh() || args.parallel.devices < 2) {
+        return Err(OwtError::input(format!(
+            "--compare-schemes compares how ranks exchange activities: give --devices 2 or more, got --devices {}",
+            args.parallel.devices
+        )));
+    }
+    if args.parallel.on_mesh() {
+        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, args.batch)?;
     }
     if args.compare_schemes {
-        if !args.parallel.on_mesh() || args.parallel.devices < 2 {
-            return Err(OwtError::input(format!(
-                "--compare-schemes compares how ranks exchange activities: give --devices 2 or more, got --devices {}",
-                args.parallel.devices
-            )));
-        }
-        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, args.batch)?;
         let mut reports = Vec::new();
         for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
             reports.push(run_on_mesh(args.backend, args.parallel.request(), BenchJob { args, scheme })?);
         }
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&reports).map_err(|e| OwtError::io(e.to_string()))?);
-        } else {
-            print!("{}", scheme_table(&reports));
-        }
-        return Ok(());
+        return print_report(&reports, args.json, || scheme_table(&reports));
     }
     let report = if args.parallel.on_mesh() {
-        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, args.batch)?;
         run_on_mesh(args.backend, args.parallel.request(), job)?
     } else {
         run_on(args.backend, !args.no_fusion, job)?
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| OwtError::io(e.to_string()))?);
-    } else {
-        println!("{}", report.summary());
-    }
-    Ok(())
+    print_report(&report, args.json, || format!("{}\n", report.summary()))
 }
