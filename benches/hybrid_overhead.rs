@@ -12,7 +12,7 @@ use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Distribution;
-use owt::parallel::PlanKind;
+use owt_hybrid::PlanKind;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 use owt_models::{AlexNet, AlexNetSmallConfig, Head};
 

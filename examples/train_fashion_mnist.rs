@@ -4,7 +4,8 @@
 
 use burn::backend::{Autodiff, Flex};
 use owt::data::{open_splits, DataRequest, DatasetKind};
-use owt::train::{evaluate, load_model, train, RunOptions, SingleDevice, TrainConfig};
+use owt::train::{evaluate, load_model, train, RunOptions, TrainConfig};
+use owt_hybrid::SingleDevice;
 use owt_models::{ModelKind, ModelSpec};
 
 fn main() -> Result<(), owt::OwtError> {

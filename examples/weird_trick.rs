@@ -6,9 +6,9 @@
 
 use burn::backend::Flex;
 use owt::data::{open_splits, DataRequest, DatasetKind};
-use owt::hybrid::{Exchange, MeshDevice, Placement};
-use owt::parallel::{DryRun, Plan, PlanRule};
-use owt::train::{train, MeshLayout, RunOptions, TrainConfig};
+use owt::parallel::PlanDryRun;
+use owt::train::{train, RunOptions, TrainConfig};
+use owt_hybrid::{Exchange, MeshDevice, MeshLayout, Placement, Plan, PlanRule};
 use owt_models::{ModelKind, ModelSpec};
 
 fn main() -> Result<(), owt::OwtError> {
@@ -41,7 +41,7 @@ fn main() -> Result<(), owt::OwtError> {
     let metrics =
         train(&config, &splits, &layout, &RunOptions { verbose: true, overwrite: true, ..RunOptions::new(out) })?;
     let measured = metrics.last().and_then(|m| m.communication.clone()).expect("a mesh run reports traffic");
-    let planned = DryRun {
+    let planned = PlanDryRun {
         arch: &arch,
         plan: &plan,
         ranks: 4,

@@ -59,3 +59,9 @@ impl From<owt_models::ArchitectureError> for OwtError {
         OwtError::Input(e.0)
     }
 }
+
+impl From<owt_hybrid::PlanError> for OwtError {
+    fn from(e: owt_hybrid::PlanError) -> Self {
+        OwtError::Input(e.0)
+    }
+}

@@ -1,9 +1,11 @@
 //! # owt
 //!
-//! AlexNet on Burn after two papers: the 2012 two-tower network and the 2014 "one weird trick"
-//! (conv layers data-parallel, FC layers model-parallel). This facade re-exports the model
-//! crate ([`models`]) and the backend wrapper ([`hybrid`]), and holds what composes them: data
-//! loading ([`data`]), training loops ([`train`]), backend choice ([`backends`]) and the CLI ([`cli`]).
+//! The `owt` tool: AlexNet on Burn after two papers, the 2012 two-tower network and the 2014
+//! "one weird trick" (conv layers data-parallel, FC layers model-parallel). The libraries are
+//! their own crates: `owt-models` (the networks) and `owt-hybrid` (the backend wrapper and the
+//! parallel library around it). This crate composes them for the command line: data loading
+//! ([`data`]), the AlexNet training step and loop ([`train`]), the AlexNet side of plans and dry
+//! runs ([`parallel`]), backend choice ([`backends`]) and the CLI ([`cli`]).
 
 pub mod backends;
 pub mod cli;
@@ -19,5 +21,3 @@ pub mod report;
 pub mod train;
 
 pub use error::OwtError;
-pub use owt_hybrid as hybrid;
-pub use owt_models as models;

@@ -11,14 +11,18 @@
 //! (conv results depend in the last bit on how many images share a kernel call) and the runs
 //! drift apart to ~1e-3 by step 20: float chaos, not a difference of algorithm. In f64 such
 //! a flip would need an input within 1e-16 of zero.
+//!
+//! Its own test binary (the other integration tests share one): f64 is made the default float
+//! type of the process-wide Flex device, which works only before any other test's first tensor.
 
 use burn::backend::{Autodiff, Flex};
 use burn::module::Module;
 use burn::prelude::*;
-use owt::hybrid::{Exchange, MeshDevice};
-use owt::parallel::{parameter_values, PlanKind};
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
-use owt::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, SingleDevice, TrainConfig};
+use owt::train::{sgd, train_step, upload_batch, FcUpdate, TrainConfig};
+use owt_hybrid::{parameter_values, PlanKind};
+use owt_hybrid::{Exchange, MeshDevice};
+use owt_hybrid::{MeshLayout, SingleDevice, StepLayout};
 use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelKind, ModelSpec};
 
 fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
@@ -26,7 +30,7 @@ fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
 }
 
 type Ref = Autodiff<Flex>;
-type H = Autodiff<owt::hybrid::Hybrid<Flex>>;
+type H = Autodiff<owt_hybrid::Hybrid<Flex>>;
 
 /// Flex's random generator is process-global: tests whose draws must line up take turns.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -84,23 +88,26 @@ fn initial_weights(spec: &ModelSpec) -> Vec<u8> {
 }
 
 /// Trains `steps` steps from `weights` with `layout`; returns every parameter's final values.
-fn run<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
+fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
     config: &TrainConfig,
     weights: &[u8],
     steps: usize,
 ) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
     let arch = config.model.architecture().unwrap();
-    layout.check(&arch, config.batch).unwrap();
+    if let Some(plan) = layout.plan() {
+        owt::parallel::check_run(plan, &arch, layout.ranks(), config.batch).unwrap();
+    }
     let device = layout.device();
     let model: AlexNet<B> = arch.try_init(device).unwrap();
     let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
-    let mut model = layout.place_model(model).unwrap();
+    let mut model = layout.place_module(model).unwrap();
     let mut optim = sgd::<B>(config);
     let mut losses = Vec::new();
     for step in 0..steps {
         let (x, y) = batch(step, config.batch, arch.input, arch.classes);
-        let (x, y) = layout.place_batch(Tensor::from_data(x, device), Tensor::from_data(y, device));
+        let (x, y) =
+            (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
         let key = DropoutKey::new(config.seed, step as u64);
         let (next, outcome) =
             train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
@@ -266,19 +273,19 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
         let device = layout.device().clone();
         let model: AlexNet<H> = arch.try_init(&device).unwrap();
         let mut model =
-            layout.place_model(model.load_record(record_from_bytes::<H, _>(&weights, &device).unwrap())).unwrap();
+            layout.place_module(model.load_record(record_from_bytes::<H, _>(&weights, &device).unwrap())).unwrap();
         let mut optim = sgd::<H>(&config);
         let eval = |model: &AlexNet<H>| {
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);
             let b = splits.test.batch(&held_out, false, &mut rng);
-            let (x, y) = layout.upload_batch(&b);
+            let (x, y) = upload_batch(&layout, &b);
             Head::Softmax.loss(model.forward(x), y).into_scalar().elem::<f64>()
         };
         let before = eval(&model);
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
         let order: Vec<usize> = (0..splits.train.len()).collect();
         for chunk in order.chunks(64) {
-            let (x, y) = layout.upload_batch(&splits.train.batch(chunk, false, &mut rng));
+            let (x, y) = upload_batch(&layout, &splits.train.batch(chunk, false, &mut rng));
             model =
                 train_step(&layout, model, &mut optim, 0.01, Head::Softmax, fc_update, DropoutKey::default(), x, y).0;
         }

@@ -5,23 +5,41 @@
 //! ops on batch-sharded inputs run as data-parallel replicas, matmuls against column-split
 //! weights run model-parallel, and every byte that crosses ranks goes through
 //! [`collectives`], which records it in the mesh's ledger ([`LedgerSnapshot`]). Knows
-//! nothing about AlexNet: the rules are per op and per placement (`backend/README.md`).
+//! nothing about AlexNet: the rules are per op and per placement (the crate's README).
+//!
+//! Around the backend, what a training program needs for any Burn module: [`Plan`]s that say
+//! where every parameter lives ([`PlanKind`] for the built-in ones), [`place_parameters`],
+//! [`sync_gradients`] with each layer's traffic labelled ([`LayerLabels`]), a
+//! [`StepLayout`] that runs one step on one device or a mesh, and [`DryRun`]s on shape-only
+//! devices whose ledger and op costs a [`cost_model`] prices.
+//!
+//! Built on Burn 0.21, the last Burn whose `Tensor<B, D>` takes a backend type parameter
+//! (Burn 0.22 replaced it with a closed set of built-in backends; see the README).
 
 mod api;
 mod backend;
 pub mod collectives;
+pub mod cost_model;
 mod differentiable;
 mod dispatch;
+mod dry_run;
 mod dtensor;
 mod exchange;
 mod kind;
+mod layout;
 mod ledger;
 mod mesh;
+#[cfg(feature = "mutation")]
 #[doc(hidden)]
 pub mod mutation;
+#[cfg(not(feature = "mutation"))]
+mod mutation;
 pub mod ops;
+mod params;
 mod phase_marker;
+mod phases;
 mod placement;
+mod plan;
 mod quantization;
 mod scheme;
 mod strategy;
@@ -30,12 +48,18 @@ mod upload;
 
 pub use api::{partial_from_summands, Distributed};
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
+pub use cost_model::{DeviceProfile, LayerOrder, PhaseTime, StepPrediction};
+pub use dry_run::{CommPlan, DryRun, DryRunReport, LayerTraffic};
 pub use dtensor::DTensor;
 pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
+pub use layout::{MeshLayout, NoLabels, SingleDevice, StepLabels, StepLayout};
 pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
-pub use mesh::{MeshDevice, PhaseGuard};
+pub use mesh::{live_meshes, MeshDevice, PhaseGuard};
+pub use params::{gradient_values, parameter_paths, parameter_values, place_parameters};
 pub use phase_marker::mark_backward_phase;
+pub use phases::{layer_of, phase_label, split_label, sync_gradients, LayerLabels, PHASES};
 pub use placement::{can_shard, shard_ranges, shard_sizes, Placement, ReduceOp};
+pub use plan::{pattern_matches, Plan, PlanError, PlanKind, PlanRule};
 pub use scheme::Exchange;
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
 pub use upload::Upload;

@@ -2,7 +2,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
@@ -25,20 +25,65 @@ struct MeshInner<D> {
     device_all_reduce: Mutex<Option<Box<dyn Any + Send + Sync>>>,
 }
 
+impl<D> Drop for MeshInner<D> {
+    /// The last handle is gone: the id is free for the next mesh.
+    fn drop(&mut self) {
+        registry().live.remove(&self.id);
+    }
+}
+
 /// A mesh of ranks, each on an inner-backend device; several ranks may share one physical
 /// device (virtual ranks). Cloning is cheap and clones compare equal; two meshes made by
 /// separate calls are different meshes, and tensors of different meshes never meet in one op.
+/// A mesh is freed when its last handle (clone, tensor or module on it) goes.
 pub struct MeshDevice<D> {
     inner: Arc<MeshInner<D>>,
 }
 
-type Registry = Mutex<HashMap<u16, Box<dyn Any + Send + Sync>>>;
+/// The meshes alive now, by id (so Burn's `from_id` can find them again), and the default
+/// mesh of each inner device type.
+#[derive(Default)]
+struct Registry {
+    /// A `Weak<MeshInner<D>>` per live mesh: the registry does not keep a mesh alive.
+    live: HashMap<u16, Box<dyn Any + Send + Sync>>,
+    /// A `MeshDevice<D>` per inner device type, made on first use and kept for the process.
+    defaults: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// Where the search for a free id starts (the id after the last one handed out).
+    cursor: u16,
+}
 
-/// Every mesh ever made, by id, so Burn's `from_id` can find it again.
-static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Mutex::new(HashMap::new()));
-/// The default (1-rank) mesh of each inner device type.
-static DEFAULTS: LazyLock<Mutex<HashMap<TypeId, u16>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
-static NEXT_ID: Mutex<u16> = Mutex::new(0);
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Registry {
+    /// A mesh over `ranks` with a free id, registered; one lock held throughout.
+    fn create<D: DeviceOps>(&mut self, ranks: Vec<D>, transport: Transport) -> MeshDevice<D> {
+        assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
+        let id =
+            (0..=u16::MAX).map(|i| self.cursor.wrapping_add(i)).find(|id| !self.live.contains_key(id)).unwrap_or_else(
+                || panic!("Hybrid: {} meshes alive at once, the most Burn's 16-bit device ids allow", self.live.len()),
+            );
+        self.cursor = id.wrapping_add(1);
+        let inner = Arc::new(MeshInner {
+            id,
+            ranks,
+            transport,
+            ledger: Mutex::new(Ledger::default()),
+            exchange: Mutex::new(Exchange::default()),
+            device_all_reduce: Mutex::new(None),
+        });
+        self.live.insert(id, Box::new(Arc::downgrade(&inner)));
+        MeshDevice { inner }
+    }
+}
+
+/// Meshes alive in the process now (the default meshes included): what tests of freeing read.
+pub fn live_meshes() -> usize {
+    registry().live.len()
+}
 
 impl<D: DeviceOps> MeshDevice<D> {
     /// A mesh with one rank per entry of `ranks`, in rank order, moving pieces between
@@ -50,25 +95,7 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// [`MeshDevice::new`] moving pieces between distinct devices by `transport` (see
     /// [`Transport::choose`]).
     pub fn with_transport(ranks: Vec<D>, transport: Transport) -> Self {
-        assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
-        let id = {
-            let mut next = NEXT_ID.lock().unwrap_or_else(|e| e.into_inner());
-            let id = *next;
-            *next = next.checked_add(1).expect("more than 65535 meshes in one process");
-            id
-        };
-        let mesh = Self {
-            inner: Arc::new(MeshInner {
-                id,
-                ranks,
-                transport,
-                ledger: Mutex::new(Ledger::default()),
-                exchange: Mutex::new(Exchange::default()),
-                device_all_reduce: Mutex::new(None),
-            }),
-        };
-        REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Box::new(mesh.clone()));
-        mesh
+        registry().create(ranks, transport)
     }
 
     /// `k` virtual ranks all on `device` (how tests and CPU runs get a K-rank mesh).
@@ -219,26 +246,32 @@ impl<D: std::fmt::Debug> std::fmt::Debug for MeshDevice<D> {
 }
 
 impl<D: DeviceOps> Default for MeshDevice<D> {
-    /// The 1-rank mesh on the inner backend's default device (the same mesh every time).
+    /// The 1-rank mesh on the inner backend's default device (the same mesh every time, made
+    /// once, under one lock, however many threads ask at once).
     fn default() -> Self {
-        let existing = DEFAULTS.lock().unwrap_or_else(|e| e.into_inner()).get(&TypeId::of::<D>()).copied();
-        if let Some(id) = existing {
-            return Self::from_id(DeviceId::new(MESH_TYPE_ID, id));
+        let mut registry = registry();
+        if let Some(mesh) = registry.defaults.get(&TypeId::of::<D>()).and_then(|m| m.downcast_ref::<Self>()) {
+            return mesh.clone();
         }
-        let mesh = Self::new(vec![D::default()]);
-        DEFAULTS.lock().unwrap_or_else(|e| e.into_inner()).insert(TypeId::of::<D>(), mesh.id());
+        let mesh = registry.create(vec![D::default()], Transport::HostStaged);
+        registry.defaults.insert(TypeId::of::<D>(), Box::new(mesh.clone()));
         mesh
     }
 }
 
 impl<D: DeviceOps> Device for MeshDevice<D> {
     fn from_id(device_id: DeviceId) -> Self {
-        let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-        registry
+        let registry = registry();
+        let inner = registry
+            .live
             .get(&device_id.index_id)
-            .and_then(|m| m.downcast_ref::<Self>())
-            .cloned()
-            .unwrap_or_else(|| panic!("Hybrid: no mesh with id {} for this inner device type", device_id.index_id))
+            .and_then(|m| m.downcast_ref::<Weak<MeshInner<D>>>())
+            .and_then(Weak::upgrade);
+        drop(registry);
+        match inner {
+            Some(inner) => Self { inner },
+            None => panic!("Hybrid: no live mesh with id {} for this inner device type", device_id.index_id),
+        }
     }
 
     fn to_id(&self) -> DeviceId {

@@ -2,8 +2,7 @@
 //! [`OpCost`] per op run on it) and the label new entries get.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
@@ -29,40 +28,69 @@ struct DeviceState {
     log: Mutex<CostLog>,
 }
 
+impl Drop for DeviceState {
+    /// The last handle is gone: the id is free for the next device.
+    fn drop(&mut self) {
+        registry().live.remove(&self.id);
+    }
+}
+
 /// A shape-only device. Cloning is cheap (a reference count) and clones compare equal; each
 /// [`MetaDevice::new`] is a distinct device with its own id and cost log, and
-/// [`MetaDevice::default`] is one fixed device shared by the whole process.
+/// [`MetaDevice::default`] is one fixed device shared by the whole process. A device is freed
+/// (and its id handed out again) when its last handle goes.
 #[derive(Clone)]
 pub struct MetaDevice {
     state: Arc<DeviceState>,
 }
 
-/// Every device ever made, by id, so Burn's `Device::from_id` can find it again.
-static REGISTRY: LazyLock<Mutex<HashMap<u16, MetaDevice>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
-/// The default device (id 0); made on first use.
-static DEFAULT: LazyLock<MetaDevice> = LazyLock::new(|| MetaDevice::register(0));
-/// The next id [`MetaDevice::new`] hands out (0 is the default device's).
-static NEXT_ID: AtomicU16 = AtomicU16::new(1);
+/// The devices alive now, by id, so Burn's `Device::from_id` can find them again; the registry
+/// does not keep them alive. Id 0 is the default device's, which lives for the process.
+#[derive(Default)]
+struct Registry {
+    live: HashMap<u16, Weak<DeviceState>>,
+    /// Where the search for a free id starts.
+    cursor: u16,
+}
 
-fn registry() -> MutexGuard<'static, HashMap<u16, MetaDevice>> {
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
+/// The default device (id 0); made on first use.
+static DEFAULT: LazyLock<MetaDevice> = LazyLock::new(|| registry().register(Some(0)));
+
+fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl MetaDevice {
-    /// A fresh device, distinct from every other (its own id and empty cost log): one per rank
-    /// of a mesh, for example. Panics after 65534 devices (Burn's device ids are 16-bit); devices
-    /// live as long as the process (Burn may ask for one by id at any time).
-    pub fn new() -> Self {
-        let id = NEXT_ID
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
-            .expect("more than 65534 Meta devices in one process (device ids are 16-bit)");
-        Self::register(id)
+impl Registry {
+    /// A new device with id `id`, or else the first free id above 0.
+    fn register(&mut self, id: Option<u16>) -> MetaDevice {
+        let id = id.unwrap_or_else(|| {
+            let id = (0..=u16::MAX)
+                .map(|i| self.cursor.wrapping_add(i))
+                .find(|id| *id != 0 && !self.live.contains_key(id))
+                .unwrap_or_else(|| {
+                    panic!("Meta: {} devices alive at once, the most Burn's 16-bit device ids allow", self.live.len())
+                });
+            self.cursor = id.wrapping_add(1);
+            id
+        });
+        let state = Arc::new(DeviceState { id, log: Mutex::new(CostLog::default()) });
+        self.live.insert(id, Arc::downgrade(&state));
+        MetaDevice { state }
     }
+}
 
-    fn register(id: u16) -> Self {
-        let device = Self { state: Arc::new(DeviceState { id, log: Mutex::new(CostLog::default()) }) };
-        registry().insert(id, device.clone());
-        device
+/// Meta devices alive in the process now (the default device, once made, included).
+pub fn live_devices() -> usize {
+    registry().live.len()
+}
+
+impl MetaDevice {
+    /// A fresh device, distinct from every other alive (its own id and empty cost log): one
+    /// per rank of a mesh, for example. Panics only with 65,535 devices alive at once (Burn's
+    /// device ids are 16-bit).
+    pub fn new() -> Self {
+        registry().register(None)
     }
 
     /// This device's id (unique in the process; the default device's is 0).
@@ -112,6 +140,12 @@ impl MetaDevice {
         self.log().source = Some(Arc::new(source));
     }
 
+    /// Drops the label source set by [`MetaDevice::set_label_source`] (the fixed label applies
+    /// again). A source that holds a mesh of this device keeps both alive until it goes.
+    pub fn clear_label_source(&self) {
+        self.log().source = None;
+    }
+
     /// Appends one entry with the current label.
     pub(crate) fn record(&self, op: &'static str, flops: u64, bytes_read: u64, bytes_written: u64) {
         let source = self.log().source.clone();
@@ -153,15 +187,16 @@ impl std::fmt::Debug for MetaDevice {
 
 impl Device for MetaDevice {
     /// The device with this id; index 0 is the default device. Panics on an id no device has
-    /// (ids are only handed out by [`MetaDevice::new`]).
+    /// (or of a device already freed).
     fn from_id(device_id: DeviceId) -> Self {
         if device_id.index_id == 0 {
             return Self::default();
         }
-        registry()
-            .get(&device_id.index_id)
-            .cloned()
-            .unwrap_or_else(|| panic!("Meta: no device with id {}", device_id.index_id))
+        let state = registry().live.get(&device_id.index_id).and_then(Weak::upgrade);
+        match state {
+            Some(state) => Self { state },
+            None => panic!("Meta: no live device with id {}", device_id.index_id),
+        }
     }
 
     fn to_id(&self) -> DeviceId {

@@ -18,5 +18,5 @@ mod tensor;
 
 pub use backend::Meta;
 pub use cost::{CostTotals, OpCost};
-pub use device::MetaDevice;
+pub use device::{live_devices, MetaDevice};
 pub use tensor::MetaTensor;

@@ -5,11 +5,11 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
-use burn::tensor::activation::relu;
 
 use crate::architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
 use crate::dropout::{CounterDropout, DropoutKey};
 use crate::lrn::{TowerLrn, TowerLrnConfig};
+use crate::stage::{Activation, Stage};
 
 /// An AlexNet-family network. Parameter paths are the paper's layer names (`conv1.weight`,
 /// `fc6.bias`, ...), which is what parallel plans refer to. Knows nothing about devices.
@@ -189,48 +189,54 @@ impl<B: Backend> AlexNet<B> {
         if let Err(e) = arch.check_input(images.dims()) {
             panic!("{e}");
         }
-        let convs = [&self.conv1, &self.conv2, &self.conv3, &self.conv4, &self.conv5];
-        let mut x = images;
-        for (i, conv) in convs.into_iter().enumerate() {
-            let stage = i + 1;
-            x = hook.maps(&format!("conv{stage}"), x);
-            x = relu(conv.forward(x));
-            hook.observe(&format!("conv{stage}"), &x.dims()[1..]);
-            if arch.lrn_after[i] {
-                x = self.lrn.forward(x);
-                hook.observe(&format!("lrn{stage}"), &x.dims()[1..]);
+        let mut x = Activation::Maps(images);
+        for stage in arch.stages().into_iter().take_while(|s| !s.on_features()) {
+            if let Stage::Conv(_) = stage {
+                x = match x {
+                    Activation::Maps(maps) => Activation::Maps(hook.maps(&stage.name(), maps)),
+                    features => features,
+                };
             }
-            if arch.pool_after[i] {
-                x = self.pool.forward(x);
-                hook.observe(&format!("pool{stage}"), &x.dims()[1..]);
+            x = self.run_stage(stage, x, DropoutKey::default());
+            if stage.profiled() {
+                hook.observe(&stage.name(), &x.per_image_shape());
             }
         }
-        if let Some(avgpool) = &self.avgpool {
-            x = avgpool.forward(x);
-            hook.observe("avgpool", &x.dims()[1..]);
+        match x {
+            Activation::Features(h) => h,
+            Activation::Maps(_) => unreachable!("the trunk ends with Flatten"),
         }
-        x.flatten(1, 3)
     }
 
     /// [`AlexNet::forward_classifier`] with `hook` at every layer boundary.
     pub fn forward_classifier_hooked(&self, features: Tensor<B, 2>, hook: &mut dyn LayerHook<B>) -> Tensor<B, 2> {
-        let arch = &self.architecture;
         let mut h = features;
-        let fcs = [&self.fc6, &self.fc7, &self.fc8];
-        for (j, fc) in fcs.into_iter().enumerate() {
-            let name = format!("fc{}", j + 6);
-            h = hook.features(&name, h);
-            if arch.dropout_before_fc[j] {
-                h = match hook.dropout_key() {
-                    Some(key) => self.dropout.forward(h, key, &name),
-                    None => self.dropout.forward_unkeyed(h),
-                };
+        // One key for the pass: the hook's, else the next of the model's own count (taken only
+        // by a pass in which dropout acts, so evaluation does not move the count).
+        let mut key = None;
+        let mut entered = None;
+        for stage in self.architecture.stages().into_iter().filter(|s| s.on_features()) {
+            let layer = stage.layer();
+            if layer != entered {
+                h = hook.features(layer.as_deref().expect("every FC stage has a layer"), h);
+                entered = layer;
             }
-            h = fc.forward(h);
-            if j < 2 {
-                h = relu(h);
+            if matches!(stage, Stage::Dropout(_)) && !self.dropout.acts(&h) {
+                continue;
             }
-            hook.observe(&name, &h.dims()[1..]);
+            let stage_key = match stage {
+                Stage::Dropout(_) => {
+                    *key.get_or_insert_with(|| hook.dropout_key().unwrap_or_else(|| self.dropout.passes.take_key()))
+                }
+                _ => DropoutKey::default(),
+            };
+            h = match self.run_stage(stage, Activation::Features(h), stage_key) {
+                Activation::Features(h) => h,
+                Activation::Maps(_) => unreachable!("FC stages keep features"),
+            };
+            if stage.profiled() {
+                hook.observe(&stage.name(), &h.dims()[1..]);
+            }
         }
         h
     }
@@ -276,8 +282,8 @@ pub trait LayerHook<B: Backend> {
     }
 
     /// Which dropout masks this pass draws (a trainer numbers its steps so that any split of
-    /// the batch or of a layer draws the same masks); `None`: masks from the backend's random
-    /// generator, as Burn's `Dropout` draws them.
+    /// the batch or of a layer draws the same masks); `None`: the key of the model's next
+    /// counted pass ([`crate::PassCounter`]).
     fn dropout_key(&mut self) -> Option<DropoutKey> {
         None
     }

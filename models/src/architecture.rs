@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::profile::{ModelProfile, ProfileBuilder};
+use crate::stage::Stage;
 
 /// One convolution stage: filters, kernel, stride, padding and groups (towers it is split in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,23 +103,17 @@ impl Architecture {
     /// impossible (an input too small for the kernels, channels not divisible by groups).
     pub fn profile(&self) -> Result<ModelProfile, ArchitectureError> {
         let mut p = ProfileBuilder::new(&self.name, self.input);
-        for (i, conv) in self.convs.iter().enumerate() {
-            let stage = i + 1;
-            p.conv(&format!("conv{stage}"), conv)?;
-            if self.lrn_after[i] {
-                p.shape_only(&format!("lrn{stage}"));
+        for stage in self.stages() {
+            let name = stage.name();
+            match stage {
+                Stage::Conv(n) => p.conv(&name, &self.convs[n - 1])?,
+                Stage::Lrn(_) => p.shape_only(&name),
+                Stage::Pool(_) => p.pool(&name, POOL_KERNEL, POOL_STRIDE)?,
+                Stage::AvgPool => p.adaptive_pool(&name, self.adaptive_pool.expect("AvgPool comes with a size")),
+                Stage::Flatten => p.flatten()?,
+                Stage::Fc(n) => p.linear(&name, self.fc_width(n))?,
+                Stage::Relu(_) | Stage::Dropout(_) => {}
             }
-            if self.pool_after[i] {
-                p.pool(&format!("pool{stage}"), POOL_KERNEL, POOL_STRIDE)?;
-            }
-        }
-        if let Some(side) = self.adaptive_pool {
-            p.adaptive_pool("avgpool", side);
-        }
-        p.flatten()?;
-        let widths = [self.hidden[0], self.hidden[1], self.classes];
-        for (j, width) in widths.into_iter().enumerate() {
-            p.linear(&format!("fc{}", j + 6), width)?;
         }
         p.finish()
     }
@@ -127,23 +122,28 @@ impl Architecture {
     /// them (`conv1.weight` `[filters, in/groups, k, k]`, `fc6.weight` `[in, out]`, biases),
     /// without building it: what a parallel plan is checked against.
     pub fn parameters(&self) -> Result<Vec<(String, Vec<usize>)>, ArchitectureError> {
-        let features = self.fc_input_features()?;
+        let mut width = self.fc_input_features()?;
+        let mut channels = self.input[0];
         let mut params = Vec::new();
-        let mut in_channels = self.input[0];
-        for (i, conv) in self.convs.iter().enumerate() {
-            let name = format!("conv{}", i + 1);
-            params.push((
-                format!("{name}.weight"),
-                vec![conv.filters, in_channels / conv.groups, conv.kernel, conv.kernel],
-            ));
-            params.push((format!("{name}.bias"), vec![conv.filters]));
-            in_channels = conv.filters;
-        }
-        let widths = [features, self.hidden[0], self.hidden[1], self.classes];
-        for j in 0..3 {
-            let name = format!("fc{}", j + 6);
-            params.push((format!("{name}.weight"), vec![widths[j], widths[j + 1]]));
-            params.push((format!("{name}.bias"), vec![widths[j + 1]]));
+        for stage in self.stages() {
+            let name = stage.name();
+            let (weight, out) = match stage {
+                Stage::Conv(n) => {
+                    let conv = &self.convs[n - 1];
+                    let weight = vec![conv.filters, channels / conv.groups, conv.kernel, conv.kernel];
+                    channels = conv.filters;
+                    (weight, conv.filters)
+                }
+                Stage::Fc(n) => {
+                    let out = self.fc_width(n);
+                    let weight = vec![width, out];
+                    width = out;
+                    (weight, out)
+                }
+                _ => continue,
+            };
+            params.push((format!("{name}.weight"), weight));
+            params.push((format!("{name}.bias"), vec![out]));
         }
         Ok(params)
     }

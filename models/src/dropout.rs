@@ -11,8 +11,11 @@
 //! indices are small whole vectors, widened to the input's shape through a tensor that has
 //! the input's own layout, so a backend that splits the input computes only its part.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use burn::prelude::*;
-use burn::tensor::{DType, Distribution, ElementConversion};
+use burn::tensor::{DType, ElementConversion};
 
 /// Which masks a forward pass draws: the run's seed, the training step, and which row of the
 /// step's batch the features start at (nonzero when a trainer runs the FC layers on part of a
@@ -91,23 +94,72 @@ fn lowbias32_tensor<B: Backend, const D: usize>(x: Tensor<B, D, Int>) -> Tensor<
     x.clone().bitwise_xor(shr(x, 16))
 }
 
+/// Numbers a model's ordinary forward passes, so a pass that no caller keyed still draws
+/// counter-based masks: pass n under seed s draws the masks of `DropoutKey::new(s, n)`. Clones
+/// share one count (the copies an optimizer step or `valid()` makes of a model count on), and
+/// the count is not part of a record: a model loaded from a checkpoint starts again at 0
+/// unless told where to continue ([`PassCounter::set_next`]).
+#[derive(Clone, Debug, Default)]
+pub struct PassCounter {
+    seed: u64,
+    next: Arc<AtomicU64>,
+}
+
+impl PassCounter {
+    /// A count from 0 under `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self { seed, next: Arc::default() }
+    }
+
+    /// The seed the masks are drawn under.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The number the next pass gets.
+    pub fn next(&self) -> u64 {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// Makes `next` the number of the next pass (e.g. the step a resumed run continues at).
+    pub fn set_next(&self, next: u64) {
+        self.next.store(next, Ordering::Relaxed)
+    }
+
+    /// The key of the next pass; the count moves on by one.
+    pub fn take_key(&self) -> DropoutKey {
+        DropoutKey::new(self.seed, self.next.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// Dropout with counter-based masks (see the module docs). Like Burn's `Dropout`, it acts only
 /// when the backend tracks gradients and scales the kept activities by `1 / (1 - prob)`.
+/// Every mask is a function of a [`DropoutKey`]: given by the caller, or else the next of
+/// the module's own [`PassCounter`], so no mask is ever drawn from a random generator (which on
+/// a mesh would be drawn on one rank and broadcast).
 #[derive(Module, Clone, Debug)]
 pub struct CounterDropout {
     /// Probability of dropping an activity.
     pub prob: f64,
+    /// The keys of passes no caller keyed.
+    #[module(skip)]
+    pub passes: PassCounter,
 }
 
 impl CounterDropout {
-    /// Dropout with drop probability `prob`.
+    /// Dropout with drop probability `prob`, its passes counted from 0 under seed 0.
     pub fn new(prob: f64) -> Self {
-        Self { prob }
+        Self { prob, passes: PassCounter::default() }
+    }
+
+    /// The same dropout with its passes counted under `seed` (from 0).
+    pub fn with_seed(self, seed: u64) -> Self {
+        Self { passes: PassCounter::new(seed), ..self }
     }
 
     /// Whether dropout acts on `x`: only where gradients are tracked, and with a nonzero
     /// probability.
-    fn acts<B: Backend>(&self, x: &Tensor<B, 2>) -> bool {
+    pub fn acts<B: Backend>(&self, x: &Tensor<B, 2>) -> bool {
         B::ad_enabled(&x.device()) && self.prob != 0.0
     }
 
@@ -118,17 +170,6 @@ impl CounterDropout {
         }
         let keep = self.mask(&x, key, layer);
         x.mask_fill(keep.bool_not(), 0.0).mul_scalar(1.0 / (1.0 - self.prob))
-    }
-
-    /// As [`CounterDropout::forward`] with a mask from the backend's random generator (no
-    /// key: what Burn's `Dropout` does), for callers that do not number their steps.
-    pub fn forward_unkeyed<B: Backend>(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        if !self.acts(&x) {
-            return x;
-        }
-        let keep = 1.0 - self.prob;
-        let random = x.random_like(Distribution::Bernoulli(keep));
-        (x * random).mul_scalar(1.0 / keep)
     }
 
     /// Which of `x`'s elements `layer`'s mask under `key` keeps (true: kept), in `x`'s layout.
@@ -161,7 +202,9 @@ impl CounterDropout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AlexNet;
     use burn::backend::{Autodiff, Flex};
+    use burn::tensor::Distribution;
 
     type B = Autodiff<Flex>;
 
@@ -217,5 +260,27 @@ mod tests {
         }
         let plain = Tensor::<Flex, 2>::from_data(x.clone().into_data(), &device);
         assert_eq!(d.forward(plain.clone(), key, "fc6").into_data(), plain.into_data());
+    }
+
+    #[test]
+    fn the_ordinary_forward_keys_each_pass_by_the_models_own_count() {
+        use crate::{AlexNetSmallConfig, KeyedDropout};
+        use burn::module::AutodiffModule;
+        let device = Default::default();
+        let model = AlexNetSmallConfig::new().with_dropout(0.5).init::<B>(&device);
+        let model = AlexNet { dropout: model.dropout.clone().with_seed(9), ..model };
+        let x = Tensor::<B, 4>::random([4, 1, 28, 28], Distribution::Normal(0.0, 1.0), &device);
+        let logits = |t: Tensor<B, 2>| t.into_data().to_vec::<f32>().unwrap();
+        // Evaluation (no autodiff) draws no mask and leaves the count alone.
+        let _ = model.valid().forward(x.clone().inner());
+        assert_eq!(model.dropout.passes.next(), 0);
+        let first = logits(model.forward(x.clone()));
+        let second = logits(model.clone().forward(x.clone()));
+        assert_eq!(model.dropout.passes.next(), 2, "a clone counts on the same count");
+        for (n, got) in [(0, &first), (1, &second)] {
+            let keyed = logits(model.forward_hooked(x.clone(), &mut KeyedDropout(DropoutKey::new(9, n))));
+            assert_eq!(got, &keyed, "pass {n} draws the masks of DropoutKey::new(9, {n})");
+        }
+        assert_ne!(first, second, "two passes draw two masks");
     }
 }

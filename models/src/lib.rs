@@ -18,14 +18,16 @@ mod head;
 mod lrn;
 mod profile;
 mod spec;
+mod stage;
 pub mod torchvision;
 mod variants;
 
 pub use alexnet::{AlexNet, KeyedDropout, LayerHook};
 pub use architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
-pub use dropout::{keeps_element, CounterDropout, DropoutKey};
+pub use dropout::{keeps_element, CounterDropout, DropoutKey, PassCounter};
 pub use head::Head;
 pub use lrn::{TowerLrn, TowerLrnConfig};
 pub use profile::{LayerProfile, ModelProfile};
 pub use spec::{ModelKind, ModelSpec};
+pub use stage::{Activation, Stage};
 pub use variants::{AlexNet2012, AlexNet2012Config, AlexNetOwt, AlexNetOwtConfig, AlexNetSmall, AlexNetSmallConfig};

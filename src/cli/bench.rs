@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use owt_hybrid::{Exchange, MeshDevice};
+use owt_hybrid::{Exchange, MeshDevice, MeshLayout, SingleDevice, StepLayout};
 use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
@@ -23,9 +23,10 @@ use crate::cli::profile::{profile_step, StepProfile};
 use crate::cli::{parse_head, ModelArgs, ParallelArgs};
 use crate::data::{synthetic_images, ImageSource};
 use crate::error::OwtError;
+use crate::parallel::check_run;
 use crate::train::input::Prefetch;
 use crate::train::metrics::TrafficPerStep;
-use crate::train::{sgd, train_step, Layout, MeshLayout, SingleDevice, TrainConfig};
+use crate::train::{sgd, train_step, upload_batch, TrainConfig};
 
 /// Arguments of `owt bench`.
 #[derive(Debug, Args)]
@@ -195,15 +196,21 @@ fn print_report<T: Serialize>(value: &T, json: bool, text: impl FnOnce() -> Stri
 }
 
 impl BenchJob<'_> {
-    fn run_layout<B: AutodiffBackend, L: Layout<B>>(self, layout: &L, devices: usize) -> Result<BenchReport, OwtError> {
+    fn run_layout<B: AutodiffBackend, L: StepLayout<B>>(
+        self,
+        layout: &L,
+        devices: usize,
+    ) -> Result<BenchReport, OwtError> {
         let args = self.args;
         let config = bench_config(args);
         let arch = config.model.architecture()?;
-        layout.check(&arch, config.batch)?;
+        if let Some(plan) = layout.plan() {
+            check_run(plan, &arch, layout.ranks(), config.batch)?;
+        }
         let device = layout.device();
         B::seed(device, config.seed);
         let model: AlexNet<B> = arch.try_init(device)?;
-        let mut model = layout.place_model(model)?;
+        let mut model = layout.place_module(model)?;
         let mut optim = sgd::<B>(&config);
         // Four batches of distinct images, cycled.
         let source: Arc<dyn ImageSource> =
@@ -224,7 +231,7 @@ impl BenchJob<'_> {
             }
             let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
             let t0 = Instant::now();
-            let (images, labels) = layout.upload_batch(&batch);
+            let (images, labels) = upload_batch(layout, &batch);
             let (next, outcome) = train_step(
                 layout,
                 model,
@@ -298,7 +305,6 @@ impl BackendJob for ProfileJob<'_> {
         let config = bench_config(args);
         let arch = config.model.architecture()?;
         let layout = SingleDevice::<B>::new(device.clone());
-        layout.check(&arch, config.batch)?;
         B::seed(&device, config.seed);
         let model: AlexNet<B> = arch.try_init(&device)?;
         let mut optim = sgd::<B>(&config);
@@ -307,8 +313,8 @@ impl BackendJob for ProfileJob<'_> {
         let order: Vec<usize> = (0..config.batch).collect();
         let mut batches = Prefetch::start(source, order, config.batch, false, StdRng::seed_from_u64(config.seed), 1);
         let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the profile got no batch"))?;
-        let (images, labels) = layout.upload_batch(&batch);
-        let upload = || layout.upload_batch(&batch);
+        let (images, labels) = upload_batch(&layout, &batch);
+        let upload = || upload_batch(&layout, &batch);
         let kind = args.backend.name();
         profile_step(model, &mut optim, config.lr, config.head, images, labels, &upload, args.steps, kind)
     }
@@ -347,7 +353,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         )));
     }
     if args.parallel.on_mesh() {
-        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, args.batch)?;
+        check_run(&args.parallel.plan().plan(), &arch, args.parallel.devices, args.batch)?;
     }
     if args.compare_schemes {
         let mut reports = Vec::new();

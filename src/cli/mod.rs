@@ -11,11 +11,11 @@ pub mod train;
 
 use clap::{Args, Parser, Subcommand};
 
-use owt_hybrid::Exchange;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use owt_hybrid::{Exchange, PlanKind};
 use owt_models::{Head, ModelKind, ModelSpec};
 
 use crate::backends::MeshRequest;
-use crate::parallel::PlanKind;
 use crate::train::FcUpdate;
 
 use crate::error::OwtError;
@@ -115,7 +115,7 @@ pub struct ParallelArgs {
     #[arg(long)]
     pub virtual_ranks: bool,
     /// Parallel plan (default weird-trick); runs on a Hybrid mesh even with --devices 1.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = plan_kind_parser())]
     pub plan: Option<PlanKind>,
     /// How batch-sharded activities meet column-split FC weights: a (all-gather), b (K
     /// broadcast rounds), c (K rounds of 1/K slices).
@@ -123,7 +123,7 @@ pub struct ParallelArgs {
     pub scheme: Exchange,
     /// When FC weights are updated: per-step (synchronous SGD) or per-chunk (after each
     /// rank's chunk, the 2014 paper's variant).
-    #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
+    #[arg(long, default_value = "per-step", value_parser = fc_update_parser())]
     pub fc_update: FcUpdate,
 }
 
@@ -142,6 +142,16 @@ impl ParallelArgs {
     pub fn request(&self) -> MeshRequest {
         MeshRequest { ranks: self.devices, virtual_ranks: self.virtual_ranks }
     }
+}
+
+/// `--plan`: a built-in plan, listed in the help.
+pub(crate) fn plan_kind_parser() -> impl TypedValueParser<Value = PlanKind> {
+    PossibleValuesParser::new(PlanKind::ALL.map(PlanKind::name)).map(|s| s.parse().expect("a listed plan"))
+}
+
+/// `--fc-update`: per-step or per-chunk, listed in the help.
+pub(crate) fn fc_update_parser() -> impl TypedValueParser<Value = FcUpdate> {
+    PossibleValuesParser::new(FcUpdate::ALL.map(FcUpdate::name)).map(|s| s.parse().expect("a listed schedule"))
 }
 
 /// `--scheme`: a, b or c.

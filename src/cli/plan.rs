@@ -3,12 +3,12 @@
 
 use clap::Args;
 
-use owt_hybrid::Exchange;
+use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, StepPrediction};
 use owt_models::Head;
 
-use crate::cli::{parse_head, parse_scheme, ModelArgs};
+use crate::cli::{fc_update_parser, parse_head, parse_scheme, plan_kind_parser, ModelArgs};
 use crate::error::OwtError;
-use crate::parallel::{DeviceProfile, DryRun, PlanKind, StepPrediction};
+use crate::parallel::PlanDryRun;
 use crate::train::FcUpdate;
 
 /// Arguments of `owt plan`.
@@ -24,7 +24,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub batch: usize,
     /// Parallel plan.
-    #[arg(long, value_enum, default_value_t = PlanKind::WeirdTrick)]
+    #[arg(long, default_value = "weird-trick", value_parser = plan_kind_parser())]
     pub plan: PlanKind,
     /// Activity exchange scheme: a, b or c.
     #[arg(long, default_value = "a", value_parser = parse_scheme)]
@@ -33,7 +33,7 @@ pub struct PlanArgs {
     #[arg(long, default_value = "softmax", value_parser = parse_head)]
     pub head: Head,
     /// When FC weights are updated, as `owt train --fc-update`.
-    #[arg(long, value_enum, default_value_t = FcUpdate::PerStep)]
+    #[arg(long, default_value = "per-step", value_parser = fc_update_parser())]
     pub fc_update: FcUpdate,
     /// Device profile for predicted times: gtx580-pcie, h200-nvlink or cpu.
     #[arg(long)]
@@ -64,10 +64,10 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         return Err(OwtError::input("--devices must be at least 1, got 0"));
     }
     let profile =
-        DeviceProfile::from_args(args.profile.as_deref(), args.tflops, args.mem_gbps, args.link_gbps, args.latency_us)?;
+        profile_from_args(args.profile.as_deref(), args.tflops, args.mem_gbps, args.link_gbps, args.latency_us)?;
     let arch = args.model.spec().architecture()?;
     let layout = args.plan.plan();
-    let report = DryRun {
+    let report = PlanDryRun {
         arch: &arch,
         plan: &layout,
         ranks: args.devices,
@@ -136,7 +136,7 @@ fn print_prediction(p: &StepPrediction, profile: &DeviceProfile) {
 fn print_speedups(
     args: &PlanArgs,
     arch: &owt_models::Architecture,
-    layout: &crate::parallel::Plan,
+    layout: &Plan,
     profile: &DeviceProfile,
 ) -> Result<(), OwtError> {
     let per_rank = (args.batch / args.devices).max(1);
@@ -145,7 +145,7 @@ fn print_speedups(
     println!("{:>2} {:>12} {:>14} {:>9} {:>11}", "K", "step ms", "overlapped ms", "speedup", "overlapped");
     let mut one: Option<StepPrediction> = None;
     for k in [1usize, 2, 4, 8] {
-        let run = DryRun {
+        let run = PlanDryRun {
             arch,
             plan: layout,
             ranks: k,
@@ -174,4 +174,63 @@ fn print_speedups(
         }
     }
     Ok(())
+}
+
+/// A profile from `--profile` or the four explicit figures (all of which must then be given
+/// and positive).
+pub fn profile_from_args(
+    preset: Option<&str>,
+    tflops: Option<f64>,
+    mem_gbps: Option<f64>,
+    link_gbps: Option<f64>,
+    latency_us: Option<f64>,
+) -> Result<Option<DeviceProfile>, OwtError> {
+    let explicit = [tflops, mem_gbps, link_gbps, latency_us];
+    match (preset, explicit.iter().any(Option::is_some)) {
+        (Some(_), true) => {
+            Err(OwtError::input("give either --profile or --tflops/--mem-gbps/--link-gbps/--latency-us, not both"))
+        }
+        (Some(name), false) => DeviceProfile::preset(name).map(Some).ok_or_else(|| {
+            OwtError::input(format!(
+                "unknown --profile {name:?}; expected one of {}",
+                DeviceProfile::PRESETS.join(", ")
+            ))
+        }),
+        (None, false) => Ok(None),
+        (None, true) => {
+            let names = ["--tflops", "--mem-gbps", "--link-gbps", "--latency-us"];
+            let mut values = [0.0; 4];
+            for ((v, name), out) in explicit.iter().zip(names).zip(&mut values) {
+                match v {
+                    Some(x) if x.is_finite() && (*x > 0.0 || (name == "--latency-us" && *x == 0.0)) => *out = *x,
+                    Some(x) => return Err(OwtError::input(format!("{name} must be positive, got {x}"))),
+                    None => {
+                        return Err(OwtError::input(format!(
+                            "{name} is missing: a custom profile needs all four figures"
+                        )))
+                    }
+                }
+            }
+            let [tflops, mem_gbps, link_gbps, latency_us] = values;
+            Ok(Some(DeviceProfile { name: "custom".into(), tflops, mem_gbps, link_gbps, latency_us }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_are_named_or_complete() {
+        assert!(profile_from_args(Some("h200-nvlink"), None, None, None, None).unwrap().is_some());
+        let e = profile_from_args(Some("tpu"), None, None, None, None).unwrap_err();
+        assert!(e.to_string().contains("gtx580-pcie"), "{e}");
+        let e = profile_from_args(None, Some(1.0), None, Some(2.0), Some(1.0)).unwrap_err();
+        assert!(e.to_string().contains("--mem-gbps is missing"), "{e}");
+        let e = profile_from_args(Some("cpu"), Some(1.0), None, None, None).unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
+        let e = profile_from_args(None, Some(-1.0), Some(1.0), Some(1.0), Some(1.0)).unwrap_err();
+        assert!(e.to_string().contains("--tflops must be positive"), "{e}");
+    }
 }

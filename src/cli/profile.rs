@@ -10,12 +10,11 @@ use std::time::Instant;
 use burn::module::AutodiffModule;
 use burn::optim::{GradientsParams, Optimizer};
 use burn::prelude::*;
-use burn::tensor::activation::relu;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Distribution;
 use serde::Serialize;
 
-use owt_models::{AlexNet, DropoutKey, Head};
+use owt_models::{Activation, AlexNet, DropoutKey, Head};
 
 use crate::cli::bench::median;
 use crate::error::OwtError;
@@ -88,129 +87,33 @@ impl StepProfile {
     }
 }
 
-/// An activation between layers: feature maps or flattened features.
-#[derive(Clone)]
-enum Act<B: Backend> {
-    Maps(Tensor<B, 4>),
-    Features(Tensor<B, 2>),
-}
+type Act<B> = Activation<B>;
 
-impl<B: AutodiffBackend> Act<B> {
-    /// A copy cut from the graph; `tracked`: gradients flow back into it (every layer's
-    /// input but the images, which need none in training either).
-    fn fresh_leaf(&self, tracked: bool) -> Self {
-        match self {
-            Act::Maps(x) => Act::Maps(x.clone().detach().set_require_grad(tracked)),
-            Act::Features(x) => Act::Features(x.clone().detach().set_require_grad(tracked)),
-        }
-    }
-
-    fn per_image_shape(&self) -> Vec<usize> {
-        match self {
-            Act::Maps(x) => x.dims()[1..].to_vec(),
-            Act::Features(x) => x.dims()[1..].to_vec(),
-        }
-    }
-
-    /// `sum(self * upstream)` for a fixed random upstream gradient: its backward is the
-    /// layer's backward from that gradient.
-    fn against(&self, upstream: &Act<B>) -> Tensor<B, 1> {
-        match (self, upstream) {
-            (Act::Maps(x), Act::Maps(g)) => (x.clone() * g.clone()).sum(),
-            (Act::Features(x), Act::Features(g)) => (x.clone() * g.clone()).sum(),
-            _ => unreachable!("an upstream gradient has its output's rank"),
-        }
-    }
-
-    fn random_like(&self) -> Act<B> {
-        let normal = Distribution::Normal(0.0, 1.0);
-        match self {
-            Act::Maps(x) => Act::Maps(Tensor::random(x.dims(), normal, &x.device())),
-            Act::Features(x) => Act::Features(Tensor::random(x.dims(), normal, &x.device())),
-        }
+/// A copy of `a` cut from the graph; `tracked`: gradients flow back into it (every layer's
+/// input but the images, which need none in training either).
+fn fresh_leaf<B: AutodiffBackend>(a: &Act<B>, tracked: bool) -> Act<B> {
+    match a {
+        Act::Maps(x) => Act::Maps(x.clone().detach().set_require_grad(tracked)),
+        Act::Features(x) => Act::Features(x.clone().detach().set_require_grad(tracked)),
     }
 }
 
-/// A layer of the step, in the order the model runs them.
-#[derive(Debug, Clone, Copy)]
-enum Layer {
-    Conv(usize),
-    Relu(usize),
-    Lrn(usize),
-    Pool(usize),
-    AvgPool,
-    Flatten,
-    Dropout(usize),
-    Fc(usize),
-    FcRelu(usize),
-}
-
-impl Layer {
-    fn name(self) -> String {
-        match self {
-            Layer::Conv(s) => format!("conv{s}"),
-            Layer::Relu(s) | Layer::FcRelu(s) => format!("relu{s}"),
-            Layer::Lrn(s) => format!("lrn{s}"),
-            Layer::Pool(s) => format!("pool{s}"),
-            Layer::AvgPool => "avgpool".into(),
-            Layer::Flatten => "flatten".into(),
-            Layer::Dropout(s) => format!("dropout{s}"),
-            Layer::Fc(s) => format!("fc{s}"),
-        }
-    }
-
-    fn apply<B: AutodiffBackend>(self, model: &AlexNet<B>, x: Act<B>) -> Act<B> {
-        let convs = [&model.conv1, &model.conv2, &model.conv3, &model.conv4, &model.conv5];
-        let fcs = [&model.fc6, &model.fc7, &model.fc8];
-        match (self, x) {
-            (Layer::Conv(s), Act::Maps(x)) => Act::Maps(convs[s - 1].forward(x)),
-            (Layer::Relu(_), Act::Maps(x)) => Act::Maps(relu(x)),
-            (Layer::Lrn(_), Act::Maps(x)) => Act::Maps(model.lrn.forward(x)),
-            (Layer::Pool(_), Act::Maps(x)) => Act::Maps(model.pool.forward(x)),
-            (Layer::AvgPool, Act::Maps(x)) => {
-                Act::Maps(model.avgpool.as_ref().expect("avgpool is listed only when the model has one").forward(x))
-            }
-            (Layer::Flatten, Act::Maps(x)) => Act::Features(x.flatten(1, 3)),
-            (Layer::Dropout(s), Act::Features(h)) => {
-                Act::Features(model.dropout.forward(h, DropoutKey::default(), &format!("fc{s}")))
-            }
-            (Layer::Fc(s), Act::Features(h)) => Act::Features(fcs[s - 6].forward(h)),
-            (Layer::FcRelu(_), Act::Features(h)) => Act::Features(relu(h)),
-            (layer, _) => unreachable!("{layer:?} got an activation of the wrong rank"),
-        }
+/// `sum(a * upstream)` for a fixed random upstream gradient: its backward is the layer's
+/// backward from that gradient.
+fn against<B: AutodiffBackend>(a: &Act<B>, upstream: &Act<B>) -> Tensor<B, 1> {
+    match (a, upstream) {
+        (Act::Maps(x), Act::Maps(g)) => (x.clone() * g.clone()).sum(),
+        (Act::Features(x), Act::Features(g)) => (x.clone() * g.clone()).sum(),
+        _ => unreachable!("an upstream gradient has its output's rank"),
     }
 }
 
-/// The layers of `model` in the order its forward pass runs them.
-fn layers<B: Backend>(model: &AlexNet<B>) -> Vec<Layer> {
-    let arch = &model.architecture;
-    let mut out = Vec::new();
-    for i in 0..5 {
-        let s = i + 1;
-        out.push(Layer::Conv(s));
-        out.push(Layer::Relu(s));
-        if arch.lrn_after[i] {
-            out.push(Layer::Lrn(s));
-        }
-        if arch.pool_after[i] {
-            out.push(Layer::Pool(s));
-        }
+fn random_like<B: AutodiffBackend>(a: &Act<B>) -> Act<B> {
+    let normal = Distribution::Normal(0.0, 1.0);
+    match a {
+        Act::Maps(x) => Act::Maps(Tensor::random(x.dims(), normal, &x.device())),
+        Act::Features(x) => Act::Features(Tensor::random(x.dims(), normal, &x.device())),
     }
-    if model.avgpool.is_some() {
-        out.push(Layer::AvgPool);
-    }
-    out.push(Layer::Flatten);
-    for j in 0..3 {
-        let s = j + 6;
-        if arch.dropout_before_fc[j] {
-            out.push(Layer::Dropout(s));
-        }
-        out.push(Layer::Fc(s));
-        if j < 2 {
-            out.push(Layer::FcRelu(s));
-        }
-    }
-    out
 }
 
 fn sync<B: Backend>(device: &B::Device) -> Result<(), OwtError> {
@@ -234,15 +137,15 @@ fn time_op<B: AutodiffBackend>(
     let mut output = None;
     let mut upstream = None;
     for run in 0..=repeats {
-        let x = input.fresh_leaf(tracked);
+        let x = fresh_leaf(input, tracked);
         sync::<B>(device)?;
         let t = Instant::now();
         let y = f(x);
         sync::<B>(device)?;
         let fwd = ms(t);
-        let g = upstream.get_or_insert_with(|| y.random_like()).clone();
+        let g = upstream.get_or_insert_with(|| random_like(&y)).clone();
         let t = Instant::now();
-        let _grads = y.against(&g).backward();
+        let _grads = against(&y, &g).backward();
         sync::<B>(device)?;
         let bwd = ms(t);
         if run > 0 {
@@ -274,9 +177,10 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
     let batch = images.dims()[0];
     let mut rows = Vec::new();
     let mut x = Act::Maps(images.clone());
-    for (i, layer) in layers(&model).into_iter().enumerate() {
-        let (forward_ms, backward_ms, y) = time_op::<B>(&device, &x, i > 0, repeats, &|a| layer.apply(&model, a))?;
-        rows.push(ProfileRow { name: layer.name(), shape: y.per_image_shape(), forward_ms, backward_ms });
+    for (i, stage) in model.architecture.stages().into_iter().enumerate() {
+        let run = |a| model.run_stage(stage, a, DropoutKey::default());
+        let (forward_ms, backward_ms, y) = time_op::<B>(&device, &x, i > 0, repeats, &run)?;
+        rows.push(ProfileRow { name: stage.name(), shape: y.per_image_shape(), forward_ms, backward_ms });
         x = y;
     }
     let Act::Features(logits) = x else { unreachable!("the classifier ends in features") };

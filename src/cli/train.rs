@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use owt_hybrid::MeshDevice;
+use owt_hybrid::{MeshDevice, MeshLayout, SingleDevice, StepLayout};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::{parse_head, ModelArgs, ParallelArgs};
@@ -14,7 +14,7 @@ use crate::error::OwtError;
 use crate::train::config::defaults;
 use crate::train::run_dir::{self, Existing};
 use crate::train::schedule::{LrScaling, LrSchedule};
-use crate::train::{train, EpochMetrics, Layout, MeshLayout, RunOptions, SingleDevice, TrainConfig};
+use crate::train::{train, EpochMetrics, RunOptions, TrainConfig};
 use owt_models::Head;
 
 /// Arguments of `owt train`.
@@ -129,7 +129,7 @@ impl TrainJob<'_> {
         Ok(splits)
     }
 
-    fn train<B: AutodiffBackend, L: Layout<B>>(self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
+    fn train<B: AutodiffBackend, L: StepLayout<B>>(self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
         let splits = self.splits()?;
         eprintln!(
             "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
@@ -215,7 +215,7 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     check_memory(&config, args.backend)?;
     let metrics = if args.parallel.on_mesh() {
         // Refuse an impossible plan before any data is read or backend started.
-        args.parallel.plan().plan().check_run(&arch, args.parallel.devices, config.batch)?;
+        crate::parallel::check_run(&args.parallel.plan().plan(), &arch, args.parallel.devices, config.batch)?;
         let request = args.parallel.request();
         run_on_mesh(args.backend, request, TrainJob { args, config })?
     } else {

@@ -1,14 +1,13 @@
-//! Composing models with `Hybrid<B>`: plans that say where every parameter lives, putting a
-//! model's parameters where a plan says, and labelling each layer's communication.
+//! The AlexNet family on `owt_hybrid`'s parallel library: what a plan needs of an AlexNet
+//! architecture ([`check_run`]), the layer hook that labels each layer's traffic
+//! ([`LayerPhases`]) and the dry run of one AlexNet training step that `owt plan` reports
+//! ([`PlanDryRun`]). Plans, parameter placement, gradient sync, dry runs on shape-only devices
+//! and the cost model themselves are `owt_hybrid`'s.
 
-pub mod cost_model;
+pub mod check;
 pub mod dry_run;
 pub mod phases;
-pub mod placer;
-pub mod plan;
 
-pub use cost_model::{DeviceProfile, PhaseTime, StepPrediction};
-pub use dry_run::{CommPlan, DryRun, DryRunReport, LayerTraffic};
-pub use phases::{sync_gradients, LayerPhases};
-pub use placer::{gradient_values, parameter_paths, parameter_values, place_parameters};
-pub use plan::{Plan, PlanKind, PlanRule};
+pub use check::{check_architecture, check_run};
+pub use dry_run::PlanDryRun;
+pub use phases::LayerPhases;

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{DType, Transaction};
+use owt_hybrid::StepLayout;
 use rand::rngs::StdRng;
 
 use crate::data::images::PIXEL_SCALE;
@@ -92,6 +94,35 @@ pub fn bytes_on_device<B: Backend>(device: &B::Device) -> bool {
 /// [`crate::data::images::normalise`], done on the device).
 pub fn normalise_on_device<B: Backend>(bytes: Tensor<B, 4, Int>) -> Tensor<B, 4> {
     bytes.float().div_scalar(PIXEL_SCALE).sub_scalar(1.0)
+}
+
+/// A host batch on the device, laid out as `layout`'s input: on a mesh each rank receives only
+/// its own piece; pixels go as bytes where the backend has them and are normalised on the
+/// device.
+pub fn upload_batch<B: AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    batch: &Batch,
+) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
+    let images = if bytes_on_device::<B>(layout.device()) {
+        normalise_on_device(layout.upload_labels::<4>(batch.pixel_data(), Some(DType::U8)))
+    } else {
+        layout.upload_input(batch.normalised_data())
+    };
+    (images, layout.upload_labels(batch.label_data(), None))
+}
+
+/// [`upload_batch`] for evaluation: the same tensors without gradient tracking.
+pub fn upload_eval<B: AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    batch: &Batch,
+) -> (Tensor<B::InnerBackend, 4>, Tensor<B::InnerBackend, 1, Int>) {
+    let (images, labels) = upload_batch(layout, batch);
+    (images.inner(), labels.inner())
+}
+
+/// Turns a host batch into tensors on one device (pixels normalised on the device).
+pub fn batch_tensors<B: Backend>(batch: &Batch, device: &B::Device) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
+    (upload_images::<B>(batch, device), upload_labels::<B>(batch, device))
 }
 
 /// A batch's images on one device, normalised.

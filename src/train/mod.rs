@@ -5,7 +5,6 @@ pub mod budget;
 pub mod checkpoint;
 pub mod config;
 pub mod input;
-pub mod layout;
 pub mod metrics;
 pub mod progress;
 pub mod run_dir;
@@ -15,8 +14,8 @@ pub mod trainer;
 
 pub use checkpoint::{Checkpoint, CheckpointState, CHECKPOINT_FILE};
 pub use config::TrainConfig;
-pub use layout::{Layout, MeshLayout, SingleDevice};
+pub use input::{batch_tensors, upload_batch, upload_eval};
 pub use metrics::{Communication, EpochMetrics, TrafficPerStep};
 pub use schedule::{LrScaling, LrSchedule};
-pub use step::{train_step, FcUpdate, StepOutcome};
+pub use step::{classifier, correct_count, features, train_step, FcUpdate, StepOutcome};
 pub use trainer::{evaluate, evaluate_with, load_model, sgd, train, Evaluation, RunOptions};

@@ -1,4 +1,4 @@
-//! One SGD step on a batch, for any [`Layout`]: synchronous (every weight updated once from
+//! One SGD step of the AlexNet family on a batch, for any [`StepLayout`]: synchronous (every weight updated once from
 //! the whole batch) or with the FC layers updated per chunk (Krizhevsky 2014, section 4: the
 //! FC weights are updated after each worker's chunk, the conv weights once per step).
 
@@ -9,14 +9,13 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
-use owt_hybrid::shard_ranges;
+use owt_hybrid::{shard_ranges, StepLayout};
 use owt_models::{AlexNet, DropoutKey, Head};
 
-use crate::train::layout::Layout;
-use crate::train::trainer::correct_count;
+use crate::parallel::LayerPhases;
 
 /// When the FC layers' weights are updated (`--fc-update`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FcUpdate {
     /// Once per step from the whole batch: plain synchronous SGD.
@@ -35,6 +34,48 @@ impl FcUpdate {
             FcUpdate::PerChunk => "per-chunk",
         }
     }
+
+    /// Every schedule.
+    pub const ALL: [FcUpdate; 2] = [FcUpdate::PerStep, FcUpdate::PerChunk];
+}
+
+impl std::str::FromStr for FcUpdate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FcUpdate::ALL.into_iter().find(|u| u.name() == s).ok_or_else(|| {
+            format!("unknown FC update {s:?}: expected one of {}", FcUpdate::ALL.map(FcUpdate::name).join(", "))
+        })
+    }
+}
+
+/// How many of `logits`' predictions equal `labels`, as a device tensor of shape [1].
+pub fn correct_count<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> Tensor<B, 1, Int> {
+    head.predict(logits).equal(labels).int().sum()
+}
+
+/// The conv trunk's features, each layer's traffic labelled by the layout (a new step's
+/// labels start here).
+pub fn features<B: AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    model: &AlexNet<B>,
+    images: Tensor<B, 4>,
+) -> Tensor<B, 2> {
+    let mut phases = LayerPhases::new(layout.labels(), None);
+    let features = model.forward_features_hooked(images, &mut phases);
+    phases.close(features)
+}
+
+/// Logits from `features` through fc6..fc8, ready for the loss (labelled per layer), with the
+/// dropout masks `key` names.
+pub fn classifier<B: AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    model: &AlexNet<B>,
+    features: Tensor<B, 2>,
+    key: DropoutKey,
+) -> Tensor<B, 2> {
+    let mut phases = LayerPhases::new(layout.labels(), Some(key));
+    let logits = model.forward_classifier_hooked(features, &mut phases);
+    phases.enter_loss(logits)
 }
 
 /// What one step measured, still on the device: reading it waits for the step to finish, so
@@ -64,7 +105,7 @@ impl<B: Backend> StepOutcome<B> {
 /// named by `key`), loss, backward, gradient sync and `optim` at rate `lr`. Nothing is read
 /// back from the device.
 #[allow(clippy::too_many_arguments)]
-pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>(
+pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
     layout: &L,
     model: AlexNet<B>,
     optim: &mut O,
@@ -77,8 +118,8 @@ pub fn train_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
 ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     match fc_update {
         FcUpdate::PerStep => {
-            let features = layout.features(&model, images);
-            let logits = layout.classifier(&model, features, key);
+            let features = features(layout, &model, images);
+            let logits = classifier(layout, &model, features, key);
             let (loss, outcome) = loss_and_outcome(head, logits, labels);
             let grads = layout.backward(loss);
             let grads = layout.sync(&model, grads);
@@ -106,7 +147,7 @@ pub fn chunks(n: usize, ranks: usize) -> Vec<Range<usize>> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>(
+fn per_chunk_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
     layout: &L,
     mut model: AlexNet<B>,
     optim: &mut O,
@@ -117,14 +158,14 @@ fn per_chunk_step<B: AutodiffBackend, L: Layout<B>, O: Optimizer<AlexNet<B>, B>>
     labels: Tensor<B, 1, Int>,
 ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     let n = labels.dims()[0];
-    let features = layout.features(&model, images);
+    let features = features(layout, &model, images);
     let detached = features.clone().detach();
     let (mut loss_sum, mut correct) = (None::<Tensor<B::InnerBackend, 1>>, None::<Tensor<B::InnerBackend, 1, Int>>);
     let mut feature_grads = Vec::new();
     for range in chunks(n, layout.ranks()) {
         let share = range.len() as f64 / n as f64;
         let x = detached.clone().slice([range.clone()]).require_grad();
-        let logits = layout.classifier(&model, x.clone(), key.from_row(range.start));
+        let logits = classifier(layout, &model, x.clone(), key.from_row(range.start));
         let y = labels.clone().slice([range]);
         let (loss, o) = loss_and_outcome(head, logits, y);
         let weighted = o.loss.mul_scalar(share);

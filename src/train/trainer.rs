@@ -16,19 +16,20 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+use owt_hybrid::StepLayout;
 use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::data::{Batch, ImageSource, Splits};
 use crate::error::OwtError;
+use crate::parallel::check_run;
 use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState};
 use crate::train::config::TrainConfig;
-use crate::train::input::{upload_images, upload_labels, Prefetch, Tally, TallyValues};
-use crate::train::layout::Layout;
+use crate::train::input::{batch_tensors, upload_batch, upload_eval, Prefetch, Tally, TallyValues};
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::progress::Progress;
 use crate::train::run_dir::{self, Existing};
-use crate::train::step::train_step;
+use crate::train::step::{correct_count, train_step};
 
 /// Batch size of `owt eval` and [`evaluate`] (no gradients, so larger is fine). A training
 /// run evaluates at its own batch size instead, so evaluation reuses the kernels (and on GPUs
@@ -88,11 +89,6 @@ pub struct Evaluation {
     pub images: usize,
 }
 
-/// Turns a host batch into tensors on one device (pixels normalised on the device).
-pub fn batch_tensors<B: Backend>(batch: &Batch, device: &B::Device) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
-    (upload_images::<B>(batch, device), upload_labels::<B>(batch, device))
-}
-
 /// Loss and accuracy of `model` on `source` (deterministic view, no augmentation) on one device.
 pub fn evaluate<B: Backend>(
     model: &AlexNet<B>,
@@ -127,11 +123,6 @@ pub fn evaluate_with<B: Backend>(
     Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), images: source.len() })
 }
 
-/// How many of `logits`' predictions equal `labels`, as a device tensor of shape [1].
-pub fn correct_count<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> Tensor<B, 1, Int> {
-    head.predict(logits).equal(labels).int().sum()
-}
-
 /// Seed of the randomness of epoch `epoch` (shuffle, augmentation, dropout): a function of
 /// the run seed and the epoch only, so a resumed run draws exactly what an uninterrupted one would.
 fn epoch_seed(seed: u64, epoch: usize) -> u64 {
@@ -142,7 +133,7 @@ fn epoch_seed(seed: u64, epoch: usize) -> u64 {
 /// under a plan), writing metrics and a checkpoint to `opts.out` after each epoch. Returns all
 /// epochs' metrics (resumed ones included). Checkpoints hold whole tensors, so a run may resume
 /// on a different layout (another device count or plan).
-pub fn train<B: AutodiffBackend, L: Layout<B>>(
+pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     config: &TrainConfig,
     splits: &Splits,
     layout: &L,
@@ -167,7 +158,9 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             splits.train.classes()
         )));
     }
-    layout.check(&arch, config.batch)?;
+    if let Some(plan) = layout.plan() {
+        check_run(plan, &arch, layout.ranks(), config.batch)?;
+    }
     let device = layout.device();
     let mut optim = sgd::<B>(config);
     B::seed(device, config.seed);
@@ -193,7 +186,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             }
         }
     }
-    let mut model = layout.place_model(model)?;
+    let mut model = layout.place_module(model)?;
     let train_set = &splits.train;
     for epoch in start_epoch..config.epochs {
         let started = Instant::now();
@@ -229,7 +222,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
             }
         };
         while let Some(batch) = batches.next_batch()? {
-            let (images, labels) = layout.upload_batch(&batch);
+            let (images, labels) = upload_batch(layout, &batch);
             let key = DropoutKey::new(seed, steps as u64);
             let (next, outcome) =
                 train_step(layout, model, &mut optim, lr, config.head, config.fc_update, key, images, labels);
@@ -249,7 +242,7 @@ pub fn train<B: AutodiffBackend, L: Layout<B>>(
         let train_seconds = started.elapsed().as_secs_f64();
         let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
-        let upload = |batch: &Batch| layout.upload_eval(batch);
+        let upload = |batch: &Batch| upload_eval(layout, batch);
         let test = evaluate_with(&model.valid(), config.head, &splits.test, config.batch, &upload)?;
         let m = EpochMetrics {
             epoch: epoch + 1,

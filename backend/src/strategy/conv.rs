@@ -2,7 +2,7 @@
 //! the forward pass ran in decides every pass), pooling and resizing local on batch or
 //! channel shards.
 
-use crate::placement::{Placement, ReduceOp};
+use crate::placement::{can_shard, Placement, ReduceOp};
 
 use super::{resolved, Context, Spec, Strategy};
 
@@ -35,18 +35,15 @@ pub(crate) enum ConvPass {
     BiasGrad,
 }
 
-fn layout(
-    x: Placement,
-    w: Placement,
-    in_channels: usize,
-    out_channels: usize,
-    groups: usize,
-    k: usize,
-) -> Option<ConvLayout> {
+fn layout(x: &Spec, w: &Spec, groups: usize, k: usize) -> Option<ConvLayout> {
     use Placement::{Replicate as R, Shard as S};
+    let (batch, in_channels, out_channels) = (x.shape[0], x.shape[1], w.shape[0]);
     let towers_align = groups % k == 0 && in_channels % k == 0 && out_channels % k == 0;
-    match (x, w) {
+    match (resolved(x.placement), resolved(w.placement)) {
         (S(0), R) => Some(ConvLayout::DataParallel),
+        // A whole batch meeting a whole weight (a batch from an ordinary data loader) is
+        // sharded on arrival, a free local slice, instead of every rank convolving all of it.
+        (R, R) if k > 1 && can_shard(batch, k) => Some(ConvLayout::DataParallel),
         (S(1), S(0)) if groups > 1 && towers_align => Some(ConvLayout::Towers),
         (S(1), S(0)) if groups == 1 => Some(ConvLayout::GatherChannels),
         (R, S(0)) if groups == 1 => Some(ConvLayout::FilterShards),
@@ -71,13 +68,12 @@ pub(crate) fn conv(
     const SUM: Placement = Placement::Partial(ReduceOp::Sum);
     let n = 2 + usize::from(third.is_some());
     let gathered = (Strategy::gathered(n), ConvLayout::Replicated);
-    let (cin, cout) = (x.shape[1], w.shape[0]);
     match pass {
         ConvPass::Forward => {
             let (xp, wp) = (resolved(x.placement), resolved(w.placement));
-            let Some(lay) = layout(xp, wp, cin, cout, groups, ctx.ranks) else { return gathered };
+            let Some(lay) = layout(x, w, groups, ctx.ranks) else { return gathered };
             let (xin, out) = match lay {
-                ConvLayout::DataParallel => (xp, S(0)),
+                ConvLayout::DataParallel => (S(0), S(0)),
                 ConvLayout::Towers | ConvLayout::FilterShards => (xp, S(1)),
                 ConvLayout::GatherChannels => (R, S(1)),
                 ConvLayout::Replicated => (R, R),
@@ -90,17 +86,24 @@ pub(crate) fn conv(
         }
         ConvPass::InputGrad | ConvPass::WeightGrad => {
             let grad = resolved(third.expect("a backward pass has an output gradient").placement);
-            let lay = layout(x.placement, w.placement, cin, cout, groups, ctx.ranks);
+            // Partial inputs are not resolved here: a backward pass finds its inputs in the
+            // layout the forward pass left them in.
+            let lay = if x.placement.is_partial() || w.placement.is_partial() {
+                None
+            } else {
+                layout(x, w, groups, ctx.ranks)
+            };
             let (xp, wp) = (x.placement, w.placement);
             let (inputs, out) = match (pass, lay, grad) {
-                (ConvPass::InputGrad, Some(ConvLayout::DataParallel), S(0)) => ([xp, wp, grad], S(0)),
+                // A whole gradient (of a sum, say) is sliced to the batch shards for free.
+                (ConvPass::InputGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), wp, S(0)], S(0)),
                 (ConvPass::InputGrad, Some(ConvLayout::Towers), S(1)) => ([xp, wp, grad], S(1)),
                 // Each rank's filters contribute to every input channel: summands.
                 (ConvPass::InputGrad, Some(ConvLayout::GatherChannels | ConvLayout::FilterShards), S(1)) => {
                     ([xp, wp, grad], SUM)
                 }
                 // Batch shards: each rank's weight gradient is a summand, synced when consumed.
-                (ConvPass::WeightGrad, Some(ConvLayout::DataParallel), S(0)) => ([xp, wp, grad], SUM),
+                (ConvPass::WeightGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), wp, S(0)], SUM),
                 (ConvPass::WeightGrad, Some(ConvLayout::Towers), S(1)) => ([xp, wp, grad], S(0)),
                 (ConvPass::WeightGrad, Some(ConvLayout::GatherChannels), S(1)) => ([R, wp, grad], S(0)),
                 (ConvPass::WeightGrad, Some(ConvLayout::FilterShards), S(1)) => ([xp, wp, grad], S(0)),
@@ -113,8 +116,9 @@ pub(crate) fn conv(
             // `w` is the bias here. The inner op reads the batch size from `x`: its rows must
             // be split as the gradient's.
             let grad = resolved(third.expect("a backward pass has an output gradient").placement);
-            let batch_split = x.placement == S(0);
-            let (xp, bp) = (x.placement, w.placement);
+            // A whole input whose gradient arrives in batch shards was sharded on arrival.
+            let batch_split = x.placement == S(0) || (x.placement == R && grad == S(0));
+            let (xp, bp) = (if batch_split { S(0) } else { x.placement }, w.placement);
             let out = match (grad, bp) {
                 (S(0), R) if batch_split => SUM,
                 (S(1), S(0)) if !batch_split => S(0),

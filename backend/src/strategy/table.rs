@@ -122,6 +122,15 @@ fn rows() -> Vec<Row> {
             "data parallel",
         ),
         conv_row(
+            "conv2d",
+            ConvPass::Forward,
+            spec(&x4, R),
+            spec(&w4, R),
+            None,
+            1,
+            "a whole batch is sharded on arrival (data parallel), not run K times",
+        ),
+        conv_row(
             "conv2d weight grad",
             ConvPass::WeightGrad,
             spec(&x4, S(0)),

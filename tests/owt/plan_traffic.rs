@@ -6,10 +6,13 @@
 
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
-use owt::hybrid::Placement;
-use owt::hybrid::{Exchange, Hybrid, LedgerSnapshot, MeshDevice};
-use owt::parallel::{CommPlan, DryRun, DryRunReport, Plan, PlanKind, PlanRule};
-use owt::train::{sgd, train_step, FcUpdate, Layout, MeshLayout, TrainConfig};
+use owt::parallel::{check_run, PlanDryRun};
+use owt::train::{sgd, train_step, FcUpdate, TrainConfig};
+use owt_hybrid::Placement;
+use owt_hybrid::{
+    CommPlan, DryRunReport, Exchange, Hybrid, LedgerSnapshot, MeshDevice, MeshLayout, Plan, PlanKind, PlanRule,
+    StepLayout,
+};
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
 
 type H = Autodiff<Hybrid<Flex>>;
@@ -27,10 +30,10 @@ fn try_measured_step(
     let arch = spec.architecture().unwrap();
     let config = TrainConfig { batch, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
     let layout = MeshLayout::<Flex>::new(MeshDevice::virtual_ranks(Default::default(), k), plan.clone(), scheme);
-    layout.check(&arch, batch)?;
+    check_run(plan, &arch, layout.ranks(), batch)?;
     let device = layout.device().clone();
     let model: AlexNet<H> = arch.try_init(&device).unwrap();
-    let mut model = layout.place_model(model).unwrap();
+    let mut model = layout.place_module(model).unwrap();
     let mut optim = sgd::<H>(&config);
     let [c, h, w] = arch.input;
     for step in 0..2 {
@@ -39,7 +42,8 @@ fn try_measured_step(
             [batch, c, h, w],
         );
         let y = TensorData::new((0..batch).map(|i| ((i + step) % arch.classes) as i64).collect::<Vec<_>>(), [batch]);
-        let (x, y) = layout.place_batch(Tensor::from_data(x, &device), Tensor::from_data(y, &device));
+        let (x, y) =
+            (layout.place_input(Tensor::from_data(x, &device)), layout.place_labels(Tensor::from_data(y, &device)));
         layout.reset_traffic();
         model = train_step(&layout, model, &mut optim, 0.01, how.0, how.1, DropoutKey::new(0, step as u64), x, y).0;
     }
@@ -48,7 +52,7 @@ fn try_measured_step(
 
 /// The dry run of one softmax step with per-step FC updates.
 fn dry_run(arch: &Architecture, plan: &Plan, ranks: usize, batch: usize, scheme: Exchange) -> DryRunReport {
-    DryRun { arch, plan, ranks, batch, scheme, head: Head::Softmax, fc_update: FcUpdate::PerStep }.run().unwrap()
+    PlanDryRun { arch, plan, ranks, batch, scheme, head: Head::Softmax, fc_update: FcUpdate::PerStep }.run().unwrap()
 }
 
 /// Asserts the ledger and the plan agree on every (layer, phase, collective).
@@ -91,7 +95,7 @@ fn check_plan(
 ) -> std::collections::BTreeMap<String, u64> {
     let what = format!("{} K={k} {} scheme {} batch {batch} {:?}", spec.kind.name(), plan.name, scheme.letter(), how);
     let arch = spec.architecture().unwrap();
-    let dry = DryRun { arch: &arch, plan, ranks: k, batch, scheme, head: how.0, fc_update: how.1 }.run();
+    let dry = PlanDryRun { arch: &arch, plan, ranks: k, batch, scheme, head: how.0, fc_update: how.1 }.run();
     let (ledger, dry) = match (try_measured_step(spec, k, plan, scheme, batch, how), dry) {
         (Ok(ledger), Ok(dry)) => (ledger, dry),
         (Err(real), Err(dry)) => {
@@ -148,7 +152,7 @@ fn the_two_towers_talk_only_at_conv3_the_fc_layers_and_the_loss() {
     }
     assert!(ledger.by_phase("conv3:forward").bytes > 0 && ledger.by_phase("conv3:backward").bytes > 0);
     // Nothing moves outside a labelled phase (no unlabelled traffic).
-    assert_eq!(ledger.by_phase(owt::hybrid::UNLABELLED).bytes, 0);
+    assert_eq!(ledger.by_phase(owt_hybrid::UNLABELLED).bytes, 0);
 }
 
 /// A plan no built-in mirrors: only fc7 split by columns, fc6 and fc8 whole, data parallel
@@ -265,7 +269,7 @@ fn the_dry_run_labels_compute_with_the_traffic_phases_and_splits_it_over_the_ran
         }
     }
     // Priced on a profile, K = 2 predicts less compute per rank than K = 1 for the same batch.
-    let cpu = owt::parallel::DeviceProfile::preset("cpu").unwrap();
+    let cpu = owt_hybrid::DeviceProfile::preset("cpu").unwrap();
     let (p1, p2) = (one.predict(&cpu), two.predict(&cpu));
     assert!(p2.compute_s < 0.6 * p1.compute_s, "{} vs {}", p2.compute_s, p1.compute_s);
     assert!(p1.comm_s == 0.0 && p2.comm_s > 0.0);

@@ -141,7 +141,7 @@ fn a_wgpu_mesh_stages_through_the_host() {
 #[test]
 fn without_vulkan_the_wgpu_test_names_the_package_to_install() {
     let o = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["two_wgpu_devices_match_flex", "--exact", "--test-threads", "1"])
+        .args(["wgpu_mesh::two_wgpu_devices_match_flex", "--exact", "--test-threads", "1"])
         .env("VK_ICD_FILENAMES", "/nonexistent.json")
         .env("VK_DRIVER_FILES", "/nonexistent.json")
         .env("RUST_BACKTRACE", "0")

@@ -10,11 +10,11 @@ use burn::backend::{Autodiff, Flex};
 use burn::module::{AutodiffModule, Module};
 use burn::prelude::*;
 use owt::data::{synthetic_images, Batch, ImageSource};
-use owt::hybrid::{Hybrid, MeshDevice};
-use owt::parallel::{parameter_values, PlanKind};
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
-use owt::train::{evaluate_with, sgd, train_step, FcUpdate, Layout, MeshLayout, SingleDevice, TrainConfig};
-use owt_hybrid::Exchange;
+use owt::train::{evaluate_with, sgd, train_step, upload_batch, upload_eval, FcUpdate, TrainConfig};
+use owt_hybrid::{parameter_values, PlanKind};
+use owt_hybrid::{Exchange, MeshLayout, SingleDevice, StepLayout};
+use owt_hybrid::{Hybrid, MeshDevice};
 use owt_models::{AlexNet, DropoutKey, Head, ModelKind, ModelSpec};
 use rand::SeedableRng;
 
@@ -35,7 +35,7 @@ fn batch_of(source: &Arc<dyn ImageSource>, n: usize) -> Batch {
 }
 
 /// One SGD step on `layout` from `weights`: the mean loss, the correct count and the weights.
-fn step<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
+fn step<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
     weights: &[u8],
     fc_update: FcUpdate,
@@ -46,9 +46,9 @@ fn step<B: burn::tensor::backend::AutodiffBackend, L: Layout<B>>(
     let arch = spec().architecture().unwrap();
     let device = layout.device();
     let model: AlexNet<B> = arch.try_init(device).unwrap();
-    let model = layout.place_model(model.load_record(record_from_bytes::<B, _>(weights, device).unwrap())).unwrap();
+    let model = layout.place_module(model.load_record(record_from_bytes::<B, _>(weights, device).unwrap())).unwrap();
     let mut optim = sgd::<B>(&config);
-    let (images, labels) = layout.upload_batch(batch);
+    let (images, labels) = upload_batch(layout, batch);
     let (model, outcome) =
         train_step(layout, model, &mut optim, 0.01, config.head, fc_update, DropoutKey::new(0, 0), images, labels);
     let (loss, correct) = outcome.read();
@@ -113,7 +113,7 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
     let source = images(owt::train::trainer::EVAL_BATCH + 1);
     let single = SingleDevice::<Ref>::new(device);
     let want =
-        evaluate_with(&model, Head::Softmax, &source, owt::train::trainer::EVAL_BATCH, &|b| single.upload_eval(b))
+        evaluate_with(&model, Head::Softmax, &source, owt::train::trainer::EVAL_BATCH, &|b| upload_eval(&single, b))
             .unwrap();
     for k in [2, 3, 4] {
         let layout = MeshLayout::<Flex>::new(
@@ -124,10 +124,10 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
         let mesh = layout.device().clone();
         let hmodel: AlexNet<H> = arch.try_init(&mesh).unwrap();
         let hmodel =
-            layout.place_model(hmodel.load_record(record_from_bytes::<H, _>(&weights, &mesh).unwrap())).unwrap();
+            layout.place_module(hmodel.load_record(record_from_bytes::<H, _>(&weights, &mesh).unwrap())).unwrap();
         layout.reset_traffic();
         let got = evaluate_with(&hmodel.valid(), Head::Softmax, &source, owt::train::trainer::EVAL_BATCH, &|b| {
-            layout.upload_eval(b)
+            upload_eval(&layout, b)
         })
         .unwrap();
         let ledger = layout.traffic().unwrap();

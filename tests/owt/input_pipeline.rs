@@ -8,11 +8,11 @@ use std::sync::Arc;
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
 use owt::data::{synthetic_images, Batch, ImageSource};
-use owt::hybrid::{Distributed, Hybrid, MeshDevice, Placement};
-use owt::parallel::PlanKind;
 use owt::train::input::{bytes_on_device, upload_images, Prefetch, Tally};
-use owt::train::{Layout, MeshLayout, SingleDevice};
-use owt_hybrid::Exchange;
+use owt::train::upload_batch;
+use owt_hybrid::PlanKind;
+use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
+use owt_hybrid::{Exchange, MeshLayout, SingleDevice, StepLayout};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -82,7 +82,7 @@ fn bytes_normalised_on_the_device_equal_the_host_normalisation() {
     let on_device = upload_images::<Flex>(&batch, &device).into_data().to_vec::<f32>().unwrap();
     let on_host = batch.normalised_data().to_vec::<f32>().unwrap();
     assert_eq!(on_device, on_host);
-    let (images, labels) = SingleDevice::<Autodiff<Flex>>::new(device).upload_batch(&batch);
+    let (images, labels) = upload_batch(&SingleDevice::<Autodiff<Flex>>::new(device), &batch);
     assert_eq!(images.into_data().to_vec::<f32>().unwrap(), on_host);
     assert_eq!(labels.into_data().convert::<i64>().to_vec::<i64>().unwrap(), batch.labels);
 }
@@ -98,11 +98,11 @@ fn each_rank_receives_only_its_own_shard() {
             PlanKind::WeirdTrick.plan(),
             Exchange::AllGather,
         );
-        let (images, labels) = layout.upload_batch(&batch);
+        let (images, labels) = upload_batch(&layout, &batch);
         assert_eq!(images.placement(), Placement::Shard(0), "K={k}");
         assert_eq!(labels.placement(), Placement::Shard(0), "K={k}");
         let rows: Vec<usize> = images.local_shapes().iter().map(|s| s[0]).collect();
-        assert_eq!(rows, owt::hybrid::shard_sizes(10, k));
+        assert_eq!(rows, owt_hybrid::shard_sizes(10, k));
         // The upload itself moved nothing between ranks.
         assert_eq!(layout.traffic().unwrap().total().bytes, 0, "K={k}");
         let inner = images.inner();

@@ -8,11 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use owt_hybrid::LedgerSnapshot;
 use owt_meta::OpCost;
 
-use crate::error::OwtError;
-use crate::parallel::phases::label_order;
+use crate::ledger::{LedgerSnapshot, UNLABELLED};
+use crate::phases::{split_label, PHASES};
 
 /// What a device and its links can do.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,8 +38,8 @@ impl DeviceProfile {
     ///   each way in practice, 10 us a message);
     /// - `h200-nvlink`: H200 SXM (67 TFLOP/s FP32 without tensor cores, 4.8 TB/s HBM3e) on
     ///   NVLink 4 (450 GB/s each way, 5 us);
-    /// - `cpu`: Burn's Flex backend on this project's 2-core CI machine, calibrated from
-    ///   `owt bench` (see the README's cost model section); ranks are virtual, so "links" are
+    /// - `cpu`: Burn's Flex backend on the owt project's 2-core CI machine, calibrated from
+    ///   `owt bench` (see owt's README, cost model section); ranks are virtual, so "links" are
     ///   memory copies.
     pub fn preset(name: &str) -> Option<Self> {
         let (tflops, mem_gbps, link_gbps, latency_us) = match name {
@@ -50,44 +49,6 @@ impl DeviceProfile {
             _ => return None,
         };
         Some(Self { name: name.into(), tflops, mem_gbps, link_gbps, latency_us })
-    }
-
-    /// A profile from `--profile` or the four explicit figures (all of which must then be
-    /// given and positive).
-    pub fn from_args(
-        preset: Option<&str>,
-        tflops: Option<f64>,
-        mem_gbps: Option<f64>,
-        link_gbps: Option<f64>,
-        latency_us: Option<f64>,
-    ) -> Result<Option<Self>, OwtError> {
-        let explicit = [tflops, mem_gbps, link_gbps, latency_us];
-        match (preset, explicit.iter().any(Option::is_some)) {
-            (Some(_), true) => {
-                Err(OwtError::input("give either --profile or --tflops/--mem-gbps/--link-gbps/--latency-us, not both"))
-            }
-            (Some(name), false) => Self::preset(name).map(Some).ok_or_else(|| {
-                OwtError::input(format!("unknown --profile {name:?}; expected one of {}", Self::PRESETS.join(", ")))
-            }),
-            (None, false) => Ok(None),
-            (None, true) => {
-                let names = ["--tflops", "--mem-gbps", "--link-gbps", "--latency-us"];
-                let mut values = [0.0; 4];
-                for ((v, name), out) in explicit.iter().zip(names).zip(&mut values) {
-                    match v {
-                        Some(x) if x.is_finite() && (*x > 0.0 || (name == "--latency-us" && *x == 0.0)) => *out = *x,
-                        Some(x) => return Err(OwtError::input(format!("{name} must be positive, got {x}"))),
-                        None => {
-                            return Err(OwtError::input(format!(
-                                "{name} is missing: a custom profile needs all four figures"
-                            )))
-                        }
-                    }
-                }
-                let [tflops, mem_gbps, link_gbps, latency_us] = values;
-                Ok(Some(Self { name: "custom".into(), tflops, mem_gbps, link_gbps, latency_us }))
-            }
-        }
     }
 
     /// Seconds one op takes: the slower of its arithmetic and its memory traffic.
@@ -151,7 +112,7 @@ pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceP
     let mut compute: BTreeMap<String, Vec<(f64, u64)>> = BTreeMap::new();
     for (r, rank_costs) in costs.iter().enumerate() {
         for op in rank_costs {
-            let label = op.label.clone().unwrap_or_else(|| owt_hybrid::UNLABELLED.to_string());
+            let label = op.label.clone().unwrap_or_else(|| UNLABELLED.to_string());
             let per_rank = compute.entry(label).or_insert_with(|| vec![(0.0, 0); ranks]);
             per_rank[r].0 += profile.op_seconds(op);
             per_rank[r].1 += op.flops;
@@ -161,8 +122,9 @@ pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceP
     for ((label, _), t) in &ledger.traffic {
         *comm.entry(label.clone()).or_default() += profile.comm_seconds(t.bytes, t.messages, ranks);
     }
+    let order = LayerOrder::of(costs);
     let mut labels: Vec<String> = compute.keys().chain(comm.keys()).cloned().collect();
-    labels.sort_by_key(|l| order_key(l));
+    labels.sort_by_key(|l| order.key(l));
     labels.dedup();
     let phases: Vec<PhaseTime> = labels
         .into_iter()
@@ -181,10 +143,47 @@ pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceP
     StepPrediction { phases, compute_s, comm_s, serial_s: compute_s + comm_s, overlapped_s }
 }
 
-/// Network order of a `layer:phase` label (see [`label_order`]).
-fn order_key(label: &str) -> ((usize, usize), String) {
-    let (layer, phase) = label.split_once(':').unwrap_or((label, ""));
-    (label_order(layer, phase), label.to_string())
+/// The order of a step's layers as its ops ran: each layer where its first op appears in rank
+/// 0's cost log (the forward pass, so the network's own order), then the phases of a layer
+/// in [`PHASES`] order. Derived from the step itself, so it is right for any module.
+#[derive(Debug, Clone, Default)]
+pub struct LayerOrder {
+    layers: Vec<String>,
+}
+
+impl LayerOrder {
+    /// The order in which `costs` (one log per rank) first name each layer.
+    pub fn of(costs: &[Vec<OpCost>]) -> Self {
+        let mut layers: Vec<String> = Vec::new();
+        for op in costs.first().into_iter().flatten() {
+            if let Some(label) = &op.label {
+                let (layer, _) = split_label(label);
+                if !layers.iter().any(|l| l == layer) {
+                    layers.push(layer.to_string());
+                }
+            }
+        }
+        Self { layers }
+    }
+
+    /// The layers in order.
+    pub fn layers(&self) -> &[String] {
+        &self.layers
+    }
+
+    /// Where `layer` and `phase` sort: layers in the step's order (unknown ones last), phases
+    /// forward, backward, sync (unknown ones last).
+    pub fn rank(&self, layer: &str, phase: &str) -> (usize, usize) {
+        let l = self.layers.iter().position(|x| x == layer).unwrap_or(self.layers.len());
+        let p = PHASES.iter().position(|x| *x == phase).unwrap_or(PHASES.len());
+        (l, p)
+    }
+
+    /// The sort key of a `layer:phase` label (ties broken by the label itself).
+    pub fn key(&self, label: &str) -> ((usize, usize), String) {
+        let (layer, phase) = split_label(label);
+        (self.rank(layer, phase), label.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -204,7 +203,7 @@ mod tests {
         // 4e9 bytes landing on 2 ranks over 1 GB/s links: 2 s.
         ledger.traffic.insert(
             ("fc6:forward".into(), "all_gather".into()),
-            owt_hybrid::Traffic { bytes: 4_000_000_000, messages: 2 },
+            crate::ledger::Traffic { bytes: 4_000_000_000, messages: 2 },
         );
         let s = predict(&costs, &ledger, &p);
         assert_eq!(s.phases.len(), 1);
@@ -213,18 +212,5 @@ mod tests {
         // A memory-bound op costs its bytes, not its flops.
         let mem = op("x", 1, 2_000_000_000_000);
         assert!((p.op_seconds(&mem) - 2.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn profiles_are_named_or_complete() {
-        assert!(DeviceProfile::from_args(Some("h200-nvlink"), None, None, None, None).unwrap().is_some());
-        let e = DeviceProfile::from_args(Some("tpu"), None, None, None, None).unwrap_err();
-        assert!(e.to_string().contains("gtx580-pcie"), "{e}");
-        let e = DeviceProfile::from_args(None, Some(1.0), None, Some(2.0), Some(1.0)).unwrap_err();
-        assert!(e.to_string().contains("--mem-gbps is missing"), "{e}");
-        let e = DeviceProfile::from_args(Some("cpu"), Some(1.0), None, None, None).unwrap_err();
-        assert!(e.to_string().contains("not both"), "{e}");
-        let e = DeviceProfile::from_args(None, Some(-1.0), Some(1.0), Some(1.0), Some(1.0)).unwrap_err();
-        assert!(e.to_string().contains("--tflops must be positive"), "{e}");
     }
 }

@@ -1,5 +1,7 @@
-//! Walks a Burn module and redistributes each parameter to the placement a rule gives for its
-//! path (`conv1.weight`, `fc6.bias`, ...): how a parallel plan is applied to a model.
+//! A Burn module's parameters by their dotted paths (`conv1.weight`, `fc6.bias`, ...): each
+//! redistributed to the placement a rule gives for its path (how a parallel plan is applied to
+//! a model), and their shapes, values or gradients listed path by path (what plans are checked
+//! against and what tests compare).
 
 use burn::backend::Autodiff;
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
@@ -7,7 +9,9 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
-use owt_hybrid::{Distributed, Hybrid, Placement};
+use crate::api::Distributed;
+use crate::backend::Hybrid;
+use crate::placement::Placement;
 
 struct Placer<'a> {
     path: Vec<String>,

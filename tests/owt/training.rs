@@ -5,7 +5,8 @@ use std::sync::Arc;
 use burn::backend::{Autodiff, Flex};
 use owt::data::DatasetKind;
 use owt::data::{synthetic_images, Splits};
-use owt::train::{load_model, train, Checkpoint, RunOptions, SingleDevice, TrainConfig, CHECKPOINT_FILE};
+use owt::train::{load_model, train, Checkpoint, RunOptions, TrainConfig, CHECKPOINT_FILE};
+use owt_hybrid::SingleDevice;
 use owt_models::{Head, ModelKind, ModelSpec};
 
 type B = Autodiff<Flex>;
@@ -160,7 +161,7 @@ fn a_resume_starts_from_the_checkpoint_not_from_scratch() {
     assert!(same_record(&resumed[0], &fast_metrics[0]), "epoch 1 is the checkpoint's record: {:?}", resumed[0]);
     let (a, _) = load_model::<Flex>(fresh.path(), &Default::default()).unwrap();
     let (b, _) = load_model::<Flex>(other.path(), &Default::default()).unwrap();
-    let (wa, wb) = (owt::parallel::parameter_values(&a), owt::parallel::parameter_values(&b));
+    let (wa, wb) = (owt_hybrid::parameter_values(&a), owt_hybrid::parameter_values(&b));
     assert_eq!(wa.len(), wb.len());
     let gap = wa
         .iter()

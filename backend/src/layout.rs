@@ -1,0 +1,272 @@
+//! Where a training step's tensors live, for any Burn module: on one device
+//! ([`SingleDevice`]), or on a mesh under a parallel plan ([`MeshLayout`], over
+//! `Autodiff<Hybrid<IB>>`). A training step written once against [`StepLayout`] runs on
+//! either, so single-device and parallel training share every line that decides the numbers.
+//!
+//! What a layout decides: where parameters and inputs go (the plan, the input placement and
+//! uploads that send each rank only its piece), the step's hooks (labels for each layer's
+//! traffic, the backward pass, the gradient sync) and the record of what moved.
+
+use burn::backend::Autodiff;
+use burn::module::{AutodiffModule, Module};
+use burn::optim::GradientsParams;
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{DType, TensorData};
+
+use crate::api::Distributed;
+use crate::backend::Hybrid;
+use crate::ledger::LedgerSnapshot;
+use crate::mesh::MeshDevice;
+use crate::phases::{phase_label, sync_gradients, LayerLabels};
+use crate::plan::{Plan, PlanError};
+use crate::scheme::Exchange;
+use crate::upload::Upload;
+
+/// Labels a step's layers as they run (see [`crate::LayerLabels`]); does nothing on one device.
+pub trait StepLabels<B: Backend> {
+    /// Enters `layer` with its input `x`.
+    fn enter<const D: usize>(&mut self, layer: &str, x: Tensor<B, D>) -> Tensor<B, D>;
+    /// Ends a run of layers at `x`.
+    fn close<const D: usize>(&mut self, x: Tensor<B, D>) -> Tensor<B, D>;
+}
+
+/// The labels of a layout that records nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoLabels;
+
+impl<B: Backend> StepLabels<B> for NoLabels {
+    fn enter<const D: usize>(&mut self, _layer: &str, x: Tensor<B, D>) -> Tensor<B, D> {
+        x
+    }
+
+    fn close<const D: usize>(&mut self, x: Tensor<B, D>) -> Tensor<B, D> {
+        x
+    }
+}
+
+impl<IB: Backend> StepLabels<Autodiff<Hybrid<IB>>> for LayerLabels<IB> {
+    fn enter<const D: usize>(
+        &mut self,
+        layer: &str,
+        x: Tensor<Autodiff<Hybrid<IB>>, D>,
+    ) -> Tensor<Autodiff<Hybrid<IB>>, D> {
+        LayerLabels::enter(self, layer, x)
+    }
+
+    fn close<const D: usize>(&mut self, x: Tensor<Autodiff<Hybrid<IB>>, D>) -> Tensor<Autodiff<Hybrid<IB>>, D> {
+        LayerLabels::close(self, x)
+    }
+}
+
+/// How a training step places a module and its inputs, labels its layers, turns a loss into
+/// gradients ready for an optimizer and records what moved between ranks.
+pub trait StepLayout<B: AutodiffBackend> {
+    /// The labels of one step's layers.
+    type Labels: StepLabels<B>;
+
+    /// The device tensors are made on (a mesh for [`MeshLayout`]).
+    fn device(&self) -> &B::Device;
+
+    /// Ranks the batch is split over (1 on one device).
+    fn ranks(&self) -> usize;
+
+    /// One line saying where the step runs.
+    fn describe(&self) -> String;
+
+    /// The plan, where the layout has one.
+    fn plan(&self) -> Option<&Plan>;
+
+    /// `module` with its parameters where the layout wants them, or why they cannot go there.
+    fn place_module<M: Module<B>>(&self, module: M) -> Result<M, PlanError>;
+
+    /// Float input (images) laid out as the layout's input.
+    fn place_input<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D>;
+
+    /// Int input (labels) laid out as the layout's input.
+    fn place_labels<const D: usize>(&self, y: Tensor<B, D, Int>) -> Tensor<B, D, Int>;
+
+    /// Host floats as the layout's input, each rank receiving only its piece.
+    fn upload_input<const D: usize>(&self, data: TensorData) -> Tensor<B, D>;
+
+    /// Host integers (labels, or pixels as bytes with `dtype` `U8`) as the layout's input,
+    /// each rank receiving only its piece.
+    fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<B, D, Int>;
+
+    /// Starts labelling one step's layers.
+    fn labels(&self) -> Self::Labels;
+
+    /// The backward pass from `loss` (labelled `loss:backward` on a mesh).
+    fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients;
+
+    /// The gradients of `module`'s parameters, each brought to its parameter's placement
+    /// (the gradient sync, labelled per layer on a mesh), ready for an optimizer.
+    fn sync<M: AutodiffModule<B>>(&self, module: &M, grads: B::Gradients) -> GradientsParams;
+
+    /// What moved between ranks since the last reset (`None` on one device).
+    fn traffic(&self) -> Option<LedgerSnapshot>;
+
+    /// Clears the record of what moved.
+    fn reset_traffic(&self);
+}
+
+/// Everything on one device of an autodiff backend.
+#[derive(Debug, Clone)]
+pub struct SingleDevice<B: AutodiffBackend> {
+    device: B::Device,
+}
+
+impl<B: AutodiffBackend> SingleDevice<B> {
+    /// The layout on `device`.
+    pub fn new(device: B::Device) -> Self {
+        Self { device }
+    }
+}
+
+impl<B: AutodiffBackend> StepLayout<B> for SingleDevice<B> {
+    type Labels = NoLabels;
+
+    fn device(&self) -> &B::Device {
+        &self.device
+    }
+
+    fn ranks(&self) -> usize {
+        1
+    }
+
+    fn describe(&self) -> String {
+        format!("one device ({:?})", self.device)
+    }
+
+    fn plan(&self) -> Option<&Plan> {
+        None
+    }
+
+    fn place_module<M: Module<B>>(&self, module: M) -> Result<M, PlanError> {
+        Ok(module)
+    }
+
+    fn place_input<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        x
+    }
+
+    fn place_labels<const D: usize>(&self, y: Tensor<B, D, Int>) -> Tensor<B, D, Int> {
+        y
+    }
+
+    fn upload_input<const D: usize>(&self, data: TensorData) -> Tensor<B, D> {
+        Tensor::from_data(data, &self.device)
+    }
+
+    fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<B, D, Int> {
+        match dtype {
+            Some(dtype) => Tensor::from_data(data, (&self.device, dtype)),
+            None => Tensor::from_data(data, &self.device),
+        }
+    }
+
+    fn labels(&self) -> NoLabels {
+        NoLabels
+    }
+
+    fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients {
+        loss.backward()
+    }
+
+    fn sync<M: AutodiffModule<B>>(&self, module: &M, grads: B::Gradients) -> GradientsParams {
+        GradientsParams::from_grads(grads, module)
+    }
+
+    fn traffic(&self) -> Option<LedgerSnapshot> {
+        None
+    }
+
+    fn reset_traffic(&self) {}
+}
+
+/// A mesh of ranks of inner backend `IB`, a plan and an exchange scheme.
+#[derive(Debug, Clone)]
+pub struct MeshLayout<IB: Backend> {
+    mesh: MeshDevice<IB::Device>,
+    plan: Plan,
+}
+
+impl<IB: Backend> MeshLayout<IB> {
+    /// The layout of `plan` on `mesh`, exchanging activities by `scheme`.
+    pub fn new(mesh: MeshDevice<IB::Device>, plan: Plan, scheme: Exchange) -> Self {
+        mesh.set_exchange(scheme);
+        Self { mesh, plan }
+    }
+
+    /// The mesh.
+    pub fn mesh(&self) -> &MeshDevice<IB::Device> {
+        &self.mesh
+    }
+}
+
+type AH<IB> = Autodiff<Hybrid<IB>>;
+
+impl<IB: Backend> StepLayout<AH<IB>> for MeshLayout<IB> {
+    type Labels = LayerLabels<IB>;
+
+    fn device(&self) -> &MeshDevice<IB::Device> {
+        &self.mesh
+    }
+
+    fn ranks(&self) -> usize {
+        self.mesh.size()
+    }
+
+    fn describe(&self) -> String {
+        format!("{} ranks, plan {}, scheme {}", self.mesh.size(), self.plan.name, self.mesh.exchange().letter())
+    }
+
+    fn plan(&self) -> Option<&Plan> {
+        Some(&self.plan)
+    }
+
+    fn place_module<M: Module<AH<IB>>>(&self, module: M) -> Result<M, PlanError> {
+        self.plan.try_apply(module, self.mesh.size())
+    }
+
+    fn place_input<const D: usize>(&self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
+        x.distribute(self.plan.input)
+    }
+
+    fn place_labels<const D: usize>(&self, y: Tensor<AH<IB>, D, Int>) -> Tensor<AH<IB>, D, Int> {
+        y.distribute(self.plan.input)
+    }
+
+    fn upload_input<const D: usize>(&self, data: TensorData) -> Tensor<AH<IB>, D> {
+        Tensor::upload(data, self.plan.input, &self.mesh, None)
+    }
+
+    fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<AH<IB>, D, Int> {
+        Tensor::upload(data, self.plan.input, &self.mesh, dtype)
+    }
+
+    fn labels(&self) -> LayerLabels<IB> {
+        LayerLabels::new(&self.mesh)
+    }
+
+    fn backward(&self, loss: Tensor<AH<IB>, 1>) -> <AH<IB> as AutodiffBackend>::Gradients {
+        self.mesh.set_phase(Some(&phase_label("loss", "backward")));
+        loss.backward()
+    }
+
+    fn sync<M: AutodiffModule<AH<IB>>>(
+        &self,
+        module: &M,
+        grads: <AH<IB> as AutodiffBackend>::Gradients,
+    ) -> GradientsParams {
+        sync_gradients(module, GradientsParams::from_grads(grads, module), &self.mesh)
+    }
+
+    fn traffic(&self) -> Option<LedgerSnapshot> {
+        Some(self.mesh.ledger_snapshot())
+    }
+
+    fn reset_traffic(&self) {
+        self.mesh.reset_ledger()
+    }
+}

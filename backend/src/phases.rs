@@ -1,0 +1,117 @@
+//! Labelling a training step's communication by layer and phase, so the ledger reads like an
+//! analytic plan: `conv3:forward`, `conv3:backward`, `conv3:sync`, `fc6:forward`, ...,
+//! `loss:forward`, `loss:backward`.
+//!
+//! Forward traffic is labelled as each layer starts ([`LayerLabels::enter`]); backward traffic
+//! by a marker on each layer's input whose backward step relabels the ledger when the backward
+//! pass reaches it; the gradient sync of every parameter is done explicitly, parameter by
+//! parameter, by [`sync_gradients`] before the optimizer runs. A layer is whatever the caller
+//! names: the labels work for any Burn module.
+
+use burn::backend::Autodiff;
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::prelude::*;
+
+use crate::api::Distributed;
+use crate::backend::Hybrid;
+use crate::mesh::MeshDevice;
+use crate::phase_marker::mark_backward_phase;
+
+type AH<IB> = Autodiff<Hybrid<IB>>;
+
+/// The three phases of a training step, in the order a step runs them.
+pub const PHASES: [&str; 3] = ["forward", "backward", "sync"];
+
+/// Phase label of `layer` in `phase` ("forward", "backward" or "sync").
+pub fn phase_label(layer: &str, phase: &str) -> String {
+    format!("{layer}:{phase}")
+}
+
+/// The layer and phase of a label made by [`phase_label`] (`"-"` as the phase of a label
+/// without one).
+pub fn split_label(label: &str) -> (&str, &str) {
+    label.split_once(':').unwrap_or((label, "-"))
+}
+
+/// The layer a parameter path belongs to: the module that holds it (`conv3.weight` ->
+/// `conv3`, `net.fc6.bias` -> `net.fc6`; a top-level parameter is its own layer).
+pub fn layer_of(path: &str) -> &str {
+    path.rsplit_once('.').map_or(path, |(module, _)| module)
+}
+
+/// Labels one step's forward and backward traffic layer by layer on a mesh: call
+/// [`LayerLabels::enter`] with each layer's input as the layer starts, and
+/// [`LayerLabels::close`] on the output of the last layer of a run.
+pub struct LayerLabels<IB: Backend> {
+    mesh: MeshDevice<IB::Device>,
+    previous: Option<String>,
+}
+
+impl<IB: Backend> LayerLabels<IB> {
+    /// Labels on `mesh`, starting a new run of layers.
+    pub fn new(mesh: &MeshDevice<IB::Device>) -> Self {
+        Self { mesh: mesh.clone(), previous: None }
+    }
+
+    /// Enters `layer` with its input `x`: the forward traffic from now on is the layer's, and
+    /// the backward pass, when it reaches `x`, starts labelling the previous layer's backward
+    /// traffic.
+    pub fn enter<const D: usize>(&mut self, layer: &str, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
+        self.mesh.set_phase(Some(&phase_label(layer, "forward")));
+        let x = self.close(x);
+        self.previous = Some(layer.to_string());
+        x
+    }
+
+    /// Ends a run of layers at `x` (e.g. a conv trunk's features): the backward pass, reaching
+    /// `x`, labels the last layer entered; the next layer entered starts a fresh run.
+    pub fn close<const D: usize>(&mut self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
+        match self.previous.take() {
+            Some(previous) => mark_backward_phase(x, &phase_label(&previous, "backward")),
+            None => x,
+        }
+    }
+}
+
+struct Syncer<'a, IB: Backend> {
+    path: Vec<String>,
+    grads: &'a mut GradientsParams,
+    mesh: MeshDevice<IB::Device>,
+}
+
+impl<IB: Backend> ModuleVisitor<AH<IB>> for Syncer<'_, IB> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AH<IB>, D>>) {
+        let Some(grad) = self.grads.remove::<Hybrid<IB>, D>(param.id) else { return };
+        let path = self.path.join(".");
+        self.mesh.set_phase(Some(&phase_label(layer_of(&path), "sync")));
+        let grad = grad.distribute(param.val().placement());
+        self.grads.register::<Hybrid<IB>, D>(param.id, grad);
+    }
+}
+
+/// Brings every gradient to its parameter's placement (a Partial gradient of a replicated
+/// parameter is all-reduced: the data-parallel gradient sync), labelled `layer:sync` by the
+/// module that holds the parameter ([`layer_of`]), so the optimizer step that follows moves
+/// nothing.
+/// Without it an optimizer still computes the same update (the placement rules resolve the
+/// pending sums where the update needs them), with its traffic labelled by the optimizer's ops.
+pub fn sync_gradients<IB: Backend, M: Module<AH<IB>>>(
+    module: &M,
+    grads: GradientsParams,
+    mesh: &MeshDevice<IB::Device>,
+) -> GradientsParams {
+    let mut grads = grads;
+    let mut syncer = Syncer { path: Vec::new(), grads: &mut grads, mesh: mesh.clone() };
+    module.visit(&mut syncer);
+    mesh.set_phase(None);
+    grads
+}

@@ -1,0 +1,13 @@
+//! owt-hybrid's integration tests, in one test binary: each module is one
+//! former test file, so the crate's generic code is compiled and linked once for all of them.
+
+mod empty_work;
+mod equivalence;
+mod exchange_order;
+mod kinds;
+mod lifetimes;
+mod meta_mesh;
+mod placements;
+mod properties;
+mod redistribute_grad;
+mod rule_table;

@@ -1,0 +1,5 @@
+//! owt-models' integration tests, in one test binary: each module is one
+//! former test file, so the crate's generic code is compiled and linked once for all of them.
+
+mod lrn_and_heads;
+mod profile;

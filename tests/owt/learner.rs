@@ -1,0 +1,126 @@
+//! `examples/learner.rs`, Burn's own Learner over `Autodiff<Hybrid<Flex>>`: a few steps on two
+//! virtual ranks under the weird trick end at one device's weights, and what moved between the
+//! ranks is the program's own steps' traffic, whose FC exchange is the plan's.
+
+#[path = "../../examples/learner.rs"]
+#[allow(dead_code)]
+mod example;
+
+use burn::backend::flex::FlexDevice;
+use burn::backend::{Autodiff, Flex};
+use burn::data::dataloader::batcher::Batcher;
+use burn::module::{AutodiffModule, Module};
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::SgdConfig;
+use burn_train::{InferenceStep, ItemLazy, TrainStep};
+use example::{Budget, Classifier, ImageBatcher, TextProgress};
+use owt::parallel::PlanDryRun;
+use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
+use owt::train::FcUpdate;
+use owt_hybrid::{parameter_values, Exchange, Hybrid, LedgerSnapshot, MeshDevice, MeshLayout, PlanKind, SingleDevice};
+use owt_models::{AlexNetSmallConfig, Head, ModelKind, ModelSpec};
+
+type Ref = Autodiff<Flex>;
+type H = Autodiff<Hybrid<Flex>>;
+
+const BUDGET: Budget = Budget { epochs: 1, train_images: 128, test_images: 64, batch: 32 };
+
+fn weights<B: burn::tensor::backend::Backend>(model: &Classifier<B>) -> Vec<(String, Vec<f64>)> {
+    parameter_values(model)
+}
+
+/// The traffic of one training step and one evaluation batch of the example's own code, its
+/// outputs read back as the Learner's metrics read them, on a fresh two-rank mesh.
+fn one_step_each(bytes: &[u8], splits: &owt::data::Splits) -> (LedgerSnapshot, LedgerSnapshot) {
+    let layout = MeshLayout::<Flex>::new(
+        MeshDevice::virtual_ranks(FlexDevice, 2),
+        PlanKind::WeirdTrick.plan(),
+        Exchange::AllGather,
+    );
+    let mesh = layout.mesh().clone();
+    let model = Classifier { net: AlexNetSmallConfig::new().init::<H>(&mesh) };
+    let model = model.load_record(record_from_bytes::<H, _>(bytes, &mesh).unwrap());
+    let model = owt_hybrid::StepLayout::place_module(&layout, model).unwrap();
+    let mut optim = SgdConfig::new()
+        .with_momentum(Some(MomentumConfig { momentum: 0.9, dampening: 0.0, nesterov: false }))
+        .init::<H, Classifier<H>>();
+    let indices: Vec<usize> = (0..BUDGET.batch).collect();
+    let batch = Batcher::<H, _, _>::batch(&ImageBatcher(splits.train.clone()), indices.clone(), &mesh);
+    mesh.reset_ledger();
+    let out = TrainStep::step(&model, batch);
+    let model = model.optimize(&mut optim, 0.01, out.grads);
+    let _ = out.item.sync();
+    let train = mesh.ledger_snapshot();
+    let batch = Batcher::<Hybrid<Flex>, _, _>::batch(&ImageBatcher(splits.test.clone()), indices, &mesh);
+    mesh.reset_ledger();
+    let _ = InferenceStep::step(&model.valid(), batch).sync();
+    (train, mesh.ledger_snapshot())
+}
+
+#[test]
+fn the_learner_on_two_ranks_matches_one_device_and_moves_the_plans_traffic() {
+    let splits = example::fashion_mnist();
+    let init = Classifier { net: AlexNetSmallConfig::new().init::<Ref>(&FlexDevice) };
+    let bytes = record_to_bytes::<Ref, _>(init.clone().into_record()).unwrap();
+
+    let one =
+        example::train(&SingleDevice::<Ref>::new(FlexDevice), &splits, BUDGET, Some(init), TextProgress::every(0));
+
+    let layout = MeshLayout::<Flex>::new(
+        MeshDevice::virtual_ranks(FlexDevice, 2),
+        PlanKind::WeirdTrick.plan(),
+        Exchange::AllGather,
+    );
+    let mesh = layout.mesh().clone();
+    let hinit = Classifier { net: AlexNetSmallConfig::new().init::<H>(&mesh) };
+    let hinit = hinit.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap());
+    // What moved to draw the fresh model's weights (replaced by the record) is not training.
+    mesh.reset_ledger();
+    let two = example::train(&layout, &splits, BUDGET, Some(hinit), TextProgress::every(0));
+    // (Read before the weights are: reading a split weight back gathers it.)
+    let ledger = mesh.ledger_snapshot();
+
+    // The same weights: four SGD steps with momentum and dropout 0.5 (masks keyed by each
+    // model's own pass count, so both draw the same ones).
+    let (a, b) = (weights(&two), weights(&one));
+    assert_eq!(a.len(), b.len());
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-3);
+        let gap = x.iter().zip(y).fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+        eprintln!("{name}: within {:.1e} of its scale", gap / scale);
+        assert!(gap <= 1e-5 * scale, "{name} differs from one device's by {gap:e} (scale {scale:e})");
+    }
+
+    // What moved: every training step and every evaluation batch exactly what one of them
+    // moves alone, nothing else, and no op without a rule.
+    assert_eq!(ledger.total_fallbacks(), 0, "{:?}", ledger.fallbacks);
+    assert_eq!(ledger.total_empty_ops(), 0, "{:?}", ledger.empty_ops);
+    let (step, eval) = one_step_each(&bytes, &splits);
+    let (steps, evals) = ((BUDGET.train_images / BUDGET.batch) as u64, (BUDGET.test_images / BUDGET.batch) as u64);
+    for collective in ["all_gather", "reduce_scatter", "all_reduce", "broadcast", "send"] {
+        let want = steps * step.by_collective(collective).bytes + evals * eval.by_collective(collective).bytes;
+        assert_eq!(ledger.by_collective(collective).bytes, want, "{collective}");
+    }
+    assert_eq!(ledger.by_collective("broadcast").bytes, 0, "no dropout mask is broadcast");
+
+    // The plan's FC exchange: each FC input's gradient reduce-scattered once per step, as
+    // `owt plan`'s dry run of owt's own training step says.
+    let arch = ModelSpec::new(ModelKind::AlexNetSmall).architecture().unwrap();
+    let plan = PlanKind::WeirdTrick.plan();
+    let dry = PlanDryRun {
+        arch: &arch,
+        plan: &plan,
+        ranks: 2,
+        batch: BUDGET.batch,
+        scheme: Exchange::AllGather,
+        head: Head::Softmax,
+        fc_update: FcUpdate::PerStep,
+    }
+    .run()
+    .unwrap();
+    assert_eq!(step.by_collective("reduce_scatter").bytes, dry.ledger.by_collective("reduce_scatter").bytes);
+    assert!(step.by_collective("reduce_scatter").bytes > 0);
+    let fc_forward: u64 =
+        dry.comm.layers.iter().filter(|t| t.layer.starts_with("fc") && t.phase == "forward").map(|t| t.bytes).sum();
+    assert!(step.by_collective("all_gather").bytes >= fc_forward && fc_forward > 0);
+}
