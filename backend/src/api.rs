@@ -51,22 +51,24 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Hybrid<B>, D> {
 }
 
 impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> {
-    /// Distributes the value. A leaf stays a leaf and keeps its require-grad flag (how
-    /// parameters are placed before training); a tensor computed inside a graph is
-    /// redistributed differentiably ([`Distributed::redistribute`]), so the gradient still
-    /// reaches what it was computed from.
+    /// Distributes the value. A tensor that requires a gradient (a parameter) stays the same
+    /// leaf in its new layout: the copy shares the leaf's node in the autodiff graph, so its
+    /// gradient is the leaf's, whether the parameter is placed once before training or
+    /// distributed inside a forward pass. A tensor computed inside a graph is redistributed
+    /// differentiably ([`Distributed::redistribute`]), so the gradient still reaches what it
+    /// was computed from. Anything else is just moved.
     fn distribute(self, placement: Placement) -> Self {
         let require_grad = self.is_require_grad();
         let in_graph = !self.clone().into_primitive().tensor().node.requirement.is_none();
-        if in_graph && !require_grad {
+        if require_grad {
+            let mut leaf = self.into_primitive().tensor();
+            leaf.primitive = redistribute(leaf.primitive, placement);
+            return Tensor::from_primitive(TensorPrimitive::Float(leaf));
+        }
+        if in_graph {
             return self.redistribute(placement);
         }
-        let t = Tensor::from_inner(self.inner().distribute(placement));
-        if require_grad {
-            t.require_grad()
-        } else {
-            t
-        }
+        Tensor::from_inner(self.inner().distribute(placement))
     }
 
     fn redistribute(self, placement: Placement) -> Self {

@@ -123,10 +123,34 @@ pub fn evaluate_with<B: Backend>(
     Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), images: source.len() })
 }
 
-/// Seed of the randomness of epoch `epoch` (shuffle, augmentation, dropout): a function of
-/// the run seed and the epoch only, so a resumed run draws exactly what an uninterrupted one would.
-fn epoch_seed(seed: u64, epoch: usize) -> u64 {
-    seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(epoch as u64 + 1)
+/// Every random draw of one epoch of a run: the order of the images, the random crops and
+/// flips (a generator that continues after the shuffle), and each step's dropout masks. A
+/// function of the run seed and the epoch only, so a resumed run draws exactly what an
+/// uninterrupted one would; every epoch, and every step within one, draws anew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochDraws {
+    /// The epoch's seed (also the backend's, and the dropout keys').
+    pub seed: u64,
+}
+
+impl EpochDraws {
+    /// The draws of epoch `epoch` (0-based) of a run seeded `run_seed`.
+    pub fn new(run_seed: u64, epoch: usize) -> Self {
+        Self { seed: run_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(epoch as u64 + 1) }
+    }
+
+    /// The order of `n` images, and the generator the epoch's crops and flips draw from.
+    pub fn order(&self, n: usize) -> (Vec<usize>, StdRng) {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut rng);
+        (order, rng)
+    }
+
+    /// The dropout masks of the epoch's step `step`.
+    pub fn dropout_key(&self, step: usize) -> DropoutKey {
+        DropoutKey::new(self.seed, step as u64)
+    }
 }
 
 /// Trains `config` on `splits` with backend `B` laid out by `layout` (one device, or a mesh
@@ -192,11 +216,9 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let started = Instant::now();
         let test_losses: Vec<f64> = metrics.iter().map(|m: &EpochMetrics| m.test_loss).collect();
         let lr = config.epoch_lr(epoch, &test_losses);
-        let seed = epoch_seed(config.seed, epoch);
-        B::seed(device, seed);
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut order: Vec<usize> = (0..train_set.len()).collect();
-        order.shuffle(&mut rng);
+        let draws = EpochDraws::new(config.seed, epoch);
+        B::seed(device, draws.seed);
+        let (order, rng) = draws.order(train_set.len());
         let total = order.len();
         let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, opts.verbose);
         let mut batches = Prefetch::start(train_set.clone(), order, config.batch, true, rng, PREFETCH);
@@ -223,7 +245,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         };
         while let Some(batch) = batches.next_batch()? {
             let (images, labels) = upload_batch(layout, &batch);
-            let key = DropoutKey::new(seed, steps as u64);
+            let key = draws.dropout_key(steps);
             let (next, outcome) =
                 train_step(layout, model, &mut optim, lr, config.head, config.fc_update, key, images, labels);
             model = next;
@@ -298,6 +320,27 @@ mod tests {
 
     fn at(loss_sum: f64, images: usize) -> TallyValues {
         TallyValues { loss_sum, correct: 0, images }
+    }
+
+    #[test]
+    fn every_epoch_and_every_step_draws_anew_and_the_same_epoch_draws_the_same() {
+        let (e0, e1) = (EpochDraws::new(7, 0), EpochDraws::new(7, 1));
+        assert_eq!(e0, EpochDraws::new(7, 0), "a resumed epoch draws what it drew before");
+        assert_ne!(e0, EpochDraws::new(8, 0), "the run seed matters");
+        let ((o0, mut r0), (o1, mut r1)) = (e0.order(100), e1.order(100));
+        assert_ne!(o0, o1, "each epoch its own order");
+        let mut sorted = o0.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>(), "an order is a permutation");
+        use rand::RngCore;
+        assert_ne!(r0.next_u64(), r1.next_u64(), "each epoch its own crops and flips");
+        assert_eq!(e0.order(100).0, o0);
+        let keys = [e0.dropout_key(0), e0.dropout_key(1), e1.dropout_key(0), e1.dropout_key(1)];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a.words("fc6"), b.words("fc6"), "every step of every epoch its own masks");
+            }
+        }
     }
 
     #[test]

@@ -44,3 +44,41 @@ fn every_rank_draws_its_part_of_the_one_device_mask_without_moving_anything() {
         }
     }
 }
+
+/// Each rank's share of the work, seen in the ops each rank ran (shape-only Meta devices): no
+/// op on any rank is larger than that rank's part of the input, and the part-sized ops of all
+/// ranks add up to one device's, so no rank computes the whole mask and slices it.
+#[test]
+fn each_rank_computes_only_its_own_part_of_the_mask() {
+    use owt_hybrid::DryRun;
+    use owt_meta::{Meta, MetaDevice, OpCost};
+    let d = CounterDropout::new(0.5);
+    let key = DropoutKey::new(5, 17);
+    // Ops larger than a whole row or column (the row and column index vectors, which every
+    // rank computes whole, are no larger than that).
+    let big = |costs: &[OpCost]| costs.iter().map(|c| c.flops).filter(|f| *f > COLS.max(ROWS) as u64).sum::<u64>();
+    let one = MetaDevice::new();
+    let x = Tensor::<Autodiff<Meta>, 2>::zeros([ROWS, COLS], &one);
+    one.reset_costs();
+    let _ = d.forward(x, key, "fc6");
+    let single = big(&one.costs());
+    assert!(single >= 10 * (ROWS * COLS) as u64, "the mask is a dozen ops over the input: {single}");
+    for k in 2..=4 {
+        for placement in [Placement::Shard(0), Placement::Shard(1)] {
+            let what = format!("K={k} {placement}");
+            let dry = DryRun::new(k);
+            let x = Tensor::<Autodiff<Hybrid<Meta>>, 2>::zeros([ROWS, COLS], dry.mesh()).distribute(placement);
+            let parts: Vec<u64> = x.local_shapes().iter().map(|s| (s[0] * s[1]) as u64).collect();
+            dry.begin_step();
+            let _ = d.forward(x, key, "fc6");
+            let report = dry.report();
+            assert_eq!(report.ledger.total().bytes, 0, "{what}: moved data");
+            for (r, costs) in report.costs.iter().enumerate() {
+                let largest = costs.iter().map(|c| c.flops).max().unwrap_or(0);
+                assert_eq!(largest, parts[r], "{what}: rank {r}'s largest op is not its part");
+            }
+            let total: u64 = report.costs.iter().map(|c| big(c)).sum();
+            assert_eq!(total, single, "{what}: the ranks' work is not one device's, split");
+        }
+    }
+}

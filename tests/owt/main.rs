@@ -13,5 +13,4 @@ mod input_pipeline;
 mod learner;
 mod plan_traffic;
 mod torchvision;
-mod training;
 mod wgpu_mesh;

@@ -60,10 +60,11 @@ fn logits_gap<B: Backend>(file: &str, device: &B::Device) -> f32 {
 fn imported_weights_give_pytorchs_logits_on_flex() {
     for file in ["alexnet.pth", "alexnet.safetensors", "checkpoint.pth.tar"] {
         let gap = logits_gap::<Flex>(file, &Default::default());
-        // Measured 4.2e-7 (Flex) and 3.0e-7 (wgpu on lavapipe): float rounding in another
-        // summation order.
+        // Measured 4.2e-7 (Flex, 2026-12-01): float rounding in another summation order. The
+        // bound is 20x that: a wrong layer (a transposed weight, a missing bias, another
+        // normalisation) is off by far more.
         eprintln!("{file}: {gap:e} of the logit scale");
-        assert!(gap <= 1e-4, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
+        assert!(gap <= 8.4e-6, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
     }
 }
 
@@ -77,8 +78,9 @@ fn imported_weights_give_pytorchs_logits_on_wgpu() {
     );
     for file in ["alexnet.pth", "alexnet.safetensors"] {
         let gap = logits_gap::<Wgpu>(file, &WgpuDevice::Cpu);
+        // Measured 3.0e-7 (lavapipe, 2026-12-01); the bound is 20x that.
         eprintln!("{file}: {gap:e} of the logit scale");
-        assert!(gap <= 1e-4, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
+        assert!(gap <= 6e-6, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
     }
 }
 

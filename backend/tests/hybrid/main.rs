@@ -4,6 +4,7 @@
 mod empty_work;
 mod equivalence;
 mod exchange_order;
+mod kept;
 mod kinds;
 mod lifetimes;
 mod meta_mesh;

@@ -1,4 +1,8 @@
 //! Training on one device: it learns, checkpoints are atomic, and resume continues exactly.
+//!
+//! Its own test binary (the other integration tests share one): a run seeds Flex's
+//! process-wide random generator and then draws the model's initial weights from it, so two
+//! runs compared here must not share the process with tests drawing random numbers meanwhile.
 
 use std::sync::Arc;
 
@@ -289,4 +293,67 @@ fn a_resumed_run_continues_its_learning_rate_schedule() {
             serde_json::from_slice(&std::fs::read(split.path().join("metrics.json")).unwrap()).unwrap();
         assert_eq!(json.iter().map(|e| e["lr"].as_f64().unwrap()).collect::<Vec<_>>(), b);
     }
+}
+
+/// A training split that records, for each batch it prepares, the images asked for and the
+/// first value its random generator gives (where the batch's crops and flips start).
+struct Recording {
+    inner: Arc<dyn owt::data::ImageSource>,
+    log: std::sync::Mutex<Vec<(Vec<usize>, u64)>>,
+}
+
+impl owt::data::ImageSource for Recording {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn image_dims(&self) -> [usize; 3] {
+        self.inner.image_dims()
+    }
+
+    fn classes(&self) -> usize {
+        self.inner.classes()
+    }
+
+    fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> owt::data::Batch {
+        if augment {
+            self.log.lock().unwrap().push((indices.to_vec(), rng.next_u64()));
+        }
+        self.inner.batch(indices, augment, rng)
+    }
+}
+
+/// Trains `epochs` epochs (resuming from `dir` when asked) and returns each epoch's draws:
+/// the order of its images and the first random value of each of its batches.
+fn draws_of(dir: &std::path::Path, epochs: usize, resume: bool) -> Vec<(Vec<usize>, Vec<u64>)> {
+    let recording = Arc::new(Recording { inner: splits(64).train, log: Default::default() });
+    let data = Splits { train: recording.clone(), test: splits(64).test };
+    let c = TrainConfig { epochs, ..config(epochs, Head::Softmax) };
+    train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir, resume)).unwrap();
+    let log = recording.log.lock().unwrap();
+    log.chunks(2)
+        .map(|e| (e.iter().flat_map(|(i, _)| i.clone()).collect(), e.iter().map(|(_, r)| *r).collect()))
+        .collect()
+}
+
+#[test]
+fn every_epoch_draws_a_new_order_and_new_crops_and_a_resumed_epoch_the_same_ones() {
+    let _turn = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // 64 images in batches of 32: two steps an epoch.
+    let whole = draws_of(dir.path(), 2, false);
+    assert_eq!(whole.len(), 2);
+    for (order, _) in &whole {
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..64).collect::<Vec<_>>(), "an epoch sees every image once");
+    }
+    assert_ne!(whole[0].0, whole[1].0, "the second epoch repeats the first one's order");
+    assert_ne!(whole[0].1, whole[1].1, "the second epoch repeats the first one's crops and flips");
+    assert_ne!(whole[0].1[0], whole[0].1[1], "a batch repeats the previous one's crops and flips");
+    let dir = tempfile::tempdir().unwrap();
+    let first = draws_of(dir.path(), 1, false);
+    let resumed = draws_of(dir.path(), 2, true);
+    assert_eq!(first[0], whole[0]);
+    assert_eq!(resumed, vec![whole[1].clone()], "a resumed epoch draws what the uninterrupted run drew");
 }
