@@ -10,6 +10,18 @@ use crate::collectives::redistribute;
 use crate::placement::Placement;
 
 /// Placement control on float tensors of a `Hybrid` backend.
+///
+/// ```
+/// use burn::backend::{Autodiff, Flex};
+/// use burn::prelude::*;
+/// use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
+///
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 3);
+/// let t = Tensor::<Autodiff<Hybrid<Flex>>, 2>::ones([7, 2], &mesh).distribute(Placement::Shard(0));
+/// assert_eq!(t.placement(), Placement::Shard(0));
+/// assert_eq!(t.local_shapes(), vec![vec![3, 2], vec![2, 2], vec![2, 2]]);
+/// assert_eq!(mesh.ledger_snapshot().total().bytes, 0, "Replicate to Shard is a local slice");
+/// ```
 pub trait Distributed: Sized {
     /// This tensor laid out as `placement` (moving data through the collectives as needed;
     /// Replicate to Shard is free).
@@ -108,9 +120,21 @@ int_distributed!(burn::tensor::Int; Hybrid<B>, Autodiff<Hybrid<B>>);
 int_distributed!(burn::tensor::Bool; Hybrid<B>, Autodiff<Hybrid<B>>);
 
 /// A `Partial` tensor whose rank `r` holds `summands[r]` (one per rank, all of one shape): its
-/// value is their sum. What a contraction over a sharded dimension produces; tests use it for
+/// value is their sum: what a contraction over a sharded dimension produces; tests use it for
 /// pending sums whose pieces really differ (a tensor `distribute`d to `Partial` keeps its value
 /// on rank 0 and zeros elsewhere, which hides rules that treat summands wrongly).
+///
+/// ```
+/// use burn::backend::Flex;
+/// use burn::tensor::TensorData;
+/// use owt_hybrid::{partial_from_summands, Distributed, MeshDevice, Placement};
+///
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let parts = vec![TensorData::from([1.0f32, 2.0]), TensorData::from([10.0f32, 20.0])];
+/// let t = partial_from_summands::<Flex, 1>(parts, &mesh);
+/// assert_eq!(t.placement(), Placement::PARTIAL_SUM);
+/// assert_eq!(t.into_data().to_vec::<f32>().unwrap(), vec![11.0, 22.0]);
+/// ```
 pub fn partial_from_summands<B: Backend, const D: usize>(
     summands: Vec<burn::tensor::TensorData>,
     mesh: &crate::MeshDevice<B::Device>,

@@ -10,8 +10,22 @@ use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
 
 /// A Burn backend over a mesh of `B` devices. Tensors carry a placement; each op picks a rule
-/// from its inputs' placements (see `backend/README.md`), and every cross-rank byte goes
+/// from its inputs' placements (see the crate's README), and every cross-rank byte goes
 /// through [`crate::collectives`].
+///
+/// ```
+/// use burn::backend::Flex;
+/// use burn::prelude::*;
+/// use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
+///
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let x = Tensor::<Hybrid<Flex>, 2>::ones([4, 3], &mesh).distribute(Placement::Shard(0));
+/// let w = Tensor::<Hybrid<Flex>, 2>::ones([3, 2], &mesh); // Replicate
+/// let y = x.matmul(w); // data parallel: each rank multiplies its 2 rows
+/// assert_eq!(y.placement(), Placement::Shard(0));
+/// assert_eq!(y.into_data().to_vec::<f32>().unwrap(), vec![3.0; 8]);
+/// assert_eq!(mesh.ledger_snapshot().total().bytes, 2 * 2 * 2 * 4); // read back: one gather
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hybrid<B> {
     _inner: PhantomData<B>,

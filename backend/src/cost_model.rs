@@ -106,6 +106,22 @@ pub struct StepPrediction {
 }
 
 /// Prices one step: `costs[r]` are rank r's ops, `ledger` the traffic, on `profile`.
+///
+/// ```
+/// use burn::backend::Autodiff;
+/// use burn::prelude::*;
+/// use owt_hybrid::{DeviceProfile, Distributed, DryRun, Hybrid, Placement};
+///
+/// type M = Autodiff<Hybrid<owt_meta::Meta>>;
+/// let dry = DryRun::new(2);
+/// let w = Tensor::<M, 2>::zeros([4096, 4096], dry.mesh()).distribute(Placement::Shard(1)).require_grad();
+/// dry.begin_step();
+/// let x = Tensor::<M, 2>::zeros([256, 4096], dry.mesh()).distribute(Placement::Shard(0));
+/// let _ = x.matmul(w).sum().backward();
+/// let step = dry.report().predict(&DeviceProfile::preset("h200-nvlink").unwrap());
+/// assert!(step.compute_s > 0.0 && step.comm_s > 0.0);
+/// assert!(step.overlapped_s <= step.serial_s);
+/// ```
 pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceProfile) -> StepPrediction {
     let ranks = costs.len().max(1);
     // Per label: each rank's seconds and flops.

@@ -61,6 +61,35 @@ impl<IB: Backend> StepLabels<Autodiff<Hybrid<IB>>> for LayerLabels<IB> {
 
 /// How a training step places a module and its inputs, labels its layers, turns a loss into
 /// gradients ready for an optimizer and records what moved between ranks.
+///
+/// One step written against the trait runs on one device or on a mesh:
+///
+/// ```
+/// use burn::backend::{Autodiff, Flex};
+/// use burn::module::AutodiffModule;
+/// use burn::nn::{Linear, LinearConfig};
+/// use burn::optim::{Optimizer, SgdConfig};
+/// use burn::prelude::*;
+/// use burn::tensor::backend::AutodiffBackend;
+/// use owt_hybrid::{Exchange, MeshDevice, MeshLayout, PlanKind, SingleDevice, StepLayout};
+///
+/// fn step<B: AutodiffBackend, L: StepLayout<B>>(layout: &L) -> Vec<f32> {
+///     let init = burn::nn::Initializer::Constant { value: 0.1 };
+///     let model: Linear<B> = LinearConfig::new(8, 4).with_initializer(init).init(layout.device());
+///     let model = layout.place_module(model).unwrap();
+///     let x = layout.upload_input::<2>(burn::tensor::TensorData::new(vec![0.5f32; 16 * 8], [16, 8]));
+///     let grads = layout.backward(model.forward(x).powf_scalar(2.0).mean());
+///     let grads = layout.sync(&model, grads);
+///     let model = SgdConfig::new().init::<B, Linear<B>>().step(0.1, model, grads);
+///     model.valid().weight.val().into_data().to_vec::<f32>().unwrap()
+/// }
+///
+/// let one = step(&SingleDevice::<Autodiff<Flex>>::new(Default::default()));
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let two = step(&MeshLayout::<Flex>::new(mesh, PlanKind::DataParallel.plan(), Exchange::AllGather));
+/// assert!(one.iter().zip(&two).all(|(a, b)| (a - b).abs() <= 1e-6), "{one:?} vs {two:?}");
+/// assert_ne!(one, vec![0.1; 32], "the step moved the weights");
+/// ```
 pub trait StepLayout<B: AutodiffBackend> {
     /// The labels of one step's layers.
     type Labels: StepLabels<B>;

@@ -1,20 +1,4 @@
-//! # owt-hybrid
-//!
-//! `Hybrid<B>`: a Burn backend wrapper whose device is a mesh of K devices ([`MeshDevice`])
-//! and whose tensors carry a placement ([`Placement`]: Replicate, Shard(dim), Partial). Conv
-//! ops on batch-sharded inputs run as data-parallel replicas, matmuls against column-split
-//! weights run model-parallel, and every byte that crosses ranks goes through
-//! [`collectives`], which records it in the mesh's ledger ([`LedgerSnapshot`]). Knows
-//! nothing about AlexNet: the rules are per op and per placement (the crate's README).
-//!
-//! Around the backend, what a training program needs for any Burn module: [`Plan`]s that say
-//! where every parameter lives ([`PlanKind`] for the built-in ones), [`place_parameters`],
-//! [`sync_gradients`] with each layer's traffic labelled ([`LayerLabels`]), a
-//! [`StepLayout`] that runs one step on one device or a mesh, and [`DryRun`]s on shape-only
-//! devices whose ledger and op costs a [`cost_model`] prices.
-//!
-//! Built on Burn 0.21, the last Burn whose `Tensor<B, D>` takes a backend type parameter
-//! (Burn 0.22 replaced it with a closed set of built-in backends; see the README).
+#![doc = include_str!("../README.md")]
 
 mod api;
 mod backend;

@@ -99,6 +99,16 @@ impl<D: DeviceOps> MeshDevice<D> {
     }
 
     /// `k` virtual ranks all on `device` (how tests and CPU runs get a K-rank mesh).
+    ///
+    /// ```
+    /// use burn::backend::flex::FlexDevice;
+    /// use owt_hybrid::MeshDevice;
+    ///
+    /// let mesh = MeshDevice::virtual_ranks(FlexDevice, 4);
+    /// assert_eq!(mesh.size(), 4);
+    /// assert_eq!(mesh.rank_devices(), &[FlexDevice; 4]);
+    /// assert_ne!(mesh, MeshDevice::virtual_ranks(FlexDevice, 4), "each call makes its own mesh");
+    /// ```
     pub fn virtual_ranks(device: D, k: usize) -> Self {
         Self::new(vec![device; k])
     }

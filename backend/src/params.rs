@@ -38,6 +38,22 @@ impl<IB: Backend> ModuleMapper<Autodiff<Hybrid<IB>>> for Placer<'_> {
 }
 
 /// Gives every float parameter of `module` the placement `rule(path, shape)` returns.
+///
+/// ```
+/// use burn::backend::{Autodiff, Flex};
+/// use burn::nn::LinearConfig;
+/// use owt_hybrid::{parameter_paths, place_parameters, Distributed, Hybrid, MeshDevice, Placement};
+///
+/// type B = Autodiff<Hybrid<Flex>>;
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let layer = LinearConfig::new(8, 6).init::<B>(&mesh);
+/// assert_eq!(parameter_paths(&layer), vec![("weight".to_string(), vec![8, 6]), ("bias".to_string(), vec![6])]);
+/// let layer = place_parameters(layer, |path, _shape| match path {
+///     "weight" => Placement::Shard(1),
+///     _ => Placement::Shard(0),
+/// });
+/// assert_eq!(layer.weight.val().local_shapes(), vec![vec![8, 3], vec![8, 3]]);
+/// ```
 pub fn place_parameters<IB: Backend, M: Module<Autodiff<Hybrid<IB>>>>(
     module: M,
     mut rule: impl FnMut(&str, &[usize]) -> Placement,

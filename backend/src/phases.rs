@@ -43,6 +43,22 @@ pub fn layer_of(path: &str) -> &str {
 /// Labels one step's forward and backward traffic layer by layer on a mesh: call
 /// [`LayerLabels::enter`] with each layer's input as the layer starts, and
 /// [`LayerLabels::close`] on the output of the last layer of a run.
+///
+/// ```
+/// use burn::backend::{Autodiff, Flex};
+/// use burn::prelude::*;
+/// use owt_hybrid::{Distributed, Hybrid, LayerLabels, MeshDevice, Placement};
+///
+/// type B = Autodiff<Hybrid<Flex>>;
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let w = Tensor::<B, 2>::ones([3, 4], &mesh).distribute(Placement::Shard(1)).require_grad();
+/// let x = Tensor::<B, 2>::ones([6, 3], &mesh).distribute(Placement::Shard(0));
+/// let mut labels = LayerLabels::<Flex>::new(&mesh);
+/// let y = labels.enter("fc", x).matmul(w); // the rows of x gathered, labelled fc:forward
+/// let y = labels.close(y);
+/// let _ = y.sum().backward();
+/// assert!(mesh.ledger_snapshot().by_phase("fc:forward").bytes > 0);
+/// ```
 pub struct LayerLabels<IB: Backend> {
     mesh: MeshDevice<IB::Device>,
     previous: Option<String>,
@@ -104,6 +120,29 @@ impl<IB: Backend> ModuleVisitor<AH<IB>> for Syncer<'_, IB> {
 /// nothing.
 /// Without it an optimizer still computes the same update (the placement rules resolve the
 /// pending sums where the update needs them), with its traffic labelled by the optimizer's ops.
+///
+/// ```
+/// use burn::backend::{Autodiff, Flex};
+/// use burn::nn::LinearConfig;
+/// use burn::optim::GradientsParams;
+/// use burn::prelude::*;
+/// use owt_hybrid::{sync_gradients, Distributed, Hybrid, MeshDevice, Placement};
+///
+/// type B = Autodiff<Hybrid<Flex>>;
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let layer = LinearConfig::new(4, 2).init::<B>(&mesh); // replicated: data parallel
+/// let x = Tensor::<B, 2>::ones([6, 4], &mesh).distribute(Placement::Shard(0));
+/// let grads = GradientsParams::from_grads(layer.forward(x).sum().backward(), &layer);
+/// mesh.reset_ledger();
+/// let grads = sync_gradients(&layer, grads, &mesh);
+/// let weight = grads.get::<Hybrid<Flex>, 2>(layer.weight.id).unwrap();
+/// assert_eq!(weight.placement(), Placement::Replicate);
+/// // The weight's pending sum all-reduced on a ring, 2 (K - 1) x its 4 x 2 x 4 bytes; the bias
+/// // gradient (a sum of the whole output gradient) is whole already.
+/// let ledger = mesh.ledger_snapshot();
+/// assert_eq!(ledger.by_phase("weight:sync").bytes, 2 * (2 - 1) * 8 * 4);
+/// assert_eq!(ledger.by_phase("bias:sync").bytes, 0);
+/// ```
 pub fn sync_gradients<IB: Backend, M: Module<AH<IB>>>(
     module: &M,
     grads: GradientsParams,

@@ -15,6 +15,15 @@ pub enum ReduceOp {
 
 /// Where the pieces of a distributed tensor live across the ranks of a mesh.
 ///
+/// ```
+/// use owt_hybrid::{shard_sizes, Placement};
+///
+/// // 10 rows over 4 ranks: the first ranks take one more.
+/// assert_eq!(shard_sizes(10, 4), vec![3, 3, 2, 2]);
+/// let wire: Placement = serde_json::from_str(r#"{"Shard": 1}"#).unwrap();
+/// assert_eq!(wire, Placement::Shard(1));
+/// ```
+///
 /// Serialised as `"Replicate"`, `{"Shard": d}`, `"Partial"` (a pending sum, the only partial
 /// a plan can ask for) and `"PartialMax"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

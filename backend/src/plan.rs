@@ -34,6 +34,17 @@ impl std::error::Error for PlanError {}
 
 /// The built-in plans, named by the layers of a convolutional network (`conv*` and `fc*`
 /// parameters, as in the AlexNet family): `--plan` in the owt tool.
+///
+/// ```
+/// use owt_hybrid::{Placement, PlanKind};
+///
+/// let plan: PlanKind = "weird-trick".parse().unwrap();
+/// let plan = plan.plan();
+/// assert_eq!(plan.placement_of("conv3.weight"), Placement::Replicate); // data parallel
+/// assert_eq!(plan.placement_of("fc6.weight"), Placement::Shard(1)); // model parallel
+/// assert_eq!(plan.input, Placement::Shard(0)); // the batch split by rows
+/// assert!(plan.check_mesh(4, 2).unwrap_err().to_string().contains("--batch must be at least"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlanKind {

@@ -10,6 +10,21 @@ use crate::ledger::names;
 use crate::placement::shard_ranges;
 
 /// How batch-sharded activities reach column-split weights (scheme letters as in the paper).
+///
+/// ```
+/// use burn::backend::Flex;
+/// use burn::prelude::*;
+/// use owt_hybrid::{Distributed, Exchange, Hybrid, MeshDevice, Placement};
+///
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// mesh.set_exchange(Exchange::from_letter("b").unwrap()); // K rounds of one rank's rows
+/// let x = Tensor::<Hybrid<Flex>, 2>::ones([4, 3], &mesh).distribute(Placement::Shard(0));
+/// let w = Tensor::<Hybrid<Flex>, 2>::ones([3, 2], &mesh).distribute(Placement::Shard(1));
+/// let y = x.matmul(w); // the weird trick: every rank's columns over the whole batch
+/// assert_eq!(y.placement(), Placement::Shard(1));
+/// // Two rounds, each broadcasting one rank's 2 rows of 3 floats to the other rank.
+/// assert_eq!(mesh.ledger_snapshot().by_collective("broadcast").bytes, 2 * (2 * 3 * 4));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub enum Exchange {
     /// (a) One all-gather of every rank's activities, then one matmul over the whole batch.

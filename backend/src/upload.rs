@@ -62,6 +62,18 @@ fn upload<B: Backend, K: ShardKind<B>>(
 }
 
 /// Tensors that can be built on a mesh straight into a placement from host data.
+///
+/// ```
+/// use burn::backend::Flex;
+/// use burn::prelude::*;
+/// use burn::tensor::{DType, TensorData};
+/// use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement, Upload};
+///
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let pixels = TensorData::new(vec![0u8; 4 * 28 * 28], [4, 1, 28, 28]);
+/// let images = Tensor::<Hybrid<Flex>, 4, Int>::upload(pixels, Placement::Shard(0), &mesh, Some(DType::U8));
+/// assert_eq!(images.local_shapes(), vec![vec![2, 1, 28, 28]; 2]); // each rank got its 2 images
+/// ```
 pub trait Upload<D>: Sized {
     /// `data` laid out as `placement` on `mesh`, each rank uploading only its own piece. The
     /// element type is `dtype`, or the mesh's default for the tensor kind when `None` (so

@@ -101,6 +101,16 @@ pub const POOL_STRIDE: usize = 2;
 impl Architecture {
     /// The layer profile (parameters, MACs, output shape per layer), or why the geometry is
     /// impossible (an input too small for the kernels, channels not divisible by groups).
+    ///
+    /// ```
+    /// use owt_models::AlexNetOwtConfig;
+    ///
+    /// let profile = AlexNetOwtConfig::new().architecture().profile().unwrap();
+    /// assert_eq!(profile.total_params, 61_100_840);
+    /// assert_eq!(profile.layer("conv1").unwrap().macs, 70_276_800);
+    /// let (conv_params, conv_macs) = profile.sum_by_prefix("conv");
+    /// assert!(conv_params * 20 < profile.total_params && conv_macs * 10 > profile.total_macs * 9);
+    /// ```
     pub fn profile(&self) -> Result<ModelProfile, ArchitectureError> {
         let mut p = ProfileBuilder::new(&self.name, self.input);
         for stage in self.stages() {

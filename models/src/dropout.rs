@@ -134,6 +134,22 @@ impl PassCounter {
 
 /// Dropout with counter-based masks (see the module docs). Like Burn's `Dropout`, it acts only
 /// when the backend tracks gradients and scales the kept activities by `1 / (1 - prob)`.
+///
+/// ```
+/// use burn::backend::{Autodiff, Flex};
+/// use burn::prelude::*;
+/// use owt_models::{CounterDropout, DropoutKey};
+///
+/// let device = Default::default();
+/// let x = Tensor::<Autodiff<Flex>, 2>::ones([8, 16], &device);
+/// let dropout = CounterDropout::new(0.5);
+/// let key = DropoutKey::new(7, 0); // seed 7, step 0
+/// // Rows 4..8 alone, numbered from row 4, draw what they draw in the whole batch: a batch
+/// // split over devices draws one device's mask with nothing sent.
+/// let whole = dropout.forward(x.clone(), key, "fc6").slice([4..8]).into_data();
+/// let part = dropout.forward(x.slice([4..8]), key.from_row(4), "fc6").into_data();
+/// assert_eq!(whole, part);
+/// ```
 /// Every mask is a function of a [`DropoutKey`]: given by the caller, or else the next of
 /// the module's own [`PassCounter`], so no mask is ever drawn from a random generator (which on
 /// a mesh would be drawn on one rank and broadcast).

@@ -5,6 +5,20 @@ use burn::tensor::activation::log_softmax;
 
 /// The output layer's loss. The models emit one logit per class; the head decides how they
 /// are read.
+///
+/// ```
+/// use burn::backend::Flex;
+/// use burn::prelude::*;
+/// use owt_models::Head;
+///
+/// let device = Default::default();
+/// let logits = Tensor::<Flex, 2>::zeros([4, 10], &device); // a uniform guess
+/// let labels = Tensor::<Flex, 1, Int>::from_ints([0, 1, 2, 3], &device);
+/// for head in Head::ALL {
+///     let loss = head.loss(logits.clone(), labels.clone()).into_scalar() as f64;
+///     assert!((loss - head.uniform_loss(10)).abs() < 1e-5, "{}: {loss}", head.name());
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Head {
     /// Softmax over the classes with cross-entropy (the 2012 paper).

@@ -1,15 +1,5 @@
-//! # owt-models
-//!
-//! The AlexNet family as plain, backend-generic Burn modules:
-//!
-//! - [`AlexNet2012Config`]: the two-tower network of Krizhevsky, Sutskever and Hinton (2012),
-//!   with tower-local layers as grouped convolutions and response normalisation per tower;
-//! - [`AlexNetOwtConfig`]: the one-tower network of "One weird trick" (2014), torchvision layout;
-//! - [`AlexNetSmallConfig`]: the same stages scaled for 28x28 / 32x32 images.
-//!
-//! Every member is an [`AlexNet`] built from an [`Architecture`], which also yields the
-//! [`ModelProfile`] (parameters, MACs and output shape per layer). [`Head`] turns logits into a
-//! softmax or independent-logistic loss. Nothing here knows about devices or parallelism.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod alexnet;
 mod architecture;

@@ -42,6 +42,16 @@ impl std::str::FromStr for ModelKind {
 
 /// A member plus the geometry it is built for; `None` fields take the member's defaults.
 /// This is what a checkpoint stores to rebuild its network.
+///
+/// ```
+/// use owt_models::{ModelKind, ModelSpec};
+///
+/// let spec = ModelSpec { input: Some(67), classes: Some(16), ..ModelSpec::new(ModelKind::AlexNetOwt) };
+/// let arch = spec.architecture().unwrap();
+/// assert_eq!(arch.input, [3, 67, 67]);
+/// let wrong = ModelSpec { towers: Some(2), ..ModelSpec::new(ModelKind::AlexNetOwt) };
+/// assert!(wrong.architecture().is_err(), "the 2014 network has one tower");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
     /// Which member.

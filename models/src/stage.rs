@@ -76,6 +76,15 @@ impl Architecture {
     /// The stages of the forward pass in order: conv n, its ReLU, response normalisation and
     /// pooling where marked (n = 1..5); the adaptive pool if any; flatten; then for FC layer
     /// n = 6..8 dropout where marked, the layer and (for 6 and 7) its ReLU.
+    ///
+    /// ```
+    /// use owt_models::{AlexNet2012Config, Stage};
+    ///
+    /// let stages = AlexNet2012Config::new().architecture().stages();
+    /// let names: Vec<String> = stages.iter().take(5).map(|s| s.name()).collect();
+    /// assert_eq!(names, ["conv1", "relu1", "lrn1", "pool1", "conv2"]);
+    /// assert_eq!(stages.last(), Some(&Stage::Fc(8)));
+    /// ```
     pub fn stages(&self) -> Vec<Stage> {
         let mut stages = Vec::new();
         for i in 0..5 {

@@ -6,6 +6,22 @@
 //! Both go through Burn's `burn-store`: the keys are remapped (`features.N` / `classifier.N`
 //! to `conv1`..`fc8`) and Linear weights transposed (PyTorch keeps them `[out, in]`, Burn
 //! `[in, out]`) by its PyTorch adapters.
+//!
+//! ```
+//! use burn::backend::Flex;
+//! use owt_models::torchvision::{export_safetensors, import};
+//! use owt_models::AlexNetOwtConfig;
+//!
+//! let device = Default::default();
+//! let config = AlexNetOwtConfig::new().with_input(67).with_classes(10);
+//! let trained = config.init::<Flex>(&device);
+//! let file = std::env::temp_dir().join(format!("owt-doc-{}.safetensors", std::process::id()));
+//! std::fs::write(&file, export_safetensors(&trained).unwrap()).unwrap(); // for PyTorch
+//! let (back, report) = import(config.init::<Flex>(&device), &file).unwrap();
+//! std::fs::remove_file(&file).unwrap();
+//! assert_eq!(report.loaded, 16); // 8 weights, 8 biases
+//! assert_eq!(back.fc8.weight.val().into_data(), trained.fc8.weight.val().into_data());
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -150,7 +166,7 @@ fn format_of(path: &Path) -> Result<Format, TorchvisionError> {
 }
 
 /// Loads the torchvision state dict at `path` (`.pth`/`.pt` or `.safetensors`, or a checkpoint
-/// of PyTorch's ImageNet example, `.pth.tar`, see [`WRAPPED`]) into `model`,
+/// of PyTorch's ImageNet example, `.pth.tar`, with its `module.` prefixes) into `model`,
 /// which must have torchvision's layout ([`check_layout`]) and the file's widths. When only
 /// the class count differs, fc8 keeps its initial weights (reported in [`ImportReport`]), so a
 /// network can be fine-tuned to other classes. A missing key or a wrong shape is an error

@@ -178,8 +178,8 @@ impl TallyValues {
 }
 
 impl<B: Backend> Tally<B> {
-    /// Adds `images` images whose mean loss is `mean_loss` (shape [1]) and of which `correct`
-    /// (shape [1]) were right.
+    /// Adds `images` images whose mean loss is `mean_loss` (shape `[1]`) and of which `correct`
+    /// (shape `[1]`) were right.
     pub fn add(&mut self, mean_loss: Tensor<B, 1>, correct: Tensor<B, 1, Int>, images: usize) {
         let loss = mean_loss.mul_scalar(images as f64);
         self.loss = Some(match self.loss.take() {

@@ -48,7 +48,7 @@ impl std::str::FromStr for FcUpdate {
     }
 }
 
-/// How many of `logits`' predictions equal `labels`, as a device tensor of shape [1].
+/// How many of `logits`' predictions equal `labels`, as a device tensor of shape `[1]`.
 pub fn correct_count<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> Tensor<B, 1, Int> {
     head.predict(logits).equal(labels).int().sum()
 }
@@ -83,9 +83,9 @@ pub fn classifier<B: AutodiffBackend, L: StepLayout<B>>(
 /// and then.
 #[derive(Debug, Clone)]
 pub struct StepOutcome<B: Backend> {
-    /// Mean loss over the batch (before the update), shape [1].
+    /// Mean loss over the batch (before the update), shape `[1]`.
     pub loss: Tensor<B, 1>,
-    /// Images classified correctly (before the update), shape [1].
+    /// Images classified correctly (before the update), shape `[1]`.
     pub correct: Tensor<B, 1, Int>,
     /// Images in the batch.
     pub images: usize,

@@ -400,7 +400,7 @@ pub fn markdown() -> String {
             .iter()
             .map(|(n, s)| {
                 format!(
-                    "{n} {:?} {}{}",
+                    "{n} `{:?}` {}{}",
                     &s.shape[..],
                     short(s.placement),
                     if s.kept_whole { " (kept whole)" } else { "" }

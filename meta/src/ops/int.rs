@@ -1,5 +1,5 @@
 //! Int ops of `Meta` (labels, indices): shapes and dtypes as Flex computes them. Flex returns
-//! its index dtype ([`INDEX_DTYPE`], i64 on 64-bit targets) from the int ops that take no
+//! its index dtype (`INDEX_DTYPE`, i64 on 64-bit targets) from the int ops that take no
 //! output dtype (argmax, argmin, sorts' indices); so does `Meta`. The same defaults as for
 //! floats are overridden (fills, sorts, arange, reductions, cat).
 
