@@ -21,3 +21,8 @@ pub mod report;
 pub mod train;
 
 pub use error::OwtError;
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
