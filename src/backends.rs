@@ -82,8 +82,20 @@ pub fn run_on_mesh<J: MeshJob>(kind: BackendKind, request: MeshRequest, job: J) 
     }
 }
 
-/// Runs `job` on `kind`, or explains why that backend cannot be used here. `fusion` picks
-/// burn's kernel-fusing backend on wgpu and CUDA (the default) or the plain CubeCL one.
+/// Whether single-device runs on `kind` can fuse kernels in this build: Burn's kernel-fusing
+/// backend is compiled in only with the `fusion` feature (on with `cuda`), so a build for the
+/// tests does not compile a second GPU backend it never runs.
+pub fn fusion_built(kind: BackendKind) -> bool {
+    match kind {
+        BackendKind::Flex => false,
+        BackendKind::Wgpu => cfg!(all(feature = "wgpu", feature = "fusion")),
+        BackendKind::Cuda => cfg!(all(feature = "cuda", feature = "fusion")),
+    }
+}
+
+/// Runs `job` on `kind`, or explains why that backend cannot be used here. `fusion` asks for
+/// Burn's kernel-fusing backend on wgpu and CUDA where it is built in ([`fusion_built`]),
+/// else the plain CubeCL one runs.
 pub fn run_on<J: BackendJob>(kind: BackendKind, fusion: bool, job: J) -> Result<J::Output, OwtError> {
     match kind {
         BackendKind::Flex => job.run::<Autodiff<Flex>>(Default::default()),
@@ -95,10 +107,17 @@ pub fn run_on<J: BackendJob>(kind: BackendKind, fusion: bool, job: J) -> Result<
 #[cfg(feature = "wgpu")]
 mod wgpu_backend {
     use super::*;
-    use burn::backend::wgpu::{CubeBackend, Wgpu, WgpuDevice, WgpuRuntime};
+    use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 
-    /// The plain CubeCL wgpu backend (meshes, `--no-fusion`).
+    /// The plain CubeCL wgpu backend (meshes, `--no-fusion`, builds without `fusion`).
     pub type Plain = CubeBackend<WgpuRuntime, f32, i32, u32>;
+
+    /// The wgpu backend of a single-device run: Burn's kernel-fusing one where built in.
+    #[cfg(feature = "fusion")]
+    pub type Single = burn::backend::wgpu::Wgpu;
+    /// The wgpu backend of a single-device run: the plain one (built without `fusion`).
+    #[cfg(not(feature = "fusion"))]
+    pub type Single = Plain;
 
     /// What CubeCL's wgpu runtime can do between its devices.
     pub fn capabilities() -> RuntimeCapabilities {
@@ -133,16 +152,17 @@ mod wgpu_backend {
     pub fn single<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
         let device = WgpuDevice::DefaultDevice;
         usable(&device)?;
+        #[cfg(feature = "fusion")]
         if fusion {
-            job.run::<Autodiff<Wgpu>>(device)
-        } else {
-            job.run::<Autodiff<Plain>>(device)
+            return job.run::<Autodiff<Single>>(device);
         }
+        let _ = fusion;
+        job.run::<Autodiff<Plain>>(device)
     }
 }
 
 #[cfg(feature = "wgpu")]
-pub use wgpu_backend::capabilities as wgpu_capabilities;
+pub use wgpu_backend::{capabilities as wgpu_capabilities, Single as WgpuSingle};
 
 #[cfg(feature = "wgpu")]
 fn mesh_wgpu<J: MeshJob>(request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
@@ -172,7 +192,7 @@ mod cuda_backend {
 
     use super::*;
     use crate::cuda_preflight::{preflight, CudaNeeds, HostSystem};
-    use burn::backend::cuda::{Cuda, CudaDevice};
+    use burn::backend::cuda::CudaDevice;
     use cubecl_cuda::CudaRuntime;
 
     /// The plain CubeCL CUDA backend (meshes, `--no-fusion`).
@@ -214,13 +234,15 @@ mod cuda_backend {
 
     pub fn single<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
         let device = CudaDevice::default();
+        #[cfg(feature = "fusion")]
         if fusion {
+            use burn::backend::cuda::Cuda;
             usable::<Cuda>(std::slice::from_ref(&device), false)?;
-            job.run::<Autodiff<Cuda>>(device)
-        } else {
-            usable::<Plain>(std::slice::from_ref(&device), false)?;
-            job.run::<Autodiff<Plain>>(device)
+            return job.run::<Autodiff<Cuda>>(device);
         }
+        let _ = fusion;
+        usable::<Plain>(std::slice::from_ref(&device), false)?;
+        job.run::<Autodiff<Plain>>(device)
     }
 }
 

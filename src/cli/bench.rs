@@ -44,7 +44,7 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub parallel: ParallelArgs,
     /// Single device without kernel fusion (wgpu, cuda: CubeBackend instead of Fusion); meshes
-    /// never fuse.
+    /// never fuse, nor do builds without the `fusion` feature (on with `cuda`).
     #[arg(long)]
     pub no_fusion: bool,
     /// Output head.
@@ -267,7 +267,7 @@ impl BenchJob<'_> {
         Ok(BenchReport {
             model: arch.name.to_string(),
             backend: args.backend.name().to_string(),
-            fusion: devices == 0 && !args.no_fusion && args.backend != BackendKind::Flex,
+            fusion: devices == 0 && !args.no_fusion && crate::backends::fusion_built(args.backend),
             layout: layout.describe(),
             devices,
             batch: config.batch,

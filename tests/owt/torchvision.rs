@@ -71,13 +71,14 @@ fn imported_weights_give_pytorchs_logits_on_flex() {
 #[cfg(feature = "wgpu")]
 #[test]
 fn imported_weights_give_pytorchs_logits_on_wgpu() {
-    use burn::backend::wgpu::{Wgpu, WgpuDevice};
+    use burn::backend::wgpu::WgpuDevice;
+    use owt::backends::WgpuSingle;
     assert!(
         !owt::kernel_cache::wgpu_adapters().is_empty(),
         "no Vulkan adapter found: install mesa-vulkan-drivers to run the wgpu tests on the CPU"
     );
     for file in ["alexnet.pth", "alexnet.safetensors"] {
-        let gap = logits_gap::<Wgpu>(file, &WgpuDevice::Cpu);
+        let gap = logits_gap::<WgpuSingle>(file, &WgpuDevice::Cpu);
         // Measured 3.0e-7 (lavapipe, 2026-12-01); the bound is 20x that.
         eprintln!("{file}: {gap:e} of the logit scale");
         assert!(gap <= 6e-6, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
