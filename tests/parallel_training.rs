@@ -29,10 +29,20 @@ fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
     owt::train::RunOptions { resume, ..owt::train::RunOptions::new(dir) }
 }
 
+/// The owt binary's allocator: it reuses freed memory, where the system's hands the 134 MB
+/// blocks of AlexNetOwt's f64 FC layers back to the kernel and faults them in again on every
+/// op (a third of this binary's time went to page faults; the AlexNetOwt test took 175 s with
+/// the system's allocator, 129 s with this one).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 type Ref = Autodiff<Flex>;
 type H = Autodiff<owt_hybrid::Hybrid<Flex>>;
 
-/// Flex's random generator is process-global: tests whose draws must line up take turns.
+/// Flex's random generator is process-global: every draw from it (a model's initialisation)
+/// happens under this lock, so a seeded sequence (seed, then initialise) is never broken into
+/// by another test's draw. The training steps draw nothing (dropout masks are counter-based),
+/// so the long equivalence runs go on side by side.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -77,8 +87,16 @@ fn use_f64<B: Backend>(device: &B::Device) {
     let _ = burn::tensor::backend::set_default_float_dtype::<B>(device, burn::tensor::FloatDType::F64);
 }
 
-/// The starting weights of a run, as checkpoint bytes (drawn once on Flex).
+/// A model of `arch` on `device` whose weights are loaded next (its initialisation draws from
+/// the shared generator, so it takes the lock).
+fn init_model<B: Backend>(arch: &owt_models::Architecture, device: &B::Device) -> AlexNet<B> {
+    let _guard = serial();
+    arch.try_init(device).unwrap()
+}
+
+/// The starting weights of a run, as checkpoint bytes (drawn once on Flex, seeded).
 fn initial_weights(spec: &ModelSpec) -> Vec<u8> {
+    let _guard = serial();
     let arch = spec.architecture().unwrap();
     let device = Default::default();
     use_f64::<Ref>(&device);
@@ -99,7 +117,7 @@ fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
         owt::parallel::check_run(plan, &arch, layout.ranks(), config.batch).unwrap();
     }
     let device = layout.device();
-    let model: AlexNet<B> = arch.try_init(device).unwrap();
+    let model: AlexNet<B> = init_model(&arch, device);
     let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
     let mut model = layout.place_module(model).unwrap();
     let mut optim = sgd::<B>(config);
@@ -166,7 +184,6 @@ fn cases(two_towers: bool) -> Vec<(usize, PlanKind, Exchange)> {
 }
 
 fn equivalence(spec_for: impl Fn(usize, PlanKind) -> ModelSpec, batch: usize, steps: usize, two_towers: bool) {
-    let _guard = serial();
     let mut reference = std::collections::HashMap::new();
     for (k, plan, scheme) in cases(two_towers) {
         let spec = spec_for(k, plan);
@@ -221,7 +238,6 @@ fn alexnet_owt_at_reduced_input_trains_to_the_single_device_weights() {
 fn another_dropout_seed_ends_elsewhere_so_the_masks_act() {
     // The equivalence tests run with dropout 0.5; this shows their masks act: the same
     // weights and batches under another dropout seed end far beyond 1e-12 away.
-    let _guard = serial();
     let spec = small(2);
     let weights = initial_weights(&spec);
     let single = SingleDevice::<Ref>::new(Default::default());
@@ -237,7 +253,6 @@ fn another_dropout_seed_ends_elsewhere_so_the_masks_act() {
 fn the_weight_gap_measure_sees_one_step_of_difference() {
     // The equivalence tests above pass with a gap of 0 in f64; this shows the measure is not
     // blind: one step more on one side is far beyond 1e-12.
-    let _guard = serial();
     let spec = small(2);
     let config = config(spec.clone(), 8, FcUpdate::PerStep);
     let weights = initial_weights(&spec);
@@ -250,7 +265,6 @@ fn the_weight_gap_measure_sees_one_step_of_difference() {
 
 #[test]
 fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnist() {
-    let _guard = serial();
     let dir = std::path::Path::new(owt::data::FASHION_MNIST_DIR);
     let spec = ModelSpec { dropout: Some(0.0), ..small(2) };
     let arch = spec.architecture().unwrap();
@@ -271,7 +285,7 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
         use_f64::<H>(&mesh);
         let layout = MeshLayout::<Flex>::new(mesh, PlanKind::WeirdTrick.plan(), Exchange::AllGather);
         let device = layout.device().clone();
-        let model: AlexNet<H> = arch.try_init(&device).unwrap();
+        let model: AlexNet<H> = init_model(&arch, &device);
         let mut model =
             layout.place_module(model.load_record(record_from_bytes::<H, _>(&weights, &device).unwrap())).unwrap();
         let mut optim = sgd::<H>(&config);
@@ -307,8 +321,10 @@ fn checkpoints_resume_on_any_device_count() {
     use owt::data::{synthetic_images, Splits};
     use owt::train::{load_model, train};
     use std::sync::Arc;
-    let _guard = serial();
     let _ = initial_weights(&small(2)); // f64 on the Flex device
+    // The trainer seeds the generator and initialises the model itself: the whole test holds
+    // the lock.
+    let _guard = serial();
     let splits = Splits {
         train: Arc::new(synthetic_images([1, 28, 28], 10, 40, 1)),
         test: Arc::new(synthetic_images([1, 28, 28], 10, 50, 2)),
@@ -388,13 +404,12 @@ fn per_chunk_by_hand(
 
 #[test]
 fn per_chunk_updates_equal_the_hand_written_reference_element_by_element() {
-    let _guard = serial();
     let spec = small(1);
     let config = config(spec.clone(), 10, FcUpdate::PerChunk);
     let arch = spec.architecture().unwrap();
     let weights = initial_weights(&spec);
     let device = Default::default();
-    let model: AlexNet<Ref> = arch.try_init(&device).unwrap();
+    let model: AlexNet<Ref> = init_model(&arch, &device);
     let mut model = model.load_record(record_from_bytes::<Ref, _>(&weights, &device).unwrap());
     let mut optim = sgd::<Ref>(&config);
     // 10 images on 4 ranks: chunks of 3, 3, 2 and 2 images.

@@ -1,6 +1,11 @@
 //! The owt tool's integration tests, in one test binary: each module is one
 //! former test file, so the crate's generic code is compiled and linked once for all of them.
 
+/// The owt binary's allocator: it reuses freed memory where the system's hands the large
+/// blocks of AlexNetOwt's 4096-wide FC layers back to the kernel and faults them in again.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cli;
 mod cuda_transport;
 mod data;
