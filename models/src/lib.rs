@@ -4,6 +4,7 @@
 mod alexnet;
 mod architecture;
 mod dropout;
+mod finite;
 mod head;
 mod lrn;
 mod profile;
@@ -15,6 +16,7 @@ mod variants;
 pub use alexnet::{AlexNet, KeyedDropout, LayerHook};
 pub use architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
 pub use dropout::{keeps_element, CounterDropout, DropoutKey, PassCounter};
+pub use finite::non_finite_parameters;
 pub use head::Head;
 pub use lrn::{TowerLrn, TowerLrnConfig};
 pub use profile::{LayerProfile, ModelProfile};

@@ -176,7 +176,7 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
     check_layout(&arch)?;
     let format = format_of(path)?;
     let read_error = |e: String| error(format!("cannot read {}: {e}", path.display()));
-    let shapes: BTreeMap<String, Vec<usize>> = match format {
+    let tensors: BTreeMap<String, (Vec<usize>, burn::tensor::DType)> = match format {
         Format::Pickle => {
             shapes_in(&mut PytorchStore::from_file(path).map_indices_contiguous(false).remap(unwrapped()))
         }
@@ -185,14 +185,21 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
         }
     }
     .map_err(read_error)?;
+    let shapes: BTreeMap<&String, &Vec<usize>> = tensors.iter().map(|(k, (shape, _))| (k, shape)).collect();
     let expected = torch_parameters(&arch)?;
     let mut fresh_fc8 = None;
     for (owt, key, shape) in &expected {
-        let found = shapes.get(key).ok_or_else(|| {
+        if let Some((_, dtype)) = tensors.get(key).filter(|(_, dtype)| !dtype.is_float()) {
+            return Err(error(format!(
+                "{key} (for {owt}) in {} holds {dtype:?} values: a weight must be floating point (f16, bf16, f32 or f64)",
+                path.display()
+            )));
+        }
+        let found = *shapes.get(key).ok_or_else(|| {
             error(format!(
                 "{} has no {key} (for {owt}): expected a torchvision AlexNet state dict (features.0, .3, .6, .8, .10 and classifier.1, .4, .6, each with weight and bias); its first keys are {}",
                 path.display(),
-                shapes.keys().take(4).cloned().collect::<Vec<_>>().join(", ")
+                shapes.keys().take(4).map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
             ))
         })?;
         if found == shape {
@@ -239,15 +246,27 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
     if !not_loaded.is_empty() {
         return Err(error(format!("cannot load {}: nothing loaded into {}", path.display(), not_loaded.join(", "))));
     }
+    let non_finite = crate::non_finite_parameters(&model);
+    if !non_finite.is_empty() {
+        let named: Vec<String> =
+            non_finite.iter().map(|p| format!("{} ({p})", torch_key(p).unwrap_or_else(|| p.clone()))).collect();
+        return Err(error(format!(
+            "{} holds NaN or infinite values in {}: refusing weights that cannot train or predict",
+            path.display(),
+            named.join(", ")
+        )));
+    }
     let known: Vec<&String> = expected.iter().map(|(_, k, _)| k).collect();
-    let unused = shapes.keys().filter(|k| !known.contains(k)).cloned().collect();
+    let unused = shapes.keys().filter(|k| !known.contains(k)).map(|k| (*k).clone()).collect();
     Ok((model, ImportReport { loaded: result.applied.len(), fresh_fc8, unused }))
 }
 
-/// Every tensor's name and shape in a store, as the file has them.
-fn shapes_in<S: ModuleStore>(store: &mut S) -> Result<BTreeMap<String, Vec<usize>>, String> {
+/// Every tensor's name, shape and element type in a store, as the file has them.
+fn shapes_in<S: ModuleStore>(
+    store: &mut S,
+) -> Result<BTreeMap<String, (Vec<usize>, burn::tensor::DType)>, String> {
     let snapshots = store.get_all_snapshots().map_err(|e| e.to_string())?;
-    Ok(snapshots.iter().map(|(k, s)| (k.clone(), s.shape.to_vec())).collect())
+    Ok(snapshots.iter().map(|(k, s)| (k.clone(), (s.shape.to_vec(), s.dtype))).collect())
 }
 
 /// `model` as a torchvision state dict in safetensors format (keys `features.N.weight`, ...,

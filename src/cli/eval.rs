@@ -50,6 +50,13 @@ impl BackendJob for EvalJob<'_> {
 /// Evaluates and prints accuracy and loss.
 pub fn run(args: &EvalArgs) -> Result<(), OwtError> {
     let e = run_on(args.backend, true, EvalJob(args))?;
+    if !e.loss.is_finite() {
+        return Err(OwtError::checkpoint(format!(
+            "the test loss of {} is {} although its weights are finite: its outputs overflow, so no accuracy is reported",
+            args.checkpoint.display(),
+            e.loss
+        )));
+    }
     println!("test accuracy {:.2}% ({} images), test loss {:.4}", 100.0 * e.accuracy, e.images, e.loss);
     Ok(())
 }

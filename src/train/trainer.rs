@@ -196,6 +196,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let ckpt = Checkpoint::load(opts.out)?;
         ckpt.state.check_resume(config)?;
         model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
+        check_finite(&model, opts.out)?;
         // Imported weights come without optimizer state: momentum starts at zero.
         if !ckpt.state.is_fresh_import() {
             optim = optim.load_record(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
@@ -311,7 +312,22 @@ pub fn load_model<B: Backend>(dir: &Path, device: &B::Device) -> Result<(AlexNet
     let arch = ckpt.state.config.model.architecture()?;
     let model: AlexNet<B> = arch.try_init(device)?;
     let model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
+    check_finite(&model, dir)?;
     Ok((model, ckpt.state))
+}
+
+/// Refuses a checkpoint whose weights hold NaN or infinities (written before the divergence
+/// check, or edited): resuming would only spread them, and an evaluation would print NaN.
+fn check_finite<B: Backend>(model: &AlexNet<B>, dir: &Path) -> Result<(), OwtError> {
+    let bad = owt_models::non_finite_parameters(model);
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(OwtError::checkpoint(format!(
+        "{}: the weights hold NaN or infinite values in {}; it cannot be resumed or evaluated",
+        crate::train::checkpoint::checkpoint_path(dir).display(),
+        bad.join(", ")
+    )))
 }
 
 #[cfg(test)]

@@ -374,3 +374,63 @@ fn no_vulkan_adapter_is_one_line_naming_the_package() {
     let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or_else(|| panic!("{err}"));
     assert!(line.contains("mesa-vulkan-drivers") && !err.contains("RecvError") && !err.contains("panicked"), "{err}");
 }
+
+/// Runs owt with `args`, killed after `seconds`: a process that does not exit fails the test
+/// instead of hanging the suite.
+fn owt_within(args: &[&str], seconds: u64) -> Output {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_owt"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run owt");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed().as_secs() >= seconds {
+            child.kill().ok();
+            let o = child.wait_with_output().unwrap();
+            panic!("owt {args:?} did not exit within {seconds} s; stderr: {}", stderr(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// An import of integer weights (the case that printed "internal" and then spun in the exit)
+/// is one line naming the key and the type, and the process exits.
+#[test]
+fn integer_weights_in_an_import_are_one_line_and_the_process_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ints.safetensors");
+    crate::torchvision::one_tensor_file(&file, "features.0.weight", "I64", &[2], &[1u8; 16]);
+    let out = dir.path().join("run");
+    let o = owt_within(
+        &["import", "--from", "torchvision", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--model", "alexnet-owt"],
+        120,
+    );
+    one_line_error(&o, &["features.0.weight", "I64", "floating point"]);
+}
+
+/// A checkpoint whose weights hold NaN (written by hand here, as an edited or foreign file
+/// would be) is refused by eval and by a resume, naming the tensor; eval never prints NaN.
+#[test]
+fn checkpoints_with_non_finite_weights_are_refused_by_eval_and_resume() {
+    use burn::backend::Flex;
+    use burn::module::Module;
+    use owt::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint};
+    let dir = tempfile::tempdir().unwrap();
+    ok(&train(dir.path(), &[]));
+    let ckpt = Checkpoint::load(dir.path()).unwrap();
+    let device = Default::default();
+    let model: owt_models::AlexNet<Flex> = ckpt.state.config.model.architecture().unwrap().try_init(&device).unwrap();
+    let mut model = model.load_record(record_from_bytes::<Flex, _>(ckpt.model_bytes(), &device).unwrap());
+    model.fc7.weight = model.fc7.weight.map(|w| w.add_scalar(f32::NAN));
+    let bytes = record_to_bytes::<Flex, _>(model.into_record()).unwrap();
+    Checkpoint::save(dir.path(), &ckpt.state, &bytes, ckpt.optimizer_bytes()).unwrap();
+    one_line_error(&eval(dir.path()), &["fc7.weight", "NaN or infinite", "checkpoint.owt"]);
+    let o = train(dir.path(), &["--resume", "--epochs", "2"]);
+    let err = stderr(&o);
+    assert!(!o.status.success() && err.contains("fc7.weight") && err.contains("NaN or infinite"), "{err}");
+    assert!(!err.contains("learning rate"), "blames the rate: {err}");
+}

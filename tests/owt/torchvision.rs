@@ -140,3 +140,53 @@ fn wrong_shapes_and_missing_keys_name_the_key() {
         assert_eq!(e.lines().count(), 1, "{e}");
     }
 }
+
+/// `src` with the tensor `key`'s first element set to `value` (safetensors: an 8-byte header
+/// length, the JSON header with each tensor's byte range, then the data).
+pub(crate) fn with_first_element(src: &Path, key: &str, value: f32, dst: &Path) {
+    let mut bytes = std::fs::read(src).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    assert_eq!(header[key]["dtype"], "F32", "{key}");
+    let at = 8 + n + header[key]["data_offsets"][0].as_u64().unwrap() as usize;
+    bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    std::fs::write(dst, bytes).unwrap();
+}
+
+/// A safetensors file of one tensor: `key`, of `dtype` ("I64", "U8", ...), `shape`, `data`.
+pub(crate) fn one_tensor_file(path: &Path, key: &str, dtype: &str, shape: &[usize], data: &[u8]) {
+    let mut header =
+        serde_json::json!({ key: { "dtype": dtype, "shape": shape, "data_offsets": [0, data.len()] } }).to_string();
+    while (header.len() + 8) % 8 != 0 {
+        header.push(' ');
+    }
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn non_finite_weights_are_refused_naming_the_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (key, value) in [("classifier.6.bias", f32::NAN), ("features.3.weight", f32::INFINITY)] {
+        let file = dir.path().join("bad.safetensors");
+        with_first_element(&fixture("alexnet.safetensors"), key, value, &file);
+        let e = import(architecture().try_init::<Flex>(&Default::default()).unwrap(), &file).unwrap_err().0;
+        assert!(e.contains(key) && e.contains("NaN or infinite"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // The untouched file imports: the check sees only what is wrong.
+    assert!(import(architecture().try_init::<Flex>(&Default::default()).unwrap(), &fixture("alexnet.safetensors")).is_ok());
+}
+
+#[test]
+fn integer_weights_are_one_line_naming_the_key_and_the_type() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dtype, size) in [("I64", 8), ("U8", 1)] {
+        let file = dir.path().join(format!("{dtype}.safetensors"));
+        one_tensor_file(&file, "features.0.weight", dtype, &[2], &vec![1u8; 2 * size]);
+        let e = import(architecture().try_init::<Flex>(&Default::default()).unwrap(), &file).unwrap_err().0;
+        assert!(e.contains("features.0.weight") && e.contains(dtype) && e.contains("floating point"), "{e}");
+    }
+}
