@@ -6,9 +6,9 @@
 #
 #   scripts/stress-equivalence.sh [RUNS] [JOBS] [FILTER]
 #
-# RUNS runs of the test binary filtered by FILTER (default: the two-tower step,
-# hybrid_step::alexnet_small_two_tower), JOBS at a time (default 2), while one more process
-# runs the whole hybrid_step module in a loop as load. Every run's "worst gap" lines go to
+# RUNS runs of the test binary $TEST (default parallel_training) filtered by FILTER (default:
+# the two-tower step, hybrid_step::alexnet_small_two_tower), JOBS at a time (default 2), while
+# one more process runs the whole hybrid_step module in a loop as load. Every run's "worst gap" lines go to
 # $OUT (default target/stress/), one file per run; the summary prints the largest gap seen
 # per case and the runs that failed. Exit status 1 if any run failed.
 set -euo pipefail
@@ -16,19 +16,21 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-200}
 JOBS=${2:-2}
 FILTER=${3:-hybrid_step::alexnet_small_two_tower}
+TEST=${TEST:-parallel_training}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/owt-target}"
 OUT=${OUT:-target/stress}
 mkdir -p "$OUT"
 rm -f "$OUT"/run-*.log
 
-# The owt integration test binary, as the README's test command builds it.
-bin=$(cargo test --locked --features wgpu --test owt --no-run --message-format=json 2>/dev/null |
+# The test binary holding the equivalence tests (f64: parallel_training), as the README's
+# test command builds it.
+bin=$(cargo test --locked --features wgpu --test "$TEST" --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
     t = m.get("target", {})
-    if m.get("reason") == "compiler-artifact" and t.get("name") == "owt" and t.get("kind") == ["test"] and m.get("executable"):
-        print(m["executable"])' | tail -1)
+    if m.get("reason") == "compiler-artifact" and t.get("name") == sys.argv[1] and t.get("kind") == ["test"] and m.get("executable"):
+        print(m["executable"])' "$TEST" | tail -1)
 [ -x "$bin" ] || { echo "stress: no test binary built" >&2; exit 2; }
 echo "stress: $RUNS runs of '$FILTER', $JOBS at a time, hybrid_step as load; logs in $OUT"
 

@@ -58,6 +58,9 @@ pub struct ExportArgs {
     /// The file to write: .safetensors (PyTorch: `model.load_state_dict(safetensors.torch.load_file(FILE))`).
     #[arg(long)]
     pub out: PathBuf,
+    /// Replace --out if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// Imports the file into a checkpoint.
@@ -100,6 +103,15 @@ pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
     if args.out.extension().and_then(|e| e.to_str()) != Some("safetensors") {
         return Err(OwtError::input(format!(
             "--out {}: owt exports safetensors, expected a name ending in .safetensors (PyTorch reads it with safetensors.torch.load_file)",
+            args.out.display()
+        )));
+    }
+    if args.out.is_dir() {
+        return Err(OwtError::input(format!("--out {}: a directory, expected a file name", args.out.display())));
+    }
+    if args.out.exists() && !args.overwrite {
+        return Err(OwtError::input(format!(
+            "--out {} exists; pass --overwrite to replace it",
             args.out.display()
         )));
     }

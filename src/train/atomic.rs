@@ -5,13 +5,19 @@ use std::path::Path;
 
 use crate::error::OwtError;
 
+/// Bytes a file name may have (NAME_MAX of Linux and macOS file systems).
+const NAME_MAX: usize = 255;
+
 /// Writes `bytes` to `path` by writing a sibling temporary file, syncing it and renaming it
-/// over `path` (a rename within one directory is atomic on POSIX file systems).
+/// over `path` (a rename within one directory is atomic on POSIX file systems). Temporaries
+/// of earlier writes to `path` whose process is gone (killed mid-write) are removed first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| OwtError::io(format!("cannot create {}: {e}", dir.display())))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let stem = temporary_stem(&name);
+    remove_stale(dir, &stem);
+    let tmp = dir.join(format!("{stem}{}", std::process::id()));
     let result = (|| -> std::io::Result<()> {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
@@ -22,4 +28,65 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
         let _ = std::fs::remove_file(&tmp);
         OwtError::io(format!("cannot write {}: {e}", path.display()))
     })
+}
+
+/// The start of a temporary's name for a file named `name`: `.NAME.tmp-`, NAME cut at a
+/// character boundary so that, with a process id of up to 10 digits, the temporary's name is
+/// never longer than a legal `name` may be.
+fn temporary_stem(name: &str) -> String {
+    let room = NAME_MAX - ".".len() - ".tmp-".len() - 10;
+    let mut cut = name.len().min(room);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(".{}.tmp-", &name[..cut])
+}
+
+/// Removes the files in `dir` named `STEM<pid>` whose process is gone.
+fn remove_stale(dir: &Path, stem: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(Ok(pid)) = name.strip_prefix(stem).map(str::parse::<u32>) else { continue };
+        if pid != std::process::id() && !process_alive(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether a process with this id runs (on Linux; elsewhere assumed alive, so kept).
+pub(crate) fn process_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new(&format!("/proc/{pid}")).exists()
+    } else {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_of_long_names_stay_within_the_name_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["w.safetensors".to_string(), format!("{}.safetensors", "a".repeat(243)), "é".repeat(127)] {
+            assert!(name.len() <= NAME_MAX);
+            let stem = temporary_stem(&name);
+            assert!(stem.len() + 10 <= NAME_MAX, "{} bytes", stem.len() + 10);
+            write_atomic(&dir.path().join(&name), b"x").unwrap();
+            assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"x");
+        }
+    }
+
+    #[test]
+    fn a_write_removes_its_own_stale_temporaries_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".w.safetensors.tmp-4294967");
+        let other = dir.path().join(".notes.tmp-4294967");
+        std::fs::write(&dead, b"half").unwrap();
+        std::fs::write(&other, b"theirs").unwrap();
+        write_atomic(&dir.path().join("w.safetensors"), b"x").unwrap();
+        assert!(!dead.exists() && other.exists());
+    }
 }

@@ -81,18 +81,9 @@ fn remove_stale_temporaries(dir: &Path) {
             continue;
         };
         let Ok(pid) = pid.parse::<u32>() else { continue };
-        if pid != std::process::id() && !process_alive(pid) {
+        if pid != std::process::id() && !crate::train::atomic::process_alive(pid) {
             let _ = std::fs::remove_file(entry.path());
         }
-    }
-}
-
-/// Whether a process with this id runs (on Linux; elsewhere assumed alive, so kept).
-fn process_alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        Path::new(&format!("/proc/{pid}")).exists()
-    } else {
-        true
     }
 }
 

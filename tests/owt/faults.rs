@@ -434,3 +434,30 @@ fn checkpoints_with_non_finite_weights_are_refused_by_eval_and_resume() {
     assert!(!o.status.success() && err.contains("fc7.weight") && err.contains("NaN or infinite"), "{err}");
     assert!(!err.contains("learning rate"), "blames the rate: {err}");
 }
+
+/// Export is as careful as train: it refuses to replace a file without --overwrite, takes a
+/// name at the length limit, and removes its own stale temporary from a killed export.
+#[test]
+fn export_refuses_to_replace_a_file_and_cleans_up_after_a_killed_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    ok(&train(&run, &["--model", "alexnet-owt", "--input", "67"]));
+    let export = |out: &Path, extra: &[&str]| {
+        let args = [&["export", "--checkpoint", run.to_str().unwrap(), "--to", "torchvision", "--out", out.to_str().unwrap()][..], extra].concat();
+        owt(&args)
+    };
+    let theirs = dir.path().join("theirs.safetensors");
+    std::fs::write(&theirs, b"someone else's file").unwrap();
+    one_line_error(&export(&theirs, &[]), &["theirs.safetensors", "exists", "--overwrite"]);
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"someone else's file");
+    ok(&export(&theirs, &["--overwrite"]));
+    let folder = dir.path().join("folder.safetensors");
+    std::fs::create_dir(&folder).unwrap();
+    one_line_error(&export(&folder, &["--overwrite"]), &["a directory"]);
+    // A legal name at the limit (255 bytes), and a temporary a killed export left beside it.
+    let long = dir.path().join(format!("{}.safetensors", "w".repeat(255 - ".safetensors".len())));
+    let stale = dir.path().join(format!(".{}.tmp-4294967", "w".repeat(239)));
+    std::fs::write(&stale, b"half an export").unwrap();
+    ok(&export(&long, &[]));
+    assert!(long.exists() && !stale.exists());
+}

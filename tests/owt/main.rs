@@ -13,7 +13,6 @@ mod dropout_masks;
 mod empty_work;
 mod fashion_mnist;
 mod faults;
-mod hybrid_step;
 mod input_pipeline;
 mod learner;
 mod plan_traffic;

@@ -3,10 +3,8 @@
 //! no fallbacks, and the same loss, gradients (tensor by tensor, each against its own scale)
 //! and updated weights as one device.
 //!
-//! Tolerance: f32, relative to each tensor's largest magnitude. Measured (2026-11-30) over
-//! every case here: gradients within 3e-6, weights within 2e-7; 2e-5 leaves room for other
-//! thread counts, while a gradient off by a factor, a dropped summand or a wrong rank's
-//! slice is off by far more.
+//! Tolerance: f64 (see the binary's doc for why not f32), relative to each tensor's largest
+//! magnitude; every draw of weights and batch is seeded, so a run is the same everywhere.
 
 use burn::backend::{Autodiff, Flex};
 use burn::module::{AutodiffModule, Module};
@@ -23,12 +21,7 @@ use owt_models::{AlexNet, Architecture, Head, ModelKind, ModelSpec};
 type Ref = Autodiff<Flex>;
 type H = Autodiff<Hybrid<Flex>>;
 
-/// Flex's random generator is process-global: tests whose draws must line up take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::{serial, use_f64};
 
 fn sgd<B: burn::tensor::backend::AutodiffBackend>() -> impl Optimizer<AlexNet<B>, B> {
     SgdConfig::new()
@@ -37,8 +30,10 @@ fn sgd<B: burn::tensor::backend::AutodiffBackend>() -> impl Optimizer<AlexNet<B>
         .init::<B, AlexNet<B>>()
 }
 
-/// Relative tolerance of a tensor against one device's (see the file's doc).
-const TOLERANCE: f64 = 2e-5;
+/// Relative tolerance of a tensor against one device's: f64 summation-order differences are
+/// ~1e-15; a gradient off by a factor, a dropped summand or a wrong rank's slice is off by far
+/// more.
+const TOLERANCE: f64 = 1e-10;
 
 /// The largest gap of any tensor, relative to that tensor's largest magnitude, and its name.
 fn worst_gap(got: &[(String, Vec<f64>)], want: &[(String, Vec<f64>)]) -> (f64, String) {
@@ -90,17 +85,24 @@ struct Case {
 }
 
 fn run(case: Case) {
-    let _turn = serial();
     let rd = Default::default();
+    use_f64::<Ref>(&rd);
     let [c, h, w] = case.arch.input;
-    let x = Tensor::<Flex, 4>::random([case.batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd).into_data();
+    let (x, model) = {
+        let _turn = serial();
+        <Flex as burn::tensor::backend::Backend>::seed(&rd, 5);
+        let x = Tensor::<Flex, 4>::random([case.batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd).into_data().convert::<f64>();
+        let model: AlexNet<Ref> = case.arch.init(&rd);
+        (x, model)
+    };
     let y = TensorData::new(
         (0..case.batch as i64).map(|i| (i * 7) % case.arch.classes as i64).collect::<Vec<_>>(),
         [case.batch],
     );
 
-    let model: AlexNet<Ref> = case.arch.init(&rd);
     let bytes = record_to_bytes::<Ref, _>(model.clone().into_record()).unwrap();
+    // The mesh loads these bytes, which hold f32: one device starts from the same values.
+    let model = model.load_record(record_from_bytes::<Ref, _>(&bytes, &rd).unwrap());
     let mut opt = sgd::<Ref>();
     let loss = case.head.loss(model.forward(Tensor::from_data(x.clone(), &rd)), Tensor::from_data(y.clone(), &rd));
     let ref_loss = loss.clone().into_scalar();
@@ -109,7 +111,11 @@ fn run(case: Case) {
     let ref_model = opt.step(0.01, model, grads);
 
     let mesh = MeshDevice::virtual_ranks(rd, case.k);
-    let hmodel: AlexNet<H> = case.arch.init(&mesh);
+    use_f64::<H>(&mesh);
+    let hmodel: AlexNet<H> = {
+        let _turn = serial();
+        case.arch.init(&mesh)
+    };
     let hmodel = hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap());
     let plan = case.plan.plan();
     let hmodel = plan.apply(hmodel);
@@ -189,10 +195,13 @@ fn dropout_and_adam_match_one_device() {
         .architecture()
         .unwrap();
     let rd = Default::default();
-    let x = Tensor::<Flex, 4>::random([8, 1, 28, 28], Distribution::Normal(0.0, 1.0), &rd).into_data();
+    use_f64::<Ref>(&rd);
+    <Flex as burn::tensor::backend::Backend>::seed(&rd, 7);
+    let x = Tensor::<Flex, 4>::random([8, 1, 28, 28], Distribution::Normal(0.0, 1.0), &rd).into_data().convert::<f64>();
     let y = TensorData::new((0..8i64).map(|i| i % 10).collect::<Vec<_>>(), [8]);
     let model: AlexNet<Ref> = arch.init(&rd);
     let bytes = record_to_bytes::<Ref, _>(model.clone().into_record()).unwrap();
+    let model = model.load_record(record_from_bytes::<Ref, _>(&bytes, &rd).unwrap());
 
     let mut opt = AdamConfig::new().init::<Ref, AlexNet<Ref>>();
     let mut model = model;
@@ -208,6 +217,7 @@ fn dropout_and_adam_match_one_device() {
     let ref_model = model.valid();
 
     let mesh = MeshDevice::virtual_ranks(rd, 2);
+    use_f64::<H>(&mesh);
     let hmodel: AlexNet<H> = arch.init(&mesh);
     let mut hmodel =
         PlanKind::WeirdTrick.plan().apply(hmodel.load_record(record_from_bytes::<H, _>(&bytes, &mesh).unwrap()));
@@ -237,5 +247,68 @@ fn dropout_and_adam_match_one_device() {
         let gap = a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
         eprintln!("Adam weights after two steps: {name} within {gap:.2e}");
         assert!(gap <= 2e-5, "Adam weights after two steps: {name} differs by {gap:e}");
+    }
+}
+
+/// Diagnostic for issue 22's intermittent gap: the two-tower step on one device and on the
+/// mesh for many seeded draws of weights and batch; a draw beyond the tolerance is computed
+/// again (the same gap: deterministic, no race) and with its batch scaled by 1 + 1e-4 (a gap
+/// that vanishes: a knife edge of a max or a ReLU, where the two summation orders fall on
+/// different sides, not a wrong gradient). In f32 (before this binary) seeds 707, 710, 1075,
+/// 1200 and 1218 of 0..1300 showed gaps of 3.7e-4 to 5.3e-2, each repeated exactly and each
+/// gone (under 1e-6) with the batch scaled; in f64, seeds 0..1400 with both heads: none above
+/// the tolerance (2026-12-01).
+#[test]
+#[ignore = "a search over seeds (OWT_SEEDS=FROM..TO), not a unit test"]
+fn two_tower_gaps_over_seeds() {
+    let arch = small(2);
+    let rd: burn::tensor::Device<Flex> = Default::default();
+    use_f64::<Ref>(&rd);
+    let [c, h, w] = arch.input;
+    let batch = 6;
+    let range = std::env::var("OWT_SEEDS").unwrap_or_else(|_| "0..20".into());
+    let (from, to) = range.split_once("..").unwrap();
+    let y = TensorData::new((0..batch as i64).map(|i| (i * 7) % arch.classes as i64).collect::<Vec<_>>(), [batch]);
+    let gap_of = |bytes: &[u8], x: &TensorData, head: Head| {
+        let model: AlexNet<Ref> = {
+            let _turn = serial();
+            arch.init(&rd)
+        };
+        let model = model.load_record(record_from_bytes::<Ref, _>(bytes, &rd).unwrap());
+        let loss = head.loss(model.forward(Tensor::from_data(x.clone(), &rd)), Tensor::from_data(y.clone(), &rd));
+        let want = gradients(&model, &GradientsParams::from_grads(loss.backward(), &model));
+        let mesh = MeshDevice::virtual_ranks(rd, 2);
+        use_f64::<H>(&mesh);
+        let plan = PlanKind::TwoTower.plan();
+        let hmodel: AlexNet<H> = {
+            let _turn = serial();
+            arch.init(&mesh)
+        };
+        let hmodel = plan.apply(hmodel.load_record(record_from_bytes::<H, _>(bytes, &mesh).unwrap()));
+        let xs = Tensor::<H, 4>::from_data(x.clone(), &mesh).distribute(plan.input);
+        let ys = Tensor::<H, 1, Int>::from_data(y.clone(), &mesh).distribute(plan.input);
+        let loss = head.loss(hmodel.forward(xs), ys);
+        worst_gap(&gradients(&hmodel, &GradientsParams::from_grads(loss.backward(), &hmodel)), &want)
+    };
+    for seed in from.parse::<u64>().unwrap()..to.parse::<u64>().unwrap() {
+        let (bytes, x) = {
+            let _turn = serial();
+            <Flex as burn::tensor::backend::Backend>::seed(&rd, seed);
+            let x = Tensor::<Flex, 4>::random([batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd).into_data().convert::<f64>();
+            let model: AlexNet<Ref> = arch.init(&rd);
+            (record_to_bytes::<Ref, _>(model.into_record()).unwrap(), x)
+        };
+        for head in Head::ALL {
+            let (gap, name) = gap_of(&bytes, &x, head);
+            if gap <= TOLERANCE {
+                continue;
+            }
+            let (again, _) = gap_of(&bytes, &x, head);
+            let scaled = Tensor::<Flex, 4>::from_data(x.clone(), &rd).mul_scalar(1.0 + 1e-4).into_data();
+            let (nudged, nudged_name) = gap_of(&bytes, &scaled, head);
+            eprintln!(
+                "seed {seed} {head:?}: gap {gap:e} ({name}); again {again:e}; batch x (1 + 1e-4): {nudged:e} ({nudged_name})"
+            );
+        }
     }
 }
