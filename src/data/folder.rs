@@ -12,8 +12,26 @@ use crate::error::OwtError;
 /// The grey (0 after normalisation, nearly) fed in place of an image that cannot be decoded.
 const BLANK: u8 = 128;
 
-/// Image file extensions the folder loader reads.
-const EXTENSIONS: [&str; 4] = ["png", "jpg", "jpeg", "JPEG"];
+/// Image file extensions the folder loader reads, in any case (`.PNG`, `.Jpg`).
+const EXTENSIONS: [&str; 3] = ["png", "jpg", "jpeg"];
+
+/// Whether `path` is a regular file (links followed) with an image extension: FIFOs, devices
+/// and directories named like images are never opened.
+fn is_image_file(path: &Path) -> bool {
+    let image_name =
+        path.extension().is_some_and(|x| EXTENSIONS.contains(&x.to_string_lossy().to_ascii_lowercase().as_str()));
+    image_name && path.metadata().is_ok_and(|m| m.is_file())
+}
+
+/// The error for a class folder without images: a class the network would be asked to learn
+/// (or be scored on) with no example of it.
+fn empty_class(root: &Path, dir: &Path) -> OwtError {
+    OwtError::data(format!(
+        "{}: class folder {} has no .png/.jpg/.jpeg images; every class needs images (add some or remove the folder)",
+        root.display(),
+        dir.file_name().unwrap_or_default().to_string_lossy()
+    ))
+}
 
 /// Images under `root/<class>/*.{png,jpg,jpeg}`. Classes are the sub-directory names in
 /// sorted order, so two splits with the same class folders agree on class ids.
@@ -47,15 +65,21 @@ impl ImageFolder {
         class_dirs.sort();
         let mut files = Vec::new();
         let mut class_names = Vec::new();
+        // The first class folder without images (refused unless no class has any: then the
+        // whole dataset is empty, said as such).
+        let mut empty: Option<PathBuf> = None;
         for (class, dir) in class_dirs.iter().enumerate() {
             class_names.push(dir.file_name().unwrap_or_default().to_string_lossy().into_owned());
             let mut images: Vec<PathBuf> = std::fs::read_dir(dir)
                 .map_err(|e| OwtError::data(format!("cannot read {}: {e}", dir.display())))?
                 .filter_map(|e| e.ok())
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| EXTENSIONS.contains(&x.to_string_lossy().as_ref())))
+                .filter(|p| is_image_file(p))
                 .collect();
             images.sort();
+            if images.is_empty() {
+                empty.get_or_insert_with(|| dir.clone());
+            }
             files.extend(images.into_iter().map(|p| (p, class)));
         }
         if class_names.is_empty() {
@@ -66,10 +90,13 @@ impl ImageFolder {
         }
         if files.is_empty() {
             return Err(OwtError::data(format!(
-                "{}: the dataset is empty: {} class directories but no .png/.jpg images",
+                "{}: the dataset is empty: {} class directories but no .png/.jpg/.jpeg images",
                 root.display(),
                 class_names.len()
             )));
+        }
+        if let Some(dir) = empty {
+            return Err(empty_class(root, &dir));
         }
         let files = drop_undecodable(root, files)?;
         Ok(Self { files, class_names, channels, resize, crop })

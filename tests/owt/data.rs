@@ -161,3 +161,25 @@ fn synthetic_data_is_deterministic_and_class_dependent() {
     }
     assert!(same / (ns as f32) < 0.5 * diff / (nd as f32));
 }
+
+/// Image folders read `.PNG` and `.Jpg` as they read `.png`, never open a FIFO or a directory
+/// named like an image, and refuse a class folder without images, naming it.
+#[test]
+fn image_folders_take_any_extension_case_only_regular_files_and_refuse_empty_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = |path: &Path| {
+        image::GrayImage::from_pixel(20, 20, image::Luma([90])).save_with_format(path, image::ImageFormat::Png).unwrap()
+    };
+    for (class, name) in [("a", "x.PNG"), ("a", "y.png"), ("b", "z.Png")] {
+        std::fs::create_dir_all(dir.path().join(class)).unwrap();
+        png(&dir.path().join(class).join(name));
+    }
+    std::fs::create_dir_all(dir.path().join("b").join("folder.png")).unwrap();
+    let fifo = dir.path().join("b").join("pipe.png");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let folder = ImageFolder::open(dir.path(), 1, 16, 14).unwrap();
+    assert_eq!(folder.len(), 3, "the three images, nothing else");
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let e = ImageFolder::open(dir.path(), 1, 16, 14).unwrap_err().to_string();
+    assert!(e.contains("class folder c has no") && e.contains("every class needs images"), "{e}");
+}
