@@ -15,9 +15,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| OwtError::io(format!("cannot create {}: {e}", dir.display())))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = temporary_stem(&name);
-    remove_stale(dir, &stem);
-    let tmp = dir.join(format!("{stem}{}", std::process::id()));
+    remove_stale_temporaries(dir, Some(&name));
+    let tmp = dir.join(format!("{}{}", temporary_stem(&name), std::process::id()));
     let result = (|| -> std::io::Result<()> {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
@@ -42,12 +41,18 @@ fn temporary_stem(name: &str) -> String {
     format!(".{}.tmp-", &name[..cut])
 }
 
-/// Removes the files in `dir` named `STEM<pid>` whose process is gone.
-fn remove_stale(dir: &Path, stem: &str) {
+/// Removes the temporaries in `dir` of atomic writes whose process is gone (killed
+/// mid-write): those of the file named `name`, or, with `None`, of every file.
+pub(crate) fn remove_stale_temporaries(dir: &Path, name: Option<&str>) {
+    let stem = name.map(temporary_stem);
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(Ok(pid)) = name.strip_prefix(stem).map(str::parse::<u32>) else { continue };
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let pid = match &stem {
+            Some(stem) => file.strip_prefix(stem.as_str()),
+            None => file.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")).map(|(_, pid)| pid),
+        };
+        let Some(Ok(pid)) = pid.map(str::parse::<u32>) else { continue };
         if pid != std::process::id() && !process_alive(pid) {
             let _ = std::fs::remove_file(entry.path());
         }
@@ -55,7 +60,7 @@ fn remove_stale(dir: &Path, stem: &str) {
 }
 
 /// Whether a process with this id runs (on Linux; elsewhere assumed alive, so kept).
-pub(crate) fn process_alive(pid: u32) -> bool {
+fn process_alive(pid: u32) -> bool {
     if cfg!(target_os = "linux") {
         Path::new(&format!("/proc/{pid}")).exists()
     } else {

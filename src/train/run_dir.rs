@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::error::OwtError;
+use crate::train::atomic::remove_stale_temporaries;
 use crate::train::checkpoint::{checkpoint_path, Checkpoint};
 
 /// What a run intends to do with the checkpoint its directory may hold.
@@ -30,7 +31,7 @@ pub fn prepare(out: &Path, existing: Existing) -> Result<(), OwtError> {
     }
     std::fs::create_dir_all(out)
         .map_err(|e| OwtError::io(format!("--out {shown}: cannot create the directory: {e}")))?;
-    remove_stale_temporaries(out);
+    remove_stale_temporaries(out, None);
     probe_write(out)?;
     let checkpoint = checkpoint_path(out);
     match existing {
@@ -70,23 +71,6 @@ fn probe_write(dir: &Path) -> Result<(), OwtError> {
     result.map_err(|e| OwtError::io(format!("--out {}: not writable: {e}", dir.display())))
 }
 
-/// Removes `.<name>.tmp-<pid>` files of atomic writes whose process is gone (a run killed
-/// while writing its checkpoint).
-fn remove_stale_temporaries(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")).map(|(_, pid)| pid.to_string())
-        else {
-            continue;
-        };
-        let Ok(pid) = pid.parse::<u32>() else { continue };
-        if pid != std::process::id() && !crate::train::atomic::process_alive(pid) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,7 +84,7 @@ mod tests {
         for f in [&dead, &mine, &other] {
             std::fs::write(f, b"x").unwrap();
         }
-        remove_stale_temporaries(dir.path());
+        remove_stale_temporaries(dir.path(), None);
         assert!(!dead.exists());
         assert!(mine.exists() && other.exists());
     }
