@@ -178,14 +178,13 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
     let read_error = |e: String| error(format!("cannot read {}: {e}", path.display()));
     let tensors: BTreeMap<String, (Vec<usize>, burn::tensor::DType)> = match format {
         Format::Pickle => {
-            shapes_in(&mut PytorchStore::from_file(path).map_indices_contiguous(false).remap(unwrapped()))
+            tensors_in(&mut PytorchStore::from_file(path).map_indices_contiguous(false).remap(unwrapped()))
         }
         Format::Safetensors => {
-            shapes_in(&mut SafetensorsStore::from_file(path).map_indices_contiguous(false).remap(unwrapped()))
+            tensors_in(&mut SafetensorsStore::from_file(path).map_indices_contiguous(false).remap(unwrapped()))
         }
     }
     .map_err(read_error)?;
-    let shapes: BTreeMap<&String, &Vec<usize>> = tensors.iter().map(|(k, (shape, _))| (k, shape)).collect();
     let expected = torch_parameters(&arch)?;
     let mut fresh_fc8 = None;
     for (owt, key, shape) in &expected {
@@ -195,11 +194,11 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
                 path.display()
             )));
         }
-        let found = *shapes.get(key).ok_or_else(|| {
+        let (found, _) = tensors.get(key).ok_or_else(|| {
             error(format!(
                 "{} has no {key} (for {owt}): expected a torchvision AlexNet state dict (features.0, .3, .6, .8, .10 and classifier.1, .4, .6, each with weight and bias); its first keys are {}",
                 path.display(),
-                shapes.keys().take(4).map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+                tensors.keys().take(4).cloned().collect::<Vec<_>>().join(", ")
             ))
         })?;
         if found == shape {
@@ -257,12 +256,12 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
         )));
     }
     let known: Vec<&String> = expected.iter().map(|(_, k, _)| k).collect();
-    let unused = shapes.keys().filter(|k| !known.contains(k)).map(|k| (*k).clone()).collect();
+    let unused = tensors.keys().filter(|k| !known.contains(k)).cloned().collect();
     Ok((model, ImportReport { loaded: result.applied.len(), fresh_fc8, unused }))
 }
 
 /// Every tensor's name, shape and element type in a store, as the file has them.
-fn shapes_in<S: ModuleStore>(
+fn tensors_in<S: ModuleStore>(
     store: &mut S,
 ) -> Result<BTreeMap<String, (Vec<usize>, burn::tensor::DType)>, String> {
     let snapshots = store.get_all_snapshots().map_err(|e| e.to_string())?;
