@@ -8,10 +8,12 @@
 //! runs ([`parallel`]), backend choice ([`backends`]) and the CLI ([`cli`]).
 
 pub mod backends;
+pub mod bounded_read;
 pub mod cli;
 pub mod cuda_preflight;
 pub mod data;
 pub mod error;
+pub mod exit;
 pub mod kernel_cache;
 #[cfg(feature = "cuda")]
 pub mod nccl;

@@ -15,9 +15,25 @@ fn main() {
         let at = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
         eprintln!("error: internal: {}{at}", msg.as_deref().unwrap_or(owt::panics::NO_CAUSE));
     }));
-    let cli = owt::cli::Cli::parse();
-    if let Err(e) = owt::cli::run(cli) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    let cli = match owt::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            owt::exit::now(e.exit_code());
+        }
+    };
+    let outcome = std::panic::catch_unwind(|| {
+        owt::exit::inject_fault();
+        owt::cli::run(cli)
+    });
+    let code = match outcome {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            eprintln!("error: {e}");
+            1
+        }
+        // The hook has said why.
+        Err(_) => 101,
+    };
+    owt::exit::now(code)
 }

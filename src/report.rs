@@ -146,14 +146,21 @@ fn epoch_range(points: &[(f64, f64)]) -> std::ops::Range<f64> {
     lo - 0.5..hi + 0.5
 }
 
-/// `lo..hi` with 8% of room above and below (and some room when the values are all equal).
+/// The largest magnitude a linear axis spans: beyond it, padding overflows to infinity and
+/// plotters' tick stepping never ends.
+const AXIS_LIMIT: f64 = 1e300;
+
+/// `lo..hi` with 8% of room above and below (and some room when the values are all equal, or
+/// differ by next to nothing), kept within ±[`AXIS_LIMIT`].
 fn padded(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) =
         values.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
     if !lo.is_finite() {
         return 0.0..1.0;
     }
-    let pad = if hi > lo { 0.08 * (hi - lo) } else { 0.1 * lo.abs().max(1e-3) };
+    let (lo, hi) = (lo.clamp(-AXIS_LIMIT, AXIS_LIMIT), hi.clamp(-AXIS_LIMIT, AXIS_LIMIT));
+    let scale = lo.abs().max(hi.abs()).max(1e-3);
+    let pad = if hi - lo > 1e-9 * scale { 0.08 * (hi - lo) } else { 0.1 * scale };
     lo - pad..hi + pad
 }
 
@@ -209,31 +216,58 @@ fn curves<DB: DrawingBackend>(
         .map_err(text)
 }
 
-/// The learning rate per epoch on a log scale.
+/// Rates this close to zero or this large have no place on a drawn axis: plotters' log scale
+/// steps through decades from the smallest, and a subnormal start underflows to zero and never
+/// reaches the top (`owt report` hung on a run at `--lr 3e-323`).
+const DRAWN_RATES: std::ops::RangeInclusive<f64> = 1e-300..=1e300;
+
+/// The learning rate per epoch: on a log scale when every rate is positive and within
+/// [`DRAWN_RATES`], on a linear one from zero when some rate is zero (or too small for a log
+/// axis), and as a sentence when none can be drawn.
 fn learning_rate<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, epochs: &[EpochMetrics]) -> Result2<()> {
+    let caption = "learning rate";
     let points: Vec<(f64, f64)> = epochs.iter().filter_map(|m| m.lr.map(|lr| (m.epoch as f64, lr))).collect();
     if points.is_empty() {
-        return note(area, "learning rate", "not recorded (a run from before schedules)");
+        return note(area, caption, "not recorded (a run from before schedules)");
     }
-    let (lo, hi) = points.iter().fold((f64::INFINITY, 0f64), |(l, h), p| (l.min(p.1), h.max(p.1)));
-    let mut chart = ChartBuilder::on(area)
-        .caption("learning rate", (FONT, 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(epoch_range(&points), (lo / 2.0..hi * 2.0).log_scale())
-        .map_err(text)?;
+    let (lo, hi) = points.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| (l.min(p.1), h.max(p.1)));
+    let builder = |area| {
+        let mut b = ChartBuilder::on(area);
+        b.caption(caption, (FONT, 18)).margin(12).x_label_area_size(40).y_label_area_size(60);
+        b
+    };
+    if DRAWN_RATES.contains(&(lo / 2.0)) && DRAWN_RATES.contains(&(hi * 2.0)) {
+        let chart = builder(area).build_cartesian_2d(epoch_range(&points), (lo / 2.0..hi * 2.0).log_scale());
+        rate_stairs(chart.map_err(text)?, &points, "rate (log scale)")
+    } else if lo >= 0.0 && DRAWN_RATES.contains(&hi) {
+        let chart = builder(area).build_cartesian_2d(epoch_range(&points), 0.0..1.1 * hi);
+        let what = format!("rate (linear: {lo:.1e} is too small for a log scale)");
+        rate_stairs(chart.map_err(text)?, &points, &what)
+    } else {
+        let sentence = format!("from {lo:.3e} to {hi:.3e}: outside {:e}..{:e}, not drawn", DRAWN_RATES.start(), DRAWN_RATES.end());
+        note(area, caption, &sentence)
+    }
+}
+
+/// The rate as a staircase on `chart`, each step one epoch wide (a rate holds for an epoch).
+fn rate_stairs<DB: DrawingBackend, Y>(
+    mut chart: ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    points: &[(f64, f64)],
+    y_desc: &str,
+) -> Result2<()>
+where
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
     chart
         .configure_mesh()
         .x_desc("epoch")
-        .y_desc("rate (log scale)")
+        .y_desc(y_desc)
         .light_line_style(WHITE)
         .x_label_formatter(&epoch_label)
         .y_label_formatter(&|y| format!("{y:.0e}"))
         .label_style((FONT, 13))
         .draw()
         .map_err(text)?;
-    // The rate holds for a whole epoch: a staircase, each step one epoch wide.
     let stairs = points.iter().flat_map(|&(e, lr)| [(e - 0.5, lr), (e + 0.5, lr)]);
     chart.draw_series(LineSeries::new(stairs, LR_COLOR.stroke_width(2))).map_err(text)?;
     chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, LR_COLOR.filled()))).map_err(text)?;
@@ -334,4 +368,59 @@ fn traffic<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, epochs: &[EpochMet
         .border_style(BLACK)
         .draw()
         .map_err(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn epochs(values: &[(f64, f64)]) -> Vec<EpochMetrics> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &(lr, loss))| EpochMetrics {
+                epoch: i + 1,
+                train_loss: loss,
+                train_accuracy: 0.5,
+                test_loss: loss,
+                test_accuracy: 0.5,
+                lr: Some(lr),
+                images_per_second: 1.0,
+                seconds: 1.0,
+                layout: None,
+                communication: None,
+            })
+            .collect()
+    }
+
+    /// Any finite rates and losses, zero and subnormal included, are drawn (or said) in bounded
+    /// time: each picture is drawn on a thread and must be done within a minute.
+    #[test]
+    fn extreme_rates_and_losses_draw_in_bounded_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = 3e-323;
+        let cases: Vec<Vec<(f64, f64)>> = vec![
+            vec![(sub, 1.0), (sub * 0.1, 1.0)],
+            vec![(0.0, 1.0), (0.0, 1.0)],
+            vec![(0.0, 1.0), (0.01, 0.5)],
+            vec![(f64::MIN_POSITIVE, 1.0)],
+            vec![(5e-324, 1.0)],
+            vec![(1e-300, 1.0), (1e300, 1.0)],
+            vec![(f64::MAX, 1.0)],
+            vec![(0.01, 0.0), (0.01, sub)],
+            vec![(0.01, 1e300), (0.01, -1e300)],
+            vec![(0.01, f64::MAX), (0.01, f64::MIN_POSITIVE)],
+        ];
+        for (i, case) in cases.into_iter().enumerate() {
+            let out = dir.path().join(format!("r{i}.svg"));
+            let (tx, rx) = std::sync::mpsc::channel();
+            let metrics = epochs(&case);
+            let target = out.clone();
+            std::thread::spawn(move || tx.send(render("t", &metrics, &target)).unwrap());
+            let done = rx.recv_timeout(std::time::Duration::from_secs(60));
+            let result = done.unwrap_or_else(|_| panic!("case {case:?} did not finish within a minute"));
+            result.unwrap_or_else(|e| panic!("case {case:?}: {e}"));
+            assert!(std::fs::metadata(&out).unwrap().len() > 1000, "case {case:?}");
+        }
+    }
 }

@@ -15,7 +15,8 @@ use crate::error::OwtError;
 use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::record_to_bytes;
 use crate::train::run_dir::{self, Existing};
-use crate::train::{load_model, Checkpoint, CheckpointState, TrainConfig};
+use crate::train::writer_lock::WriterLock;
+use crate::train::{load_model, Checkpoint, CheckpointState, TrainConfig, METRICS_FILE};
 
 /// Where weights come from or go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,7 +69,8 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
     let spec = args.model.spec();
     let arch = spec.architecture()?;
     torchvision::check_layout(&arch).map_err(|e| OwtError::input(e.0))?;
-    run_dir::prepare(&args.out, if args.overwrite { Existing::Overwrite } else { Existing::Refuse })?;
+    let existing = if args.overwrite { Existing::Overwrite } else { Existing::Refuse };
+    let _run_dir = run_dir::prepare(&args.out, existing, "import")?;
     let model = arch.try_init::<Flex>(&Default::default())?;
     let (model, report) = torchvision::import(model, &args.file).map_err(|e| OwtError::checkpoint(e.0))?;
     let origin = format!("torchvision {}", args.file.display());
@@ -80,6 +82,8 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
         imported_from: Some(origin),
     };
     let model_bytes = record_to_bytes::<Flex, _>(model.into_record())?;
+    // The metrics of a run this import replaces belong to that run's model, not this one.
+    remove_if_present(&args.out.join(METRICS_FILE))?;
     Checkpoint::save(&args.out, &state, &model_bytes, &[])?;
     if let Some(classes) = report.fresh_fc8 {
         eprintln!("fc8 left freshly initialised: the file has {classes} classes, the network {}", arch.classes);
@@ -109,6 +113,8 @@ pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
     if args.out.is_dir() {
         return Err(OwtError::input(format!("--out {}: a directory, expected a file name", args.out.display())));
     }
+    // Held to the end: a second export to the same file is refused while this one writes.
+    let _lock = WriterLock::file(&args.out, "export", &format!("--out {}", args.out.display()))?;
     if args.out.exists() && !args.overwrite {
         return Err(OwtError::input(format!(
             "--out {} exists; pass --overwrite to replace it",
@@ -120,4 +126,14 @@ pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
     write_atomic(&args.out, &bytes)?;
     println!("exported {} as a torchvision state dict to {}", model.architecture.name, args.out.display());
     Ok(())
+}
+
+/// Removes `path` if it is there.
+fn remove_if_present(path: &std::path::Path) -> Result<(), OwtError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(OwtError::io(format!("cannot remove {}: {e}", path.display())))
+        }
+        _ => Ok(()),
+    }
 }

@@ -1,11 +1,16 @@
 //! `owt report`: draw a run directory's metrics as one picture.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::error::OwtError;
-use crate::train::{Checkpoint, EpochMetrics};
+use crate::train::checkpoint::checkpoint_path;
+use crate::train::{Checkpoint, CheckpointState, EpochMetrics, METRICS_FILE};
+
+/// The most bytes a metrics.json may have: 256 MiB, some 50 000 epochs of a mesh run (whose
+/// traffic per layer and phase makes an epoch's entry about 5 KB).
+pub const MAX_METRICS_BYTES: u64 = 256 << 20;
 
 /// Arguments of `owt report`.
 #[derive(Debug, Args)]
@@ -17,32 +22,64 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
-/// The title of a run's picture: what was trained, how, and where, from its checkpoint when it
-/// has one (a run's metrics alone do not say which model it was).
-fn title(args: &ReportArgs, epochs: &[EpochMetrics]) -> String {
+/// The title of a run's picture: what was trained, how, and where (a run's metrics alone do
+/// not say which model it was).
+fn title(run: &Path, state: Option<&CheckpointState>, epochs: &[EpochMetrics]) -> String {
     let place = epochs.last().and_then(|m| m.layout.clone()).unwrap_or_default();
-    match Checkpoint::read_state(&args.run) {
-        Ok(state) => {
+    match state {
+        Some(state) => {
             let c = &state.config;
             format!("{} on {:?}, batch {}, lr {}, {place}", c.model.kind.name(), c.dataset, c.batch, c.describe_lr())
         }
-        Err(_) => format!("{} ({place})", args.run.display()),
+        None => format!("{} ({place})", run.display()),
     }
+}
+
+/// The epochs to draw: the checkpoint's own (metrics.json is their copy, written just after
+/// the checkpoint, so it may lag one epoch behind a run in progress), or metrics.json's where
+/// the directory has no readable checkpoint. Metrics that are not the checkpoint's run's are
+/// refused, naming both.
+fn epochs_of(run: &Path, state: Option<&CheckpointState>) -> Result<Vec<EpochMetrics>, OwtError> {
+    let path = run.join(METRICS_FILE);
+    let json = match crate::bounded_read::read(&path, MAX_METRICS_BYTES, "a metrics file") {
+        Ok(bytes) => Some(
+            serde_json::from_slice::<Vec<EpochMetrics>>(&bytes)
+                .map_err(|e| OwtError::input(format!("{} is not owt metrics: {e}", path.display())))?,
+        ),
+        Err(e) if state.is_some() && e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(OwtError::input(format!(
+                "cannot read {}: {e} (expected the --out directory of an `owt train` run)",
+                path.display()
+            )))
+        }
+    };
+    let Some(state) = state else {
+        return json.ok_or_else(|| OwtError::input(format!("{} is missing", path.display())));
+    };
+    let Some(json) = json else { return Ok(state.metrics.clone()) };
+    let copy_so_far = json.len() <= state.metrics.len() && json[..] == state.metrics[..json.len()];
+    if copy_so_far {
+        return Ok(state.metrics.clone());
+    }
+    Err(OwtError::input(format!(
+        "{} does not belong to the run in {}: it has {} epochs, the checkpoint ({} after {} epochs{}) has {} others; remove it, or report the run that wrote it",
+        path.display(),
+        checkpoint_path(run).display(),
+        json.len(),
+        state.config.model.kind.name(),
+        state.epochs_done,
+        state.imported_from.as_deref().map(|o| format!(", imported from {o}")).unwrap_or_default(),
+        state.metrics.len(),
+    )))
 }
 
 /// Reads the run's metrics and writes the picture.
 pub fn run(args: &ReportArgs) -> Result<(), OwtError> {
-    let path = args.run.join("metrics.json");
-    let bytes = std::fs::read(&path).map_err(|e| {
-        OwtError::input(format!(
-            "cannot read {}: {e} (expected the --out directory of an `owt train` run)",
-            path.display()
-        ))
-    })?;
-    let epochs: Vec<EpochMetrics> = serde_json::from_slice(&bytes)
-        .map_err(|e| OwtError::input(format!("{} is not owt metrics: {e}", path.display())))?;
+    let state = Checkpoint::read_state(&args.run).ok();
+    let epochs = epochs_of(&args.run, state.as_ref())?;
     let out = args.out.clone().unwrap_or_else(|| args.run.join("report.png"));
-    crate::report::render(&title(args, &epochs), &epochs, &out)?;
+    crate::report::render(&title(&args.run, state.as_ref(), &epochs), &epochs, &out)?;
     println!("report of {} epochs written to {}", epochs.len(), out.display());
     Ok(())
 }

@@ -206,7 +206,8 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         (false, true) => Existing::Overwrite,
         (false, false) => Existing::Refuse,
     };
-    run_dir::prepare(&args.out, existing)?;
+    // Held to the end: no other writer may start on this directory while this run writes.
+    let _run_dir = run_dir::prepare(&args.out, existing, "train")?;
     if args.resume {
         // Refuse a resume that would not continue the same run before anything starts.
         // The whole checkpoint is read and its checksums verified, so damage is found now.

@@ -29,16 +29,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
     })
 }
 
-/// The start of a temporary's name for a file named `name`: `.NAME.tmp-`, NAME cut at a
-/// character boundary so that, with a process id of up to 10 digits, the temporary's name is
-/// never longer than a legal `name` may be.
+/// The start of a temporary's name for a file named `name`: `.NAME.tmp-`, NAME cut so that,
+/// with a process id of up to 10 digits, the temporary's name is never longer than a legal
+/// `name` may be.
 fn temporary_stem(name: &str) -> String {
-    let room = NAME_MAX - ".".len() - ".tmp-".len() - 10;
+    hidden_sibling(name, ".tmp-", 10)
+}
+
+/// The name of a hidden file beside a file named `name`: `.NAME` and `suffix`, NAME cut so
+/// that the result is a legal name (a lock file's, say) whatever `name`'s length.
+pub(crate) fn sibling_name(name: &str, suffix: &str) -> String {
+    hidden_sibling(name, suffix, 0)
+}
+
+/// `.NAME` and `suffix`, NAME cut at a character boundary so that `reserve` more bytes still
+/// fit in a file name.
+fn hidden_sibling(name: &str, suffix: &str, reserve: usize) -> String {
+    let room = NAME_MAX - ".".len() - suffix.len() - reserve;
     let mut cut = name.len().min(room);
     while !name.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!(".{}.tmp-", &name[..cut])
+    format!(".{}{suffix}", &name[..cut])
 }
 
 /// Removes the temporaries in `dir` of atomic writes whose process is gone (killed

@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 use owt_hybrid::LedgerSnapshot;
 use serde::{Deserialize, Serialize};
 
+/// File name of a run's metrics inside its run directory: a copy of the checkpoint's, for
+/// tools that read JSON.
+pub const METRICS_FILE: &str = "metrics.json";
+
 /// One epoch's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochMetrics {

@@ -11,11 +11,12 @@ pub mod run_dir;
 pub mod schedule;
 pub mod step;
 pub mod trainer;
+pub mod writer_lock;
 
 pub use checkpoint::{Checkpoint, CheckpointState, CHECKPOINT_FILE};
 pub use config::TrainConfig;
 pub use input::{batch_tensors, upload_batch, upload_eval};
-pub use metrics::{Communication, EpochMetrics, TrafficPerStep};
+pub use metrics::{Communication, EpochMetrics, TrafficPerStep, METRICS_FILE};
 pub use schedule::{LrScaling, LrSchedule};
 pub use step::{classifier, correct_count, features, train_step, FcUpdate, StepOutcome};
 pub use trainer::{evaluate, evaluate_with, load_model, sgd, train, Evaluation, RunOptions};

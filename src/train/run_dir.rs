@@ -1,13 +1,16 @@
 //! The run directory (`--out`), made ready before any data is read or model built, so a bad
 //! path fails in the first second rather than after an epoch: it must be, or be creatable as,
 //! a writable directory (a probe file proves it), and a run may not silently replace the
-//! checkpoint of another. Temporary files a killed run left behind are removed.
+//! checkpoint of another. Temporary files a killed run left behind are removed. The run holds
+//! the directory's writer lock from then on (see [`crate::train::writer_lock`]), and a
+//! directory it made and left empty (a run refused before writing anything) is removed again.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::OwtError;
 use crate::train::atomic::remove_stale_temporaries;
 use crate::train::checkpoint::{checkpoint_path, Checkpoint};
+use crate::train::writer_lock::WriterLock;
 
 /// What a run intends to do with the checkpoint its directory may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,17 +23,41 @@ pub enum Existing {
     Refuse,
 }
 
-/// Makes `out` a writable run directory for a run that treats its checkpoint as `existing`,
-/// or says in one line what is wrong with it.
-pub fn prepare(out: &Path, existing: Existing) -> Result<(), OwtError> {
+/// A run directory made ready, held for one writer until dropped.
+#[derive(Debug)]
+pub struct RunDir {
+    lock: Option<WriterLock>,
+    /// The directory, when this run made it.
+    made: Option<PathBuf>,
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        drop(self.lock.take());
+        // Only an empty directory goes: a refused run leaves no trace, a run that wrote
+        // anything keeps it.
+        if let Some(dir) = &self.made {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Makes `out` a writable run directory for `command` (`train`, `import`) that treats its
+/// checkpoint as `existing`, and takes its writer lock; or says in one line what is wrong
+/// with it, or which process is writing it.
+pub fn prepare(out: &Path, existing: Existing, command: &str) -> Result<RunDir, OwtError> {
     let shown = out.display();
     if out.exists() && !out.is_dir() {
         return Err(OwtError::io(format!(
             "--out {shown}: is a file, expected a directory for metrics.json and checkpoint.owt"
         )));
     }
+    let made = (!out.exists()).then(|| out.to_path_buf());
     std::fs::create_dir_all(out)
         .map_err(|e| OwtError::io(format!("--out {shown}: cannot create the directory: {e}")))?;
+    // From here the guard removes a directory this run made, whatever refuses the run.
+    let mut run = RunDir { lock: None, made };
+    run.lock = Some(WriterLock::run_dir(out, command, &format!("--out {shown}"))?);
     remove_stale_temporaries(out, None);
     probe_write(out)?;
     let checkpoint = checkpoint_path(out);
@@ -50,11 +77,14 @@ pub fn prepare(out: &Path, existing: Existing) -> Result<(), OwtError> {
                 ),
                 Err(_) => "a checkpoint (unreadable)".into(),
             };
-            Err(OwtError::input(format!(
-                "--out {shown} already holds {what}: add --resume to continue it, or --overwrite to replace it"
-            )))
+            let advice = if command == "train" {
+                "add --resume to continue it, or --overwrite to replace it"
+            } else {
+                "pass --overwrite to replace it, or choose another --out"
+            };
+            Err(OwtError::input(format!("--out {shown} already holds {what}: {advice}")))
         }
-        _ => Ok(()),
+        _ => Ok(run),
     }
 }
 

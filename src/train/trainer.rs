@@ -170,7 +170,8 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         (false, true) => Existing::Overwrite,
         (false, false) => Existing::Refuse,
     };
-    run_dir::prepare(opts.out, existing)?;
+    // Held to the end: no other writer may start on this directory while this run writes.
+    let _run_dir = run_dir::prepare(opts.out, existing, "train")?;
     let [c, h, w] = splits.train.image_dims();
     arch.check_input([0, c, h, w])?;
     if splits.train.classes() > arch.classes {
@@ -293,7 +294,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let optim_bytes = record_to_bytes::<B, _>(optim.to_record())?;
         Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;
         let json = serde_json::to_vec_pretty(&metrics).map_err(|e| OwtError::io(e.to_string()))?;
-        write_atomic(&opts.out.join("metrics.json"), &json)?;
+        write_atomic(&opts.out.join(crate::train::METRICS_FILE), &json)?;
     }
     Ok(metrics)
 }

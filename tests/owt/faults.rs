@@ -10,7 +10,7 @@ fn owt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_owt")).args(args).output().expect("run owt")
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
@@ -19,7 +19,7 @@ fn stdout(o: &Output) -> String {
 }
 
 /// Asserts a failed run whose stderr is one line holding every needle, with no panic.
-fn one_line_error(o: &Output, needles: &[&str]) -> String {
+pub(crate) fn one_line_error(o: &Output, needles: &[&str]) -> String {
     let err = stderr(o);
     assert!(!o.status.success(), "expected a failure, got success; stdout: {}; stderr: {err}", stdout(o));
     assert!(!err.contains("panicked") && !err.contains("internal") && !err.contains("RUST_BACKTRACE"), "{err}");
@@ -45,7 +45,7 @@ fn failed_run(o: &Output, needles: &[&str]) {
     assert!(!stdout(o).contains("final test accuracy"), "{}", stdout(o));
 }
 
-fn ok(o: &Output) {
+pub(crate) fn ok(o: &Output) {
     assert!(o.status.success(), "stdout: {}; stderr: {}", stdout(o), stderr(o));
 }
 
@@ -63,7 +63,13 @@ const TINY: [(&str, &str); 6] = [
 const SWITCHES: [&str; 2] = ["--resume", "--overwrite"];
 
 /// `owt train` of a tiny synthetic run into `out`; `extra` flags replace the tiny run's.
-fn train(out: &Path, extra: &[&str]) -> Output {
+pub(crate) fn train(out: &Path, extra: &[&str]) -> Output {
+    let args = train_args(out, extra);
+    owt(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The arguments of [`train`].
+pub(crate) fn train_args(out: &Path, extra: &[&str]) -> Vec<String> {
     let mut pairs: Vec<(String, Option<String>)> =
         TINY.iter().map(|(f, v)| (f.to_string(), Some(v.to_string()))).collect();
     let mut rest = extra.iter();
@@ -79,8 +85,7 @@ fn train(out: &Path, extra: &[&str]) -> Output {
         args.push(flag);
         args.extend(value);
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    owt(&args)
+    args
 }
 
 fn eval(checkpoint: &Path) -> Output {
@@ -378,9 +383,15 @@ fn no_vulkan_adapter_is_one_line_naming_the_package() {
 /// Runs owt with `args`, killed after `seconds`: a process that does not exit fails the test
 /// instead of hanging the suite.
 fn owt_within(args: &[&str], seconds: u64) -> Output {
+    owt_within_env(args, &[], seconds)
+}
+
+/// [`owt_within`] with environment variables set.
+pub(crate) fn owt_within_env(args: &[&str], env: &[(&str, &str)], seconds: u64) -> Output {
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_owt"))
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -410,6 +421,34 @@ fn integer_weights_in_an_import_are_one_line_and_the_process_exits() {
         120,
     );
     one_line_error(&o, &["features.0.weight", "I64", "floating point"]);
+}
+
+/// Every internal error a test can provoke ends the process with 101 after one line per panic,
+/// in bounded time. User input no longer reaches one, so the debug build injects them
+/// (`OWT_FAULT`, src/exit.rs). `burn-store` is the case that spun: a panic inside burn-store's
+/// `load_from` frees the module twice while unwinding, and the allocator's exit-time teardown
+/// then loops forever on its damaged free list (it did, every time, before owt left with
+/// `_exit`).
+#[test]
+fn every_internal_error_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let ints = dir.path().join("ints.safetensors");
+    crate::torchvision::one_tensor_file(&ints, "features.0.weight", "I64", &[64, 3, 11, 11], &vec![1u8; 8 * 64 * 3 * 121]);
+    for (fault, panics) in [("panic", 1), ("thread", 2), ("burn-dtype", 1), ("burn-store", 1)] {
+        let env = [("OWT_FAULT", fault), ("OWT_FAULT_FILE", ints.to_str().unwrap())];
+        let o = owt_within_env(&["info", "--model", "alexnet-small"], &env, 60);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(101), "{fault}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), panics, "{fault}: {err}");
+        assert!(lines.iter().all(|l| l.starts_with("error: internal: ")), "{fault}: {err}");
+        assert!(stdout(&o).is_empty(), "{fault}: the command ran on: {}", stdout(&o));
+    }
+    // The exits of errors and of success leave through the same door, output flushed.
+    let o = owt_within(&["info", "--model", "alexnet-small", "--json"], 60);
+    ok(&o);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("the whole JSON arrives");
+    assert!(json.is_object() || json.is_array());
 }
 
 /// A checkpoint whose weights hold NaN (written by hand here, as an edited or foreign file

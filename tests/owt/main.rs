@@ -18,3 +18,4 @@ mod learner;
 mod plan_traffic;
 mod torchvision;
 mod wgpu_mesh;
+mod writers;
