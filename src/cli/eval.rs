@@ -43,6 +43,8 @@ impl BackendJob for EvalJob<'_> {
         })?;
         let [c, h, w] = test.image_dims();
         arch.check_input([0, c, h, w])?;
+        let advice = "evaluate a checkpoint trained on these classes";
+        crate::train::trainer::check_classes(test.classes(), arch, advice)?;
         evaluate(&model, state.config.head, &test, &device)
     }
 }

@@ -1,7 +1,12 @@
 //! ImageNet-style image folders: one sub-directory per class, decoded on demand with
-//! resize, random crop and horizontal flip.
+//! resize, random crop and horizontal flip. A file that cannot be decoded is never trained
+//! on: those whose header fails are left out when the folder is opened, those whose pixels
+//! fail when first read (the next image of the split takes its place in that batch and from
+//! then on); both count toward the [`MAX_UNDECODABLE`] share beyond which the split is refused.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use image::imageops::FilterType;
 use rand::Rng;
@@ -9,8 +14,10 @@ use rand::Rng;
 use crate::data::images::{Batch, ImageSource};
 use crate::error::OwtError;
 
-/// The grey (0 after normalisation, nearly) fed in place of an image that cannot be decoded.
-const BLANK: u8 = 128;
+/// The most bytes an image file may have, and the most its decoded pixels may take: the
+/// `image` crate's own allocation limit (512 MiB). A file larger than that cannot decode
+/// within it (a PNG's stored blocks are barely larger than the pixels they hold).
+pub const MAX_IMAGE_BYTES: u64 = 512 << 20;
 
 /// Image file extensions the folder loader reads, in any case (`.PNG`, `.Jpg`).
 const EXTENSIONS: [&str; 3] = ["png", "jpg", "jpeg"];
@@ -33,6 +40,20 @@ fn empty_class(root: &Path, dir: &Path) -> OwtError {
     ))
 }
 
+/// The class folders of `root`, sorted: the classes of a split, in class-id order.
+pub fn class_dirs(root: &Path) -> Result<Vec<PathBuf>, OwtError> {
+    let entries = std::fs::read_dir(root)
+        .map_err(|e| OwtError::data(format!("cannot read image folder {}: {e}", root.display())))?;
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// The class names of the split in `root` (its folders' names, in class-id order).
+pub fn class_names_in(root: &Path) -> Result<Vec<String>, OwtError> {
+    Ok(class_dirs(root)?.iter().map(|d| d.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect())
+}
+
 /// Images under `root/<class>/*.{png,jpg,jpeg}`. Classes are the sub-directory names in
 /// sorted order, so two splits with the same class folders agree on class ids.
 #[derive(Debug, Clone)]
@@ -44,6 +65,21 @@ pub struct ImageFolder {
     resize: usize,
     /// Side of the square crop the model sees.
     crop: usize,
+    root: PathBuf,
+    /// What could not be decoded, shared by the clones of this folder.
+    undecodable: Arc<Mutex<Undecodable>>,
+}
+
+/// The split's files that cannot be decoded.
+#[derive(Debug, Default)]
+struct Undecodable {
+    /// Files in the split before any was left out.
+    total: usize,
+    /// Left out when the folder was opened (the header failed), with the first few reasons.
+    at_open: usize,
+    first: Vec<String>,
+    /// Found while reading pixels: index into `files`, and why.
+    found: BTreeMap<usize, String>,
 }
 
 impl ImageFolder {
@@ -58,11 +94,7 @@ impl ImageFolder {
                 "resize side ({resize}) must be at least the crop side ({crop}) and positive"
             )));
         }
-        let entries = std::fs::read_dir(root)
-            .map_err(|e| OwtError::data(format!("cannot read image folder {}: {e}", root.display())))?;
-        let mut class_dirs: Vec<PathBuf> =
-            entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
-        class_dirs.sort();
+        let class_dirs = class_dirs(root)?;
         let mut files = Vec::new();
         let mut class_names = Vec::new();
         // The first class folder without images (refused unless no class has any: then the
@@ -98,8 +130,11 @@ impl ImageFolder {
         if let Some(dir) = empty {
             return Err(empty_class(root, &dir));
         }
-        let files = drop_undecodable(root, files)?;
-        Ok(Self { files, class_names, channels, resize, crop })
+        let total = files.len();
+        let (files, first) = drop_undecodable(root, files)?;
+        let undecodable = Undecodable { total, at_open: total - files.len(), first, found: BTreeMap::new() };
+        let undecodable = Arc::new(Mutex::new(undecodable));
+        Ok(Self { files, class_names, channels, resize, crop, root: root.to_path_buf(), undecodable })
     }
 
     /// Class names, in class-id order.
@@ -107,17 +142,32 @@ impl ImageFolder {
         &self.class_names
     }
 
-    fn load(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Vec<u8> {
+    /// The image at `index`, or, if it cannot be decoded, the next one of the split that can
+    /// (files found undecodable are recorded, warned about once, and skipped from then on),
+    /// with its class. `None` when no file of the split decodes.
+    fn load_or_next(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Option<(Vec<u8>, usize)> {
+        for j in (index..self.files.len()).chain(0..index) {
+            if self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).found.contains_key(&j) {
+                continue;
+            }
+            match self.load(j, augment, rng) {
+                Ok(pixels) => return Some((pixels, self.files[j].1)),
+                Err(why) => {
+                    eprintln!(
+                        "warning: cannot decode {}: {why}; left out (the next image of the split takes its place)",
+                        self.files[j].0.display()
+                    );
+                    self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).found.insert(j, why);
+                }
+            }
+        }
+        None
+    }
+
+    fn load(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Result<Vec<u8>, String> {
         let (path, _) = &self.files[index];
         let side = self.crop;
-        let decoded = match image::open(path) {
-            Ok(img) => img,
-            Err(e) => {
-                // A corrupt file must not end a long run: warn and feed a blank image.
-                eprintln!("warning: cannot decode {}: {e}; using a blank image", path.display());
-                return vec![BLANK; self.channels * side * side];
-            }
-        };
+        let decoded = decode(path)?;
         let (w, h) = (decoded.width().max(1) as usize, decoded.height().max(1) as usize);
         let scale = self.resize as f64 / w.min(h) as f64;
         let (nw, nh) = (
@@ -134,7 +184,7 @@ impl ImageFolder {
         let cropped = resized.crop_imm(x0 as u32, y0 as u32, side as u32, side as u32);
         let cropped = if flip { cropped.fliph() } else { cropped };
         if self.channels == 1 {
-            return cropped.to_luma8().into_raw();
+            return Ok(cropped.to_luma8().into_raw());
         }
         let mut out = vec![0; self.channels * side * side];
         for (i, px) in cropped.to_rgb8().pixels().enumerate() {
@@ -142,25 +192,38 @@ impl ImageFolder {
                 out[ch * side * side + i] = px.0[ch];
             }
         }
-        out
+        Ok(out)
     }
 }
 
 /// Largest share of a split's files that may fail to decode; above it the split is refused.
 pub const MAX_UNDECODABLE: f64 = 0.01;
 
-/// Why `path` cannot be decoded, if it cannot (its header is read, not its pixels).
+/// A reader of the image file `path`: a regular file of at most [`MAX_IMAGE_BYTES`], its
+/// format guessed from its bytes, decoding within the `image` crate's allocation limit.
+fn reader(path: &Path) -> Result<image::ImageReader<std::io::BufReader<std::fs::File>>, String> {
+    let file = crate::bounded_read::open_regular(path).map_err(|e| e.to_string())?;
+    crate::bounded_read::check_size(&file, MAX_IMAGE_BYTES, "an image file").map_err(|e| e.to_string())?;
+    image::ImageReader::new(std::io::BufReader::new(file)).with_guessed_format().map_err(|e| e.to_string())
+}
+
+/// The image at `path`, decoded, or why not.
+fn decode(path: &Path) -> Result<image::DynamicImage, String> {
+    reader(path)?.decode().map_err(|e| e.to_string())
+}
+
+/// Why `path` cannot be decoded, if its header already says so (the pixels are read later).
 fn undecodable(path: &Path) -> Option<String> {
-    let reader = image::ImageReader::open(path).ok()?.with_guessed_format();
-    match reader {
-        Err(e) => Some(e.to_string()),
+    match reader(path) {
+        Err(e) => Some(e),
         Ok(r) => r.into_dimensions().err().map(|e| e.to_string()),
     }
 }
 
-/// `files` without those that cannot be decoded: refused when more than [`MAX_UNDECODABLE`]
-/// of them fail (naming the count and the first few), else one warning line.
-fn drop_undecodable(root: &Path, files: Vec<(PathBuf, usize)>) -> Result<Vec<(PathBuf, usize)>, OwtError> {
+/// `files` without those whose header cannot be decoded, and the first few of those with
+/// why: refused when more than [`MAX_UNDECODABLE`] of them fail (naming the count and the
+/// first few), else one warning line.
+fn drop_undecodable(root: &Path, files: Vec<(PathBuf, usize)>) -> Result<(Vec<(PathBuf, usize)>, Vec<String>), OwtError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
     let chunk = files.len().div_ceil(threads);
     let verdicts: Vec<Option<String>> = std::thread::scope(|scope| {
@@ -173,7 +236,7 @@ fn drop_undecodable(root: &Path, files: Vec<(PathBuf, usize)>) -> Result<Vec<(Pa
     let bad: Vec<(&Path, &str)> =
         files.iter().zip(&verdicts).filter_map(|((p, _), v)| v.as_deref().map(|why| (p.as_path(), why))).collect();
     if bad.is_empty() {
-        return Ok(files);
+        return Ok((files, Vec::new()));
     }
     let first: Vec<String> = bad
         .iter()
@@ -194,7 +257,7 @@ fn drop_undecodable(root: &Path, files: Vec<(PathBuf, usize)>) -> Result<Vec<(Pa
         )));
     }
     eprintln!("warning: {summary}; they are left out");
-    Ok(files.into_iter().zip(verdicts).filter(|(_, v)| v.is_none()).map(|(f, _)| f).collect())
+    Ok((files.into_iter().zip(verdicts).filter(|(_, v)| v.is_none()).map(|(f, _)| f).collect(), first))
 }
 
 impl ImageSource for ImageFolder {
@@ -211,11 +274,35 @@ impl ImageSource for ImageFolder {
     }
 
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch {
-        let mut images = Vec::with_capacity(indices.len() * self.channels * self.crop * self.crop);
+        let size = self.channels * self.crop * self.crop;
+        let mut images = Vec::with_capacity(indices.len() * size);
+        let mut labels = Vec::with_capacity(indices.len());
         for &i in indices {
-            images.extend(self.load(i, augment, rng));
+            // When nothing decodes, `problem` refuses the split before this batch is used.
+            let (pixels, class) = self.load_or_next(i, augment, rng).unwrap_or_else(|| (vec![0; size], self.files[i].1));
+            images.extend(pixels);
+            labels.push(class as i64);
         }
-        let labels = indices.iter().map(|&i| self.files[i].1 as i64).collect();
         Batch { images, labels, dims: [indices.len(), self.channels, self.crop, self.crop] }
+    }
+
+    fn problem(&self) -> Option<OwtError> {
+        let u = self.undecodable.lock().unwrap_or_else(|e| e.into_inner());
+        let bad = u.at_open + u.found.len();
+        if bad as f64 <= MAX_UNDECODABLE * u.total as f64 {
+            return None;
+        }
+        let found = u.found.iter().map(|(&i, why)| {
+            format!("{} ({why})", self.files[i].0.file_name().unwrap_or_default().to_string_lossy())
+        });
+        let examples: Vec<String> = u.first.iter().cloned().chain(found).take(3).collect();
+        Some(OwtError::data(format!(
+            "{bad} of {} images in {} cannot be decoded ({} of them found while reading their pixels), e.g. {}: more than {}% of the split; fix or remove them",
+            u.total,
+            self.root.display(),
+            u.found.len(),
+            examples.join(", "),
+            MAX_UNDECODABLE * 100.0
+        )))
     }
 }

@@ -1,5 +1,6 @@
 //! Image sets: the common interface of every data source, and the in-memory implementation.
 
+use crate::error::OwtError;
 use rand::Rng;
 
 use burn::tensor::TensorData;
@@ -60,6 +61,12 @@ pub trait ImageSource: Send + Sync {
     /// The images at `indices`; `augment` turns on random crops / flips where the source has
     /// them (training), off gives the deterministic view (evaluation).
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch;
+    /// Why the batches of this source can no longer be used, if they cannot: a source that
+    /// finds damage while reading (an image folder whose undecodable files pass the allowed
+    /// share) says so here, and the batch it just made is not used.
+    fn problem(&self) -> Option<OwtError> {
+        None
+    }
 }
 
 /// What a byte pixel is divided by, before 1 is subtracted: maps 0..=255 to [-1, 1].

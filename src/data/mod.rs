@@ -9,7 +9,7 @@ pub mod synthetic;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use folder::ImageFolder;
+pub use folder::{class_names_in, ImageFolder};
 pub use idx::{encode_idx, parse_idx, read_idx, IdxArray};
 pub use images::{Batch, ImageSource, InMemoryImages};
 pub use mnist::{load_mnist_split, FASHION_MNIST_DIR};
@@ -79,7 +79,14 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
             let dir = req.dir.clone().ok_or_else(|| {
                 OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)")
             })?;
-            Arc::new(held_out_folder(&dir, req.model_input)?)
+            let test = held_out_folder(&dir, req.model_input)?;
+            // Where the training split is there too, the classes must be its classes, as
+            // training requires: the same folder names mean the same class ids.
+            let train = dir.join("train");
+            if train.is_dir() {
+                same_classes(&class_names_in(&train)?, &held_out_dir(&dir)?, test.class_names())?;
+            }
+            Arc::new(test)
         }
         DatasetKind::Synthetic => open_splits(req)?.test,
     };
@@ -160,14 +167,14 @@ fn folder_splits(dir: &Path, input: [usize; 3]) -> Result<Splits, OwtError> {
     let [channels, side, _] = input;
     let train = ImageFolder::open(&dir.join("train"), channels, resize_side(side), side)?;
     let test = held_out_folder(dir, input)?;
-    let test_dir = held_out_dir(dir)?;
-    if test.class_names() != train.class_names() {
-        return Err(OwtError::data(format!(
-            "class folders differ: train has {:?}, {} has {:?}",
-            train.class_names(),
-            test_dir.display(),
-            test.class_names()
-        )));
-    }
+    same_classes(train.class_names(), &held_out_dir(dir)?, test.class_names())?;
     Ok(Splits { train: Arc::new(train), test: Arc::new(test) })
+}
+
+/// Refuses a held-out split (in `test_dir`) whose class folders are not the training split's.
+fn same_classes(train: &[String], test_dir: &Path, test: &[String]) -> Result<(), OwtError> {
+    if test == train {
+        return Ok(());
+    }
+    Err(OwtError::data(format!("class folders differ: train has {train:?}, {} has {test:?}", test_dir.display())))
 }

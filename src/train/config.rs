@@ -127,9 +127,9 @@ impl TrainConfig {
         if !(self.scaled_lr().is_finite() && self.scaled_lr() > 0.0) {
             return Err(OwtError::input(format!(
                 "--lr {} scaled to --batch {} is {}: expected a positive finite rate",
-                self.lr,
+                crate::train::schedule::Rate(self.lr),
                 self.batch,
-                self.scaled_lr()
+                crate::train::schedule::Rate(self.scaled_lr())
             )));
         }
         if self.limit == Some(0) {

@@ -21,7 +21,7 @@ use crate::error::OwtError;
 /// `ahead` batches before they are asked for. The order of random draws (crops, flips) is the
 /// order of the batches, so the batches are exactly those a loop on one thread would make.
 pub struct Prefetch {
-    rx: Option<Receiver<Batch>>,
+    rx: Option<Receiver<Result<Batch, OwtError>>>,
     worker: Option<JoinHandle<()>>,
 }
 
@@ -41,8 +41,14 @@ impl Prefetch {
             .name("owt-batches".into())
             .spawn(move || {
                 for chunk in order.chunks(batch.max(1)) {
-                    if tx.send(source.batch(chunk, augment, &mut rng)).is_err() {
-                        return; // The consumer stopped early.
+                    let batch = source.batch(chunk, augment, &mut rng);
+                    let item = match source.problem() {
+                        Some(e) => Err(e),
+                        None => Ok(batch),
+                    };
+                    let last = item.is_err();
+                    if tx.send(item).is_err() || last {
+                        return; // The consumer stopped early, or the source can go no further.
                     }
                 }
             })
@@ -50,12 +56,12 @@ impl Prefetch {
         Self { rx: Some(rx), worker: Some(worker) }
     }
 
-    /// The next batch; `Ok(None)` at the end, an error if preparing it failed (the worker's
-    /// panic message, e.g. an unreadable image).
+    /// The next batch; `Ok(None)` at the end, an error if the source can no longer be used
+    /// (see [`ImageSource::problem`]) or preparing it failed (the worker's panic message).
     pub fn next_batch(&mut self) -> Result<Option<Batch>, OwtError> {
         let Some(rx) = &self.rx else { return Ok(None) };
         match rx.recv() {
-            Ok(batch) => Ok(Some(batch)),
+            Ok(batch) => batch.map(Some),
             Err(_) => {
                 self.rx = None;
                 match self.worker.take().map(JoinHandle::join) {

@@ -103,7 +103,7 @@ impl EpochMetrics {
         format!(
             "epoch {}/{epochs}: {}train loss {:.4}, train acc {:.2}%, test loss {:.4}, test acc {:.2}%, {:.0} images/s, {:.1} s",
             self.epoch,
-            self.lr.map(|lr| format!("lr {lr}, ")).unwrap_or_default(),
+            self.lr.map(|lr| format!("lr {}, ", crate::train::schedule::Rate(lr))).unwrap_or_default(),
             self.train_loss,
             100.0 * self.train_accuracy,
             self.test_loss,

@@ -166,7 +166,7 @@ impl LrScaling {
 
     /// How the rate came about, in words: "0.08 (0.01 x 1024/128, linear scaling)".
     pub fn describe(self, lr: f64, batch: usize, base_batch: usize) -> String {
-        let scaled = self.scale(lr, batch, base_batch);
+        let (scaled, lr) = (Rate(self.scale(lr, batch, base_batch)), Rate(lr));
         match self {
             LrScaling::None => format!("{lr}"),
             LrScaling::Linear => format!("{scaled} ({lr} x {batch}/{base_batch}, linear scaling)"),
@@ -175,9 +175,31 @@ impl LrScaling {
     }
 }
 
+/// A learning rate as people write it: `0.01` as such, `3e-323` or `2e7` in exponent form
+/// rather than as hundreds of digits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate(pub f64);
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = self.0.abs();
+        if size == 0.0 || (1e-4..1e6).contains(&size) || !size.is_finite() {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_print_as_people_write_them() {
+        let shown = [0.01, 0.0, 1e-4, 3e-323, 5e-5, 2e7, f64::INFINITY].map(|r| Rate(r).to_string());
+        assert_eq!(shown, ["0.01", "0", "0.0001", "3e-323", "5e-5", "2e7", "inf"]);
+    }
 
     #[test]
     fn step_divides_after_the_given_epochs() {

@@ -17,7 +17,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use owt_hybrid::StepLayout;
-use owt_models::{AlexNet, DropoutKey, Head};
+use owt_models::{AlexNet, Architecture, DropoutKey, Head};
 
 use crate::data::{Batch, ImageSource, Splits};
 use crate::error::OwtError;
@@ -174,15 +174,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     let _run_dir = run_dir::prepare(opts.out, existing, "train")?;
     let [c, h, w] = splits.train.image_dims();
     arch.check_input([0, c, h, w])?;
-    if splits.train.classes() > arch.classes {
-        return Err(OwtError::input(format!(
-            "the dataset has {} classes but {} has {} outputs: pass --classes {}",
-            splits.train.classes(),
-            arch.name,
-            arch.classes,
-            splits.train.classes()
-        )));
-    }
+    check_classes(splits.train.classes(), &arch, &format!("pass --classes {}", splits.train.classes()))?;
     if let Some(plan) = layout.plan() {
         check_run(plan, &arch, layout.ranks(), config.batch)?;
     }
@@ -237,10 +229,11 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             match since {
                 None => Ok(()),
                 Some((mean, images)) => Err(OwtError::input(format!(
-                    "training diverged in epoch {} (learning rate {lr}): mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
+                    "training diverged in epoch {} (learning rate {}): mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
                     epoch + 1,
+                    crate::train::schedule::Rate(lr),
                     DIVERGENCE_FACTOR * uniform,
-                    config.lr,
+                    crate::train::schedule::Rate(config.lr),
                     config.weight_decay
                 ))),
             }
@@ -297,6 +290,19 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         write_atomic(&opts.out.join(crate::train::METRICS_FILE), &json)?;
     }
     Ok(metrics)
+}
+
+/// Refuses a dataset with more classes than the network has outputs (a label past the last
+/// output has no logit to score), in the same words for train and eval; `advice` says what
+/// to do instead.
+pub fn check_classes(dataset_classes: usize, arch: &Architecture, advice: &str) -> Result<(), OwtError> {
+    if dataset_classes <= arch.classes {
+        return Ok(());
+    }
+    Err(OwtError::input(format!(
+        "the dataset has {dataset_classes} classes but {} has {} outputs: {advice}",
+        arch.name, arch.classes
+    )))
 }
 
 /// The run's optimizer: SGD with the config's momentum (dampening 0) and weight decay.

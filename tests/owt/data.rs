@@ -183,3 +183,40 @@ fn image_folders_take_any_extension_case_only_regular_files_and_refuse_empty_cla
     let e = ImageFolder::open(dir.path(), 1, 16, 14).unwrap_err().to_string();
     assert!(e.contains("class folder c has no") && e.contains("every class needs images"), "{e}");
 }
+
+/// An image whose header decodes but whose pixels do not is never a blank image: its place in
+/// a batch goes to the next image of the split (pixels and class), and it counts toward the
+/// split's 1% of undecodable files from then on.
+#[test]
+fn images_whose_pixels_fail_are_left_out_not_blank_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    for (class, shade) in [("a", 30u8), ("b", 220)] {
+        std::fs::create_dir_all(dir.path().join(class)).unwrap();
+        for i in 0..60 {
+            let img = image::GrayImage::from_fn(10, 10, |x, y| image::Luma([shade.wrapping_add((x * 7 + y * 3 + i) as u8)]));
+            img.save(dir.path().join(class).join(format!("{i:03}.png"))).unwrap();
+        }
+    }
+    let truncate = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap();
+        std::fs::write(path, &bytes[..45]).unwrap();
+    };
+    // The last image of class a: its place goes to the first of class b.
+    truncate(&dir.path().join("a/059.png"));
+    let folder = ImageFolder::open(dir.path(), 1, 10, 10).unwrap();
+    assert_eq!(folder.len(), 120, "the header passes: the file is found only when read");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let bad = folder.batch(&[59], false, &mut rng);
+    let next = folder.batch(&[60], false, &mut rng);
+    assert_eq!(bad.images, next.images, "the next image's pixels, not a blank");
+    assert_eq!(bad.labels, vec![1], "and its class");
+    assert!(bad.images.iter().any(|&p| p != 128 && p != 0));
+    assert!(folder.problem().is_none(), "1 of 120 is within 1%");
+    // A second one passes 1%; the last image wraps to the first.
+    truncate(&dir.path().join("b/059.png"));
+    let wrapped = folder.batch(&[119], false, &mut rng);
+    assert_eq!(wrapped.images, folder.batch(&[0], false, &mut rng).images);
+    let e = folder.problem().expect("2 of 120 is over 1%").to_string();
+    assert!(e.contains("2 of 120 images") && e.contains("2 of them found while reading their pixels"), "{e}");
+    assert!(e.contains("059.png"), "{e}");
+}

@@ -291,6 +291,60 @@ fn image_folders_refuse_many_undecodable_files_and_warn_about_a_few() {
     assert!(stdout(&o).contains("(8 images)"), "{}", stdout(&o));
 }
 
+/// A PNG whose header decodes but whose pixel data does not: the first `keep` bytes of a
+/// good one (signature and IHDR, part of IDAT).
+fn truncated_png(path: &Path, shade: u8) {
+    write_png(path, shade);
+    let bytes = std::fs::read(path).unwrap();
+    std::fs::write(path, &bytes[..45]).unwrap();
+}
+
+/// Files whose pixels fail (their headers pass the check at open) are never trained on as
+/// blank images: beyond 1% of the split the run stops in one line naming them; the eval of a
+/// split like it says the same.
+#[test]
+fn images_whose_pixels_fail_stop_a_run_beyond_one_percent() {
+    let root = tempfile::tempdir().unwrap();
+    folder_dataset(root.path(), &["train", "val"], 20, 0);
+    for i in 0..5 {
+        truncated_png(&root.path().join(format!("train/b/{i}.png")), 200);
+    }
+    let out = root.path().join("run");
+    let data = root.path().to_str().unwrap();
+    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "folder", "--data", data, "--epochs", "1", "--batch", "8", "--out", out.to_str().unwrap()]);
+    failed_run(&o, &["of 40 images", "found while reading their pixels", "more than 1%"]);
+    assert!(!out.join("checkpoint.owt").exists(), "nothing was written from the blank-free epoch that did not end");
+    let warnings = stderr(&o).lines().filter(|l| l.starts_with("warning: cannot decode")).count();
+    assert!((1..=5).contains(&warnings), "{}", stderr(&o));
+}
+
+/// Eval refuses what train refuses, in the same words: held-out classes other than train/'s,
+/// and more classes than the network has outputs (it said "internal: index 10 out of bounds").
+#[test]
+fn eval_refuses_classes_train_refuses() {
+    let root = tempfile::tempdir().unwrap();
+    folder_dataset(root.path(), &["train", "val"], 4, 0);
+    let run = root.path().join("run");
+    let data = root.path().to_str().unwrap();
+    let r = run.to_str().unwrap();
+    ok(&owt(&["train", "--model", "alexnet-small", "--dataset", "folder", "--data", data, "--epochs", "1", "--batch", "4", "--out", r]));
+    std::fs::rename(root.path().join("val/b"), root.path().join("val/c")).unwrap();
+    let train_says = one_line_error(
+        &owt(&["train", "--model", "alexnet-small", "--dataset", "folder", "--data", data, "--out", r, "--overwrite"]),
+        &["class folders differ"],
+    );
+    let eval_says = one_line_error(&owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", data]), &["class folders differ"]);
+    assert_eq!(train_says, eval_says);
+    let many = root.path().join("many");
+    for class in 0..11 {
+        let dir = many.join("val").join(format!("c{class:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_png(&dir.join("0.png"), 10 * class as u8);
+    }
+    let o = owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", many.to_str().unwrap()]);
+    one_line_error(&o, &["the dataset has 11 classes but alexnet-small has 10 outputs"]);
+}
+
 #[test]
 fn plan_refuses_what_train_refuses_with_the_same_words() {
     let dir = tempfile::tempdir().unwrap();
