@@ -72,6 +72,10 @@ pub struct BenchArgs {
     pub compare_schemes: bool,
 }
 
+/// The most steps (warmup and timed) one benchmark runs: the image order, losses and times of
+/// every step are held from the start (a day of AlexNet steps on 2 CPU cores).
+pub const MAX_BENCH_STEPS: usize = 100_000;
+
 /// What a benchmark measured (the JSON of `owt bench --json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
@@ -83,8 +87,10 @@ pub struct BenchReport {
     pub fusion: bool,
     /// Where the steps ran.
     pub layout: String,
-    /// Ranks (0 for the plain single-device backend).
+    /// Devices the steps ran on: the mesh's ranks, or 1 for the plain backend.
     pub devices: usize,
+    /// Whether the steps ran on a Hybrid mesh (false: the plain single-device backend).
+    pub mesh: bool,
     /// Global batch.
     pub batch: usize,
     /// Untimed steps.
@@ -199,7 +205,7 @@ impl BenchJob<'_> {
     fn run_layout<B: AutodiffBackend, L: StepLayout<B>>(
         self,
         layout: &L,
-        devices: usize,
+        devices: Option<usize>,
     ) -> Result<BenchReport, OwtError> {
         let args = self.args;
         let config = bench_config(args);
@@ -267,9 +273,10 @@ impl BenchJob<'_> {
         Ok(BenchReport {
             model: arch.name.to_string(),
             backend: args.backend.name().to_string(),
-            fusion: devices == 0 && !args.no_fusion && crate::backends::fusion_built(args.backend),
+            fusion: devices.is_none() && !args.no_fusion && crate::backends::fusion_built(args.backend),
             layout: layout.describe(),
-            devices,
+            devices: devices.unwrap_or(1),
+            mesh: devices.is_some(),
             batch: config.batch,
             warmup: args.warmup,
             steps: args.steps,
@@ -290,7 +297,7 @@ impl BackendJob for BenchJob<'_> {
     type Output = BenchReport;
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<BenchReport, OwtError> {
         let layout = SingleDevice::<B>::new(device);
-        self.run_layout(&layout, 0)
+        self.run_layout(&layout, None)
     }
 }
 
@@ -325,7 +332,7 @@ impl MeshJob for BenchJob<'_> {
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
         let devices = mesh.size();
         let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.plan().plan(), self.scheme);
-        self.run_layout(&layout, devices)
+        self.run_layout(&layout, Some(devices))
     }
 }
 
@@ -334,11 +341,23 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     if args.batch == 0 {
         return Err(OwtError::input("--batch must be at least 1, got 0"));
     }
+    let too_many = || {
+        OwtError::input(format!(
+            "--warmup {} and --steps {}: a benchmark runs at most {MAX_BENCH_STEPS} steps in all",
+            args.warmup, args.steps
+        ))
+    };
+    let total = args.warmup.checked_add(args.steps).filter(|&t| t <= MAX_BENCH_STEPS).ok_or_else(too_many)?;
     let arch = args.model.spec().architecture()?;
     let job = BenchJob { args, scheme: args.parallel.scheme };
     let mut config = bench_config(args);
-    config.limit = Some(4 * args.batch);
+    let images = args.batch.checked_mul(4).ok_or_else(|| {
+        OwtError::input(format!("--batch {}: too large to hold the four batches of images a benchmark cycles", args.batch))
+    })?;
+    config.limit = Some(images);
     crate::cli::train::check_memory(&config, args.backend)?;
+    // The image order of every step is made up front: at most this many indices.
+    total.checked_mul(args.batch).ok_or_else(too_many)?;
     if args.profile {
         if args.parallel.on_mesh() {
             return Err(OwtError::input("--profile times one device: leave out --devices and --plan"));

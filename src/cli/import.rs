@@ -71,6 +71,7 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
     torchvision::check_layout(&arch).map_err(|e| OwtError::input(e.0))?;
     let existing = if args.overwrite { Existing::Overwrite } else { Existing::Refuse };
     let _run_dir = run_dir::prepare(&args.out, existing, "import")?;
+    check_import_file(&args.file, &arch)?;
     let model = arch.try_init::<Flex>(&Default::default())?;
     let (model, report) = torchvision::import(model, &args.file).map_err(|e| OwtError::checkpoint(e.0))?;
     let origin = format!("torchvision {}", args.file.display());
@@ -126,6 +127,23 @@ pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
     write_atomic(&args.out, &bytes)?;
     println!("exported {} as a torchvision state dict to {}", model.architecture.name, args.out.display());
     Ok(())
+}
+
+/// Bytes a state dict may hold beyond its values: pickle or safetensors framing, key names,
+/// and what PyTorch's ImageNet example saves beside the weights (epoch, accuracy, arch).
+const STATE_DICT_OVERHEAD: u64 = 64 << 20;
+
+/// Refuses an import file that is not a regular file (a directory said "No such device"), or
+/// that is larger than a state dict of `arch` can be: its weights and, in a training
+/// checkpoint, up to two optimizer buffers per weight, at 8 bytes a value.
+fn check_import_file(path: &std::path::Path, arch: &owt_models::Architecture) -> Result<(), OwtError> {
+    let params = crate::train::checkpoint::parameter_count(arch)?;
+    let limit = 3 * 8 * params + STATE_DICT_OVERHEAD;
+    let what = format!("a torchvision state dict of {} ({params} parameters, optimizer state included)", arch.name);
+    crate::bounded_read::open_regular(path)
+        .and_then(|file| crate::bounded_read::check_size(&file, limit, &what))
+        .map(|_| ())
+        .map_err(|e| OwtError::checkpoint(format!("cannot read {}: {e}", path.display())))
 }
 
 /// Removes `path` if it is there.

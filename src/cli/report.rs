@@ -6,11 +6,8 @@ use clap::Args;
 
 use crate::error::OwtError;
 use crate::train::checkpoint::checkpoint_path;
+use crate::train::metrics::MAX_METRICS_BYTES;
 use crate::train::{Checkpoint, CheckpointState, EpochMetrics, METRICS_FILE};
-
-/// The most bytes a metrics.json may have: 256 MiB, some 50 000 epochs of a mesh run (whose
-/// traffic per layer and phase makes an epoch's entry about 5 KB).
-pub const MAX_METRICS_BYTES: u64 = 256 << 20;
 
 /// Arguments of `owt report`.
 #[derive(Debug, Args)]

@@ -14,14 +14,27 @@ pub struct IdxArray {
     pub data: Vec<u8>,
 }
 
-/// Reads an IDX file, un-gzipping it if it starts with the gzip magic bytes.
+/// The most bytes an IDX file may hold, compressed or not: 4 GiB, which is the data of 5
+/// million 28x28 images (MNIST has 70 000; EMNIST, the largest of its kind, 814 000).
+pub const MAX_IDX_BYTES: u64 = 4 << 30;
+
+/// Reads an IDX file (a regular file of at most [`MAX_IDX_BYTES`]), un-gzipping it if it
+/// starts with the gzip magic bytes (to at most [`MAX_IDX_BYTES`] too).
 pub fn read_idx(path: &Path) -> Result<IdxArray, OwtError> {
-    let raw = std::fs::read(path).map_err(|e| OwtError::data(format!("cannot read {}: {e}", path.display())))?;
+    let raw = crate::bounded_read::read(path, MAX_IDX_BYTES, "an IDX file")
+        .map_err(|e| OwtError::data(format!("cannot read {}: {e}", path.display())))?;
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(raw.as_slice())
+            .take(MAX_IDX_BYTES + 1)
             .read_to_end(&mut out)
             .map_err(|e| OwtError::data(format!("{}: not a valid gzip stream ({e})", path.display())))?;
+        if out.len() as u64 > MAX_IDX_BYTES {
+            return Err(OwtError::data(format!(
+                "{}: unpacks to more than an IDX file can hold ({MAX_IDX_BYTES} bytes at most)",
+                path.display()
+            )));
+        }
         out
     } else {
         raw
@@ -52,7 +65,7 @@ pub fn parse_idx(bytes: &[u8]) -> Result<IdxArray, String> {
     }
     let dims: Vec<usize> =
         bytes[4..header].chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize).collect();
-    let expected = dims.iter().product::<usize>();
+    let expected = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX);
     let actual = bytes.len() - header;
     if actual < expected {
         return Err(format!("truncated: dimensions {dims:?} need {expected} data bytes, the file has {actual}"));

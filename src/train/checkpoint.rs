@@ -62,6 +62,14 @@ impl CheckpointState {
     /// Refuses to continue this checkpoint with `config` when a setting that decides the
     /// numbers differs (only the network's, for a fresh import), naming it and both values.
     pub fn check_resume(&self, config: &TrainConfig) -> Result<(), OwtError> {
+        if self.epochs_done >= config.epochs {
+            return Err(OwtError::input(format!(
+                "--epochs {}: the checkpoint has already done {} epochs; pass --epochs {} or more to train on",
+                config.epochs,
+                self.epochs_done,
+                self.epochs_done + 1
+            )));
+        }
         let diff = if self.is_fresh_import() {
             config.model_difference(&self.config)
         } else {
@@ -107,23 +115,33 @@ impl Checkpoint {
 
     /// Reads the checkpoint at `path` (a run directory, or the checkpoint file itself), with
     /// one-line errors for a missing, foreign, truncated or damaged file that name the damaged
-    /// section.
+    /// section. Only a regular file is read, and only up to what a checkpoint of the network
+    /// its state names can hold ([`max_checkpoint_bytes`]).
     pub fn load(path: &Path) -> Result<Checkpoint, OwtError> {
         let file = resolve(path);
-        let bytes = std::fs::read(&file).map_err(|e| unreadable(&file, path, e))?;
+        let (state, state_len) = Self::read_state_sized(path)?;
+        let arch = state.config.model.architecture().map_err(|e| {
+            OwtError::checkpoint(format!("{}: its state names no network owt can build: {}", file.display(), e.0))
+        })?;
+        let (limit, what) = max_checkpoint_bytes(&arch, state_len)?;
+        let bytes = crate::bounded_read::read(&file, limit, &what).map_err(|e| unreadable(&file, path, e))?;
         let mut sections = decode(&file, &bytes, SECTIONS.len())?;
         let optimizer = sections.pop().expect("three sections");
         let model = sections.pop().expect("three sections");
-        let state = parse_state(&file, &sections[0])?;
         Ok(Checkpoint { state, model, optimizer })
     }
 
     /// Reads only the state of the checkpoint at `path` (config, progress, metrics), checked,
     /// without the records: enough to decide whether a run can resume from it.
     pub fn read_state(path: &Path) -> Result<CheckpointState, OwtError> {
+        Ok(Self::read_state_sized(path)?.0)
+    }
+
+    /// [`Checkpoint::read_state`] and the bytes its section takes.
+    fn read_state_sized(path: &Path) -> Result<(CheckpointState, u64), OwtError> {
         use std::io::Read;
         let file = resolve(path);
-        let mut f = std::fs::File::open(&file).map_err(|e| unreadable(&file, path, e))?;
+        let mut f = crate::bounded_read::open_regular(&file).map_err(|e| unreadable(&file, path, e))?;
         let io = |e: std::io::Error| OwtError::checkpoint(format!("cannot read {}: {e}", file.display()));
         let mut head = Vec::new();
         (&mut f).take(HEADER_V2 as u64).read_to_end(&mut head).map_err(io)?;
@@ -136,9 +154,17 @@ impl Checkpoint {
             }
             _ => 0,
         };
+        if state_len > MAX_STATE_BYTES {
+            // A header damaged in transit says so first.
+            decode(&file, &head, 0)?;
+            return Err(OwtError::checkpoint(format!(
+                "{} is damaged or not a checkpoint: its state section claims {state_len} bytes, more than a run's state can hold ({MAX_STATE_BYTES} bytes at most)",
+                file.display()
+            )));
+        }
         f.take(state_len).read_to_end(&mut head).map_err(io)?;
         let sections = decode(&file, &head, 1)?;
-        parse_state(&file, &sections[0])
+        Ok((parse_state(&file, &sections[0])?, sections[0].len() as u64))
     }
 
     /// The model record's bytes.
@@ -152,12 +178,34 @@ impl Checkpoint {
     }
 }
 
-/// The checkpoint file `path` names: the file itself, or `checkpoint.owt` in a directory.
+/// The most bytes a checkpoint's state section may have: the run's settings and the metrics
+/// of as many epochs as a run may have.
+pub const MAX_STATE_BYTES: u64 = crate::train::metrics::MAX_METRICS_BYTES;
+
+/// Bytes a record may take beyond its parameters' values: tensor names, shapes and MessagePack
+/// framing (a few KB for AlexNet's 16 tensors; 16 MiB leaves room for any).
+const RECORD_OVERHEAD: u64 = 16 << 20;
+
+/// The most bytes a checkpoint of `arch` with a state section of `state_len` bytes can have:
+/// the header, the state, and two records (the model's and the optimizer's momentum) of at
+/// most 8 bytes per parameter each; and how to name such a file in an error.
+pub fn max_checkpoint_bytes(arch: &owt_models::Architecture, state_len: u64) -> Result<(u64, String), OwtError> {
+    let params = parameter_count(arch)?;
+    let records = 2 * (8 * params + RECORD_OVERHEAD);
+    Ok((HEADER_V2 as u64 + state_len + records, format!("a checkpoint of {} ({params} parameters)", arch.name)))
+}
+
+/// How many values the network `arch` holds.
+pub fn parameter_count(arch: &owt_models::Architecture) -> Result<u64, OwtError> {
+    Ok(arch.parameters()?.iter().map(|(_, shape)| shape.iter().map(|&d| d as u64).product::<u64>()).sum())
+}
+
+/// The checkpoint file `path` names: `checkpoint.owt` in a directory (or in what does not
+/// exist yet), else `path` itself (which is then read only if it is a regular file).
 pub fn resolve(path: &Path) -> PathBuf {
-    if path.is_file() {
-        path.to_path_buf()
-    } else {
-        checkpoint_path(path)
+    match path.metadata() {
+        Ok(m) if !m.is_dir() => path.to_path_buf(),
+        _ => checkpoint_path(path),
     }
 }
 

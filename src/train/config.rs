@@ -7,6 +7,10 @@ use owt_models::{Head, ModelSpec};
 use crate::data::DatasetKind;
 use crate::train::schedule::{LrScaling, LrSchedule};
 
+/// The most epochs a run may have: its checkpoint and metrics.json hold an entry for each,
+/// and what reads them is bounded by it (100 times the 2012 paper's 90 epochs).
+pub const MAX_EPOCHS: usize = 10_000;
+
 /// Hyper-parameters and choices of one training run. A checkpoint stores it so that
 /// `--resume` continues the same run and `owt eval` rebuilds the same network.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +115,12 @@ impl TrainConfig {
         }
         if self.epochs == 0 {
             return Err(OwtError::input("--epochs must be at least 1, got 0"));
+        }
+        if self.epochs > MAX_EPOCHS {
+            return Err(OwtError::input(format!(
+                "--epochs must be at most {MAX_EPOCHS} (a run's checkpoint and metrics.json hold every epoch), got {}",
+                self.epochs
+            )));
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return Err(OwtError::input(format!("--lr must be a positive number, got {}", self.lr)));

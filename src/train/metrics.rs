@@ -9,6 +9,14 @@ use serde::{Deserialize, Serialize};
 /// tools that read JSON.
 pub const METRICS_FILE: &str = "metrics.json";
 
+/// The most bytes one epoch's entry of metrics.json may take: 2 KB measured for a 2-rank
+/// AlexNetSmall run (its traffic by layer and phase is most of it), 8x that for room.
+pub const MAX_EPOCH_METRICS_BYTES: u64 = 16 << 10;
+
+/// The most bytes a run's metrics (metrics.json, or a checkpoint's state) may take: an entry
+/// for each of the most epochs a run may have.
+pub const MAX_METRICS_BYTES: u64 = crate::train::config::MAX_EPOCHS as u64 * MAX_EPOCH_METRICS_BYTES;
+
 /// One epoch's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochMetrics {

@@ -365,6 +365,7 @@ fn bench_reports_steady_state_speed_traffic_and_losses() {
     assert_eq!(single["fallbacks"], 0);
     assert_eq!(single["empty_ops"], 0);
     assert_eq!(single["bytes_per_step"], 0.0, "one device moves nothing");
+    assert_eq!((&single["devices"], &single["mesh"]), (&serde_json::json!(1), &serde_json::json!(false)));
     let losses: Vec<f64> = single["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(losses.len(), 4, "warmup and timed steps");
     assert!(losses.iter().all(|l| l.is_finite() && *l > 0.0), "{losses:?}");
@@ -384,7 +385,7 @@ fn bench_reports_steady_state_speed_traffic_and_losses() {
         "--scheme",
         "b",
     ]);
-    assert_eq!(mesh["devices"], 3);
+    assert_eq!((&mesh["devices"], &mesh["mesh"]), (&serde_json::json!(3), &serde_json::json!(true)));
     assert_eq!(mesh["fallbacks"], 0);
     assert_eq!(mesh["empty_ops"], 0);
     let mesh_losses: Vec<f64> = mesh["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();

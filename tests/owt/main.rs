@@ -6,6 +6,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod bounded_inputs;
 mod cli;
 mod cuda_transport;
 mod data;

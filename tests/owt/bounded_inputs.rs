@@ -1,0 +1,140 @@
+//! Every file owt reads is a regular file of bounded size, and every count a user gives is
+//! checked: FIFOs, devices, directories and files far larger than what they name can hold are
+//! one line at once (each command runs under a timeout, so a hang fails the test), and counts
+//! near the integer limits are refused rather than overflowing or exhausting memory.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::faults::{ok, one_line_error, owt_within_env, train};
+
+fn owt(args: &[&str]) -> Output {
+    owt_within_env(args, &[], 120)
+}
+
+/// A FIFO at `path` (no writer ever opens it: a blocking read would wait forever).
+fn fifo(path: &Path) {
+    assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+/// `path` made (or grown to) `len` bytes, sparsely (no disk is used); what it held stays.
+fn huge(path: &Path, len: u64) {
+    std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).unwrap().set_len(len).unwrap();
+}
+
+#[test]
+fn checkpoints_are_regular_files_of_what_their_network_can_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    ok(&train(&run, &[]));
+    let r = run.to_str().unwrap();
+    let eval = |checkpoint: &str| owt(&["eval", "--checkpoint", checkpoint, "--dataset", "synthetic"]);
+    let pipe = dir.path().join("pipe.owt");
+    fifo(&pipe);
+    one_line_error(&eval(pipe.to_str().unwrap()), &["pipe.owt", "a FIFO, not a regular file"]);
+    one_line_error(&eval("/dev/zero"), &["/dev/zero", "a device"]);
+    // A real checkpoint with 50 GB of something after it: refused before reading, by size.
+    let grown = dir.path().join("grown.owt");
+    std::fs::copy(run.join("checkpoint.owt"), &grown).unwrap();
+    huge(&grown, 50 << 30);
+    one_line_error(&eval(grown.to_str().unwrap()), &["more than a checkpoint of alexnet-small (", "parameters) can hold"]);
+    // A header whose checksum holds but whose state claims 1 TB.
+    let bytes = std::fs::read(run.join("checkpoint.owt")).unwrap();
+    let mut claims = bytes[..44].to_vec();
+    claims[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let crc = crc32fast::hash(&claims);
+    claims.extend_from_slice(&crc.to_le_bytes());
+    claims.extend_from_slice(&bytes[48..]);
+    let liar = dir.path().join("liar.owt");
+    std::fs::write(&liar, claims).unwrap();
+    one_line_error(&eval(liar.to_str().unwrap()), &["its state section claims 1099511627776 bytes", "more than a run's state"]);
+    // Resume reads the same way.
+    std::fs::remove_file(run.join("checkpoint.owt")).unwrap();
+    fifo(&run.join("checkpoint.owt"));
+    one_line_error(&train(&run, &["--resume", "--epochs", "2"]), &["a FIFO, not a regular file"]);
+    one_line_error(&eval(r), &["a FIFO, not a regular file"]);
+}
+
+#[test]
+fn metrics_imports_and_datasets_are_regular_files_of_bounded_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // metrics.json as a FIFO, and as a file larger than any run's metrics.
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    fifo(&run.join("metrics.json"));
+    let picture = dir.path().join("r.svg");
+    let report = |run: &Path| owt(&["report", run.to_str().unwrap(), "--out", picture.to_str().unwrap()]);
+    one_line_error(&report(&run), &["metrics.json", "a FIFO, not a regular file"]);
+    std::fs::remove_file(run.join("metrics.json")).unwrap();
+    huge(&run.join("metrics.json"), 8 << 30);
+    one_line_error(&report(&run), &["metrics.json", "more than a metrics file can hold"]);
+    // Imports: a directory (it said "No such device"), a device, a FIFO, a 1 TB file.
+    let out = dir.path().join("imported");
+    let import = |file: &Path| {
+        owt(&["import", "--from", "torchvision", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--model", "alexnet-owt"])
+    };
+    one_line_error(&import(dir.path()), &["a directory, not a regular file"]);
+    one_line_error(&import(Path::new("/dev/zero")), &["a device, not a regular file"]);
+    let pipe = dir.path().join("w.safetensors");
+    fifo(&pipe);
+    one_line_error(&import(&pipe), &["a FIFO, not a regular file"]);
+    let big = dir.path().join("big.safetensors");
+    huge(&big, 1 << 40);
+    one_line_error(&import(&big), &["more than a torchvision state dict of alexnet-owt (", "parameters, optimizer state included) can hold"]);
+    assert!(!out.exists(), "a refused import left its --out behind");
+    // MNIST files: a FIFO where the images should be.
+    let mnist = dir.path().join("mnist");
+    std::fs::create_dir(&mnist).unwrap();
+    for name in ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"] {
+        fifo(&mnist.join(name));
+    }
+    let o = owt(&[
+        "train", "--model", "alexnet-small", "--dataset", "mnist", "--data", mnist.to_str().unwrap(), "--out",
+        dir.path().join("m").to_str().unwrap(),
+    ]);
+    one_line_error(&o, &["idx", "a FIFO, not a regular file"]);
+}
+
+#[test]
+fn image_files_too_large_to_decode_are_left_out_like_undecodable_ones() {
+    let root = tempfile::tempdir().unwrap();
+    for split in ["train", "val"] {
+        for class in ["a", "b"] {
+            let dir = root.path().join(split).join(class);
+            std::fs::create_dir_all(&dir).unwrap();
+            for i in 0..60 {
+                image::GrayImage::from_pixel(12, 12, image::Luma([i as u8 * 3])).save(dir.join(format!("{i}.png"))).unwrap();
+            }
+        }
+    }
+    huge(&root.path().join("train/a/huge.png"), 600 << 20);
+    let out = root.path().join("run");
+    let o = owt(&[
+        "train", "--model", "alexnet-small", "--dataset", "folder", "--data", root.path().to_str().unwrap(), "--epochs",
+        "1", "--batch", "8", "--out", out.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 of 121 images") && err.contains("huge.png") && err.contains("more than an image file can hold"), "{err}");
+}
+
+#[test]
+fn counts_near_the_integer_limits_are_refused_in_one_line() {
+    let max = u64::MAX.to_string();
+    let half = (1u64 << 63).to_string();
+    let bench = |extra: &[&str]| owt(&[&["bench", "--model", "alexnet-small"][..], extra].concat());
+    one_line_error(&bench(&["--steps", &max]), &["--steps 18446744073709551615", "at most 100000 steps"]);
+    one_line_error(&bench(&["--warmup", &max, "--steps", "1"]), &["--warmup 18446744073709551615", "at most 100000 steps"]);
+    one_line_error(&bench(&["--steps", &half, "--batch", "4"]), &["at most 100000 steps"]);
+    one_line_error(&bench(&["--batch", &half]), &["--batch 9223372036854775808"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    one_line_error(&train(&run, &["--epochs", &max]), &["--epochs must be at most 10000", "got 18446744073709551615"]);
+    one_line_error(&train(&run, &["--limit", &max]), &["do not fit in 64 bits"]);
+    one_line_error(&train(&run, &["--batch", &max]), &["do not fit in 64 bits"]);
+    assert!(!run.exists());
+    // A resume to fewer epochs than done said "resuming after epoch 3 of 2".
+    ok(&train(&run, &["--epochs", "3"]));
+    one_line_error(&train(&run, &["--resume", "--epochs", "2"]), &["--epochs 2: the checkpoint has already done 3 epochs", "--epochs 4"]);
+    one_line_error(&train(&run, &["--resume", "--epochs", "3"]), &["already done 3 epochs"]);
+}
