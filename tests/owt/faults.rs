@@ -554,3 +554,18 @@ fn export_refuses_to_replace_a_file_and_cleans_up_after_a_killed_export() {
     ok(&export(&long, &[]));
     assert!(long.exists() && !stale.exists());
 }
+
+/// `owt report` of a run whose rate fell to subnormal values (it looped forever in the
+/// log-scale axis), drawn within a minute, to a picture whose name is at the length limit.
+#[test]
+fn report_draws_a_subnormal_rate_to_a_name_at_the_length_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    ok(&train(&run, &["--lr", "3e-323", "--epochs", "2", "--lr-schedule", "step:1"]));
+    let name = format!("{}.svg", "r".repeat(255 - ".svg".len()));
+    let picture = dir.path().join(&name);
+    let o = owt_within(&["report", run.to_str().unwrap(), "--out", picture.to_str().unwrap()], 60);
+    ok(&o);
+    let svg = std::fs::read_to_string(&picture).unwrap();
+    assert!(svg.contains("outside 1e-300..1e300, not drawn"), "the rate panel says why it draws no curve");
+}
