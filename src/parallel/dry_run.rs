@@ -45,9 +45,12 @@ impl PlanDryRun<'_> {
         if batch == 0 {
             return Err(OwtError::input("the batch must be at least 1, got 0"));
         }
+        // What `owt train` refuses, refused first and in its words: sizes whose bytes overflow,
+        // then plans the ranks and batch cannot run. Only then are the ranks made.
+        crate::train::budget::estimate(arch, batch, 0)?;
+        check_run(self.plan, arch, self.ranks, batch)?;
         let dry = DryRun::new(self.ranks);
         let layout = MeshLayout::<Meta>::new(dry.mesh().clone(), self.plan.clone(), self.scheme);
-        check_run(self.plan, arch, layout.ranks(), batch)?;
         let device = layout.device().clone();
         let model: AlexNet<H> = arch.try_init(&device).map_err(|e| OwtError::input(e.0))?;
         let mut model = layout.place_module(model)?;

@@ -127,6 +127,11 @@ fn counts_near_the_integer_limits_are_refused_in_one_line() {
     one_line_error(&bench(&["--warmup", &max, "--steps", "1"]), &["--warmup 18446744073709551615", "at most 100000 steps"]);
     one_line_error(&bench(&["--steps", &half, "--batch", "4"]), &["at most 100000 steps"]);
     one_line_error(&bench(&["--batch", &half]), &["--batch 9223372036854775808"]);
+    // `owt plan` said "internal: capacity overflow" and "attempt to multiply with overflow".
+    let plan = |extra: &[&str]| owt(&[&["plan", "--model", "alexnet-owt"][..], extra].concat());
+    one_line_error(&plan(&["--devices", &half, "--batch", "128"]), &["--batch must be at least --devices"]);
+    one_line_error(&plan(&["--devices", "4", "--batch", &max]), &["do not fit in 64 bits"]);
+    one_line_error(&plan(&["--devices", "4", "--batch", &(1u64 << 33).to_string()]), &["the operations of a step do not fit in 64 bits"]);
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     one_line_error(&train(&run, &["--epochs", &max]), &["--epochs must be at most 10000", "got 18446744073709551615"]);

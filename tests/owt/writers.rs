@@ -106,21 +106,25 @@ fn a_held_output_refuses_every_other_writer_and_no_reader() {
     drop(held);
 }
 
-/// Two trains started together into one new directory: exactly one succeeds, and the other
-/// says why (the first holds it, or, if the first was already done, holds its checkpoint).
+/// Starts two `owt` processes with `args` together and waits for both: exactly one must
+/// succeed, and the other must say why in one line (the first holds the output, or, if the
+/// first was already done, its checkpoint is there). The winner, and the loser's message.
+fn race(args: &[String], command: &str) -> (Output, String) {
+    let (a, b) = (spawn(args), spawn(args));
+    let [a, b] = [finish(a), finish(b)];
+    assert!(a.status.success() != b.status.success(), "{} | {}", stderr(&a), stderr(&b));
+    let (winner, loser) = if a.status.success() { (a, b) } else { (b, a) };
+    let holder = format!("is being written by `owt {command}` (process");
+    let err = one_line_error(&loser, &[]);
+    assert!(err.contains(&holder) || err.contains("already holds a checkpoint"), "{err}");
+    (winner, err)
+}
+
+/// Two trains started together into one new directory: exactly one succeeds.
 #[test]
 fn of_two_trains_started_together_exactly_one_succeeds() {
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    let args = train_args(&run, &["--limit", "64"]);
-    let (a, b) = (spawn(&args), spawn(&args));
-    let outcomes = [finish(a), finish(b)];
-    let winners = outcomes.iter().filter(|o| o.status.success()).count();
-    assert_eq!(winners, 1, "{:?}", outcomes.iter().map(stderr).collect::<Vec<_>>());
-    let loser = outcomes.iter().find(|o| !o.status.success()).unwrap();
-    let err = stderr(loser);
-    assert!(err.contains("is being written by `owt train` (process") || err.contains("already holds a checkpoint"), "{err}");
-    assert!(!err.contains("internal"), "{err}");
+    race(&train_args(&dir.path().join("run"), &["--limit", "64"]), "train");
 }
 
 /// A resume into a directory a live run is writing is refused naming the run's process, and
@@ -152,15 +156,8 @@ fn a_resume_beside_a_live_run_is_refused_naming_it() {
 fn of_two_imports_started_together_exactly_one_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let file = torchvision_file(dir.path());
-    let out = dir.path().join("run");
-    let args = import_args(&file, &out);
-    let (a, b) = (spawn(&args), spawn(&args));
-    let outcomes = [finish(a), finish(b)];
-    let winners: Vec<&Output> = outcomes.iter().filter(|o| o.status.success()).collect();
-    assert_eq!(winners.len(), 1, "{:?}", outcomes.iter().map(stderr).collect::<Vec<_>>());
-    assert!(String::from_utf8_lossy(&winners[0].stdout).contains("imported"));
-    let err = stderr(outcomes.iter().find(|o| !o.status.success()).unwrap());
-    assert!(err.contains("is being written by `owt import` (process") || err.contains("already holds a checkpoint"), "{err}");
+    let (winner, err) = race(&import_args(&file, &dir.path().join("run")), "import");
+    assert!(String::from_utf8_lossy(&winner.stdout).contains("imported"));
     assert!(err.contains("--overwrite") || err.contains("being written"), "{err}");
     assert!(!err.contains("--resume"), "import has no --resume: {err}");
 }
