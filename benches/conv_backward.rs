@@ -2,7 +2,8 @@
 //! kernel and the three backward ops Burn's autodiff calls (input, weight and bias gradients),
 //! which Flex 0.21 takes from burn-backend's generic formulations (the weight gradient as a
 //! convolution whose kernel is the output gradient, the input gradient as a transposed
-//! convolution, the bias gradient through a transposed copy). The PyTorch side of the same
+//! convolution, the bias gradient through a transposed copy), and beside them owt's own
+//! formulations of the three (`owt_hybrid::conv_grad`). The PyTorch side of the same
 //! table is `scripts/torch_conv_backward.py`. Run: `cargo bench --bench conv_backward --profile dev`.
 
 use std::time::Instant;
@@ -11,6 +12,7 @@ use burn::backend::Flex;
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
 use burn::tensor::Distribution;
+use owt_hybrid::conv_grad;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -46,7 +48,10 @@ fn main() {
         ("conv4", 96, 6, 96, 3, 1, 2),
         ("conv5", 96, 6, 64, 3, 1, 2),
     ];
-    println!("{:<6} {:>10} {:>12} {:>12} {:>12}", "layer", "forward", "x backward", "w backward", "b backward");
+    println!(
+        "{:<6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "layer", "forward", "x backward", "w backward", "b backward", "x owt", "w owt", "b owt"
+    );
     let normal = Distribution::Normal(0.0, 1.0);
     for (name, c, side, o, k, p, g) in layers {
         let x = Tensor::<B, 4>::random([n, c, side, side], normal, &device);
@@ -67,6 +72,17 @@ fn main() {
         let bb = time(&|| {
             let _ = B::conv2d_bias_backward(prim(x.clone()), b.clone().into_primitive().tensor(), prim(gy.clone()));
         });
-        println!("{name:<6} {fwd:>10.2} {xb:>12.2} {wb:>12.2} {bb:>12.2}");
+        // owt's formulations (owt_hybrid::conv_grad), through Flex's own tensor ops.
+        let xo = time(&|| {
+            let _ = conv_grad::conv2d_x_backward::<B>(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
+        });
+        let wo = time(&|| {
+            let _ =
+                conv_grad::conv2d_weight_backward::<B>(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
+        });
+        let bo = time(&|| {
+            let _ = conv_grad::conv2d_bias_backward::<B>(prim(gy.clone()));
+        });
+        println!("{name:<6} {fwd:>10.2} {xb:>12.2} {wb:>12.2} {bb:>12.2} {xo:>12.2} {wo:>12.2} {bo:>12.2}");
     }
 }

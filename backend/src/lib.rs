@@ -3,6 +3,7 @@
 mod api;
 mod backend;
 pub mod collectives;
+pub mod conv_grad;
 pub mod cost_model;
 mod differentiable;
 mod dispatch;

@@ -1,6 +1,7 @@
 //! owt-hybrid's integration tests, in one test binary: each module is one
 //! former test file, so the crate's generic code is compiled and linked once for all of them.
 
+mod conv_grad;
 mod empty_work;
 mod equivalence;
 mod exchange_order;

@@ -1,0 +1,153 @@
+//! owt's convolution gradients ([`owt_hybrid::conv_grad`]) against burn-backend's generic
+//! formulations (Flex 0.21 takes all three from them, so Flex's `ModuleOps` is the oracle): every
+//! conv layer of the three AlexNets, in f32 (within 1e-5 of the largest magnitude) and f64
+//! (1e-12), and properties over kernel size, stride, padding, dilation, groups and odd sizes.
+
+use burn::backend::Flex;
+use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
+use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
+use owt_hybrid::conv_grad;
+use proptest::prelude::*;
+
+/// A convolution: input `[n, c, h, w]`, `o` output channels, square kernel `k`, stride,
+/// padding, dilation, groups.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    o: usize,
+    k: usize,
+    stride: usize,
+    padding: usize,
+    dilation: usize,
+    groups: usize,
+}
+
+impl Case {
+    fn out(&self, side: usize) -> usize {
+        (side + 2 * self.padding - self.dilation * (self.k - 1) - 1) / self.stride + 1
+    }
+    fn options(&self) -> ConvOptions<2> {
+        let (s, p, d) = (self.stride, self.padding, self.dilation);
+        ConvOptions::new([s, s], [p, p], [d, d], self.groups)
+    }
+}
+
+/// Values in [-1, 1) from a 64-bit LCG seeded by `seed`, as a `dtype` tensor.
+fn values(shape: [usize; 4], seed: u64, dtype: DType) -> FloatTensor<Flex> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let n: usize = shape.iter().product();
+    let data: Vec<f64> = (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect();
+    let t = Tensor::<Flex, 4>::from_data(TensorData::new(data, shape), (&Default::default(), DType::F64));
+    t.cast(dtype).into_primitive().tensor()
+}
+
+fn host<const D: usize>(t: FloatTensor<Flex>) -> Vec<f64> {
+    Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(t)).cast(DType::F64).into_data().to_vec().unwrap()
+}
+
+/// The largest difference relative to the largest magnitude of `reference`.
+fn gap(ours: &[f64], reference: &[f64]) -> f64 {
+    assert_eq!(ours.len(), reference.len());
+    let scale = reference.iter().fold(0f64, |m, v| m.max(v.abs())).max(f64::MIN_POSITIVE);
+    ours.iter().zip(reference).fold(0f64, |m, (a, b)| m.max((a - b).abs())) / scale
+}
+
+/// The three gradients of `case` by owt's formulation and by the generic one: their gaps.
+fn gaps(case: Case, dtype: DType, seed: u64) -> [f64; 3] {
+    let (ho, wo) = (case.out(case.h), case.out(case.w));
+    let x = values([case.n, case.c, case.h, case.w], seed, dtype);
+    let w = values([case.o, case.c / case.groups, case.k, case.k], seed + 1, dtype);
+    let b = values([1, 1, 1, case.o], seed + 2, dtype);
+    let b = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(b)).reshape([case.o]).into_primitive().tensor();
+    let gy = values([case.n, case.o, ho, wo], seed + 3, dtype);
+    let opts = case.options();
+    let ours_w = conv_grad::conv2d_weight_backward::<Flex>(x.clone(), w.clone(), gy.clone(), opts.clone());
+    let theirs_w = Flex::conv2d_weight_backward(x.clone(), w.clone(), gy.clone(), opts.clone());
+    let ours_x = conv_grad::conv2d_x_backward::<Flex>(x.clone(), w.clone(), gy.clone(), opts.clone());
+    let theirs_x = Flex::conv2d_x_backward(x.clone(), w.clone(), gy.clone(), opts);
+    let ours_b = conv_grad::conv2d_bias_backward::<Flex>(gy.clone());
+    let theirs_b = Flex::conv2d_bias_backward(x, b, gy);
+    [
+        gap(&host::<4>(ours_w), &host::<4>(theirs_w)),
+        gap(&host::<4>(ours_x), &host::<4>(theirs_x)),
+        gap(&host::<1>(ours_b), &host::<1>(theirs_b)),
+    ]
+}
+
+/// Every conv layer of AlexNetSmall (both tower counts), AlexNetOwt and the 2012 AlexNet, at
+/// batch 2 (the 2012 and owt nets at their full input sides).
+fn alexnet_layers() -> Vec<(&'static str, Case)> {
+    let conv = |n, c, side, o, k, stride, padding, groups| Case {
+        n,
+        c,
+        h: side,
+        w: side,
+        o,
+        k,
+        stride,
+        padding,
+        dilation: 1,
+        groups,
+    };
+    vec![
+        ("small conv1", conv(2, 1, 28, 32, 5, 1, 2, 1)),
+        ("small conv2 (2 towers)", conv(2, 32, 13, 64, 5, 1, 2, 2)),
+        ("small conv2 (1 tower)", conv(2, 32, 13, 64, 5, 1, 2, 1)),
+        ("small conv3", conv(2, 64, 6, 96, 3, 1, 1, 1)),
+        ("small conv4 (2 towers)", conv(2, 96, 6, 96, 3, 1, 1, 2)),
+        ("small conv5 (2 towers)", conv(2, 96, 6, 64, 3, 1, 1, 2)),
+        ("owt conv1", conv(2, 3, 224, 64, 11, 4, 2, 1)),
+        ("owt conv2", conv(2, 64, 27, 192, 5, 1, 2, 1)),
+        ("owt conv3", conv(2, 192, 13, 384, 3, 1, 1, 1)),
+        ("owt conv4", conv(2, 384, 13, 256, 3, 1, 1, 1)),
+        ("owt conv5", conv(2, 256, 13, 256, 3, 1, 1, 1)),
+        ("2012 conv1", conv(2, 3, 227, 96, 11, 4, 0, 1)),
+        ("2012 conv2", conv(2, 96, 27, 256, 5, 1, 2, 2)),
+        ("2012 conv3", conv(2, 256, 13, 384, 3, 1, 1, 1)),
+        ("2012 conv4", conv(2, 384, 13, 384, 3, 1, 1, 2)),
+        ("2012 conv5", conv(2, 384, 13, 256, 3, 1, 1, 2)),
+    ]
+}
+
+#[test]
+fn every_alexnet_conv_layer_has_the_generic_gradients() {
+    for (name, case) in alexnet_layers() {
+        for (dtype, bound) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
+            let [w, x, b] = gaps(case, dtype, 7);
+            assert!(w <= bound && x <= bound && b <= bound, "{name} {dtype:?}: weight {w:e}, input {x:e}, bias {b:e}");
+        }
+    }
+}
+
+fn cases() -> impl Strategy<Value = Case> {
+    (1usize..=3, 1usize..=3, 1usize..=3, 1usize..=3, 1usize..=5, 1usize..=3, 0usize..=3, 1usize..=2, 0usize..=7, 0usize..=7)
+        .prop_map(|(n, groups, cg, og, k, stride, padding, dilation, eh, ew)| {
+            let reach = dilation * (k - 1) + 1;
+            // The padded input holds at least one window.
+            let side = |extra: usize| (reach + extra).saturating_sub(2 * padding).max(1);
+            let (h, w) = (side(eh), side(ew));
+            Case { n, c: groups * cg, h, w, o: groups * og, k, stride, padding, dilation, groups }
+        })
+        .prop_filter("at least one output position", |c| {
+            c.h + 2 * c.padding >= c.dilation * (c.k - 1) + 1 && c.w + 2 * c.padding >= c.dilation * (c.k - 1) + 1
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// Any kernel, stride, padding (wider than the kernel's reach included), dilation, groups
+    /// and odd sizes: the f64 gradients agree within 1e-12.
+    #[test]
+    fn any_convolution_has_the_generic_gradients(case in cases(), seed in 0u64..1000) {
+        let [w, x, b] = gaps(case, DType::F64, seed);
+        prop_assert!(w <= 1e-12 && x <= 1e-12 && b <= 1e-12, "{case:?}: weight {w:e}, input {x:e}, bias {b:e}");
+    }
+}
