@@ -115,10 +115,18 @@ fn same_file(file: &File, path: &Path) -> bool {
     }
 }
 
-/// The refusal of a second writer, naming the first from its lock file.
+/// The refusal of a second writer, naming the first from its lock file. The holder writes its
+/// id just after taking the lock, so an empty file is read again for up to 100 ms.
 fn busy(file: &mut File, what: &str) -> OwtError {
     let mut text = String::new();
-    let _ = file.rewind().and_then(|_| file.take(256).read_to_string(&mut text));
+    for _ in 0..50 {
+        text.clear();
+        let _ = file.rewind().and_then(|_| Read::by_ref(file).take(256).read_to_string(&mut text));
+        if text.ends_with('\n') {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
     let mut words = text.split_whitespace();
     let holder = match (words.next().and_then(|p| p.parse::<u32>().ok()), words.next()) {
         (Some(pid), Some(command)) => format!("`owt {command}` (process {pid})"),

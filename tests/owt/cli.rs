@@ -5,8 +5,11 @@ use std::process::{Command, Output};
 
 use owt::data::{encode_idx, IdxArray};
 
+/// Runs `owt` in a directory of its own: a command without `--out` writes `runs/latest` there,
+/// not into the checkout beside another test's (one writer per run directory refuses that).
 fn owt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_owt")).args(args).output().expect("run owt")
+    let cwd = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_owt")).args(args).current_dir(cwd.path()).output().expect("run owt")
 }
 
 fn stderr(o: &Output) -> String {
