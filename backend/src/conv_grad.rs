@@ -13,6 +13,8 @@
 //! layer of the three AlexNets, f32 within 1.3e-6 and f64 within 3.1e-15 measured, and 200
 //! random convolutions over kernel, stride, padding, dilation, groups and odd sizes).
 //!
+//! Which formulation runs where is [`Choice::for_backend`]'s; the wrapper's module ops ask it.
+//!
 //! Measured on Flex, AlexNetSmall at batch 64 (`benches/conv_backward.rs`, 2026-12-01): the bias
 //! gradient takes 0.05-0.21 ms against the generic 1-12 ms; the input gradient 20.8 / 6.2 / 5.3 /
 //! 3.5 ms at conv2-5 against 28.2 / 9.0 / 8.8 / 5.0 (conv1's, 16.9 against 2.9, is never asked
@@ -23,6 +25,45 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{ConvOptions, FloatTensor};
 use burn::tensor::{Slice, Tensor, TensorPrimitive};
+
+/// Where a convolution gradient comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Formulation {
+    /// The backend's own op.
+    Backend,
+    /// owt's, from this module.
+    Owt,
+}
+
+/// The formulation of each of the three gradients on one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    /// The input gradient's.
+    pub input: Formulation,
+    /// The weight gradient's.
+    pub weight: Formulation,
+    /// The bias gradient's.
+    pub bias: Formulation,
+}
+
+impl Choice {
+    /// The choice for the backend `Backend::name` calls `name`, by measurement (the module's
+    /// doc): on Flex, owt's input and bias gradients and Flex's own weight gradient; on every
+    /// other backend (CubeCL on CUDA and wgpu has backward kernels of its own) the backend's.
+    pub fn for_backend(name: &str) -> Choice {
+        use Formulation::*;
+        if name == "flex" {
+            Choice { input: Owt, weight: Backend, bias: Owt }
+        } else {
+            Choice { input: Backend, weight: Backend, bias: Backend }
+        }
+    }
+
+    /// The choice for the backend that holds `x`.
+    pub fn of<B: Backend>(x: &FloatTensor<B>) -> Choice {
+        Choice::for_backend(&B::name(&B::float_device(x)))
+    }
+}
 
 fn tensor<B: Backend, const D: usize>(x: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(x))
@@ -92,8 +133,10 @@ pub fn input_grad<B: Backend>(
     grad: Tensor<B, 4>,
     options: &ConvOptions<2>,
 ) -> Option<Tensor<B, 4>> {
-    let [_, c, h, w] = x_dims;
+    let [_, _, h, w] = x_dims;
     let [o, cg, kh, kw] = weight.dims();
+    // The input's channels as the weight says (as the generic op takes them).
+    let c = options.groups * cg;
     let [n, _, ho, wo] = grad.dims();
     let g = options.groups;
     let ([ph, pw], [sh, sw], [dh, dw]) = (options.padding, options.stride, options.dilation);

@@ -1,5 +1,6 @@
 //! Module ops of `Hybrid<B>`: convolutions (data-parallel on batch shards, tower-local on
-//! channel shards), pooling on any shards, and gathered fallbacks for the rest.
+//! channel shards; their gradients from the formulation [`crate::conv_grad::Choice`] picks for
+//! the inner backend), pooling on any shards, and gathered fallbacks for the rest.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{
@@ -8,6 +9,7 @@ use burn::tensor::ops::{
 };
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
+use crate::conv_grad::{Choice, Formulation};
 use crate::dispatch::{assemble, context, gathered_all, run1, run1_two, run2, run3, run_opt, spec};
 use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::placement::Placement;
@@ -38,25 +40,30 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv2d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
-        conv_grad(ConvPass::InputGrad, "conv2d_x_backward", x, weight, output_grad, options, B::conv2d_x_backward)
+        conv_grad(ConvPass::InputGrad, "conv2d_x_backward", x, weight, output_grad, options, |x, w, g, o| {
+            match Choice::of::<B>(&x).input {
+                Formulation::Owt => crate::conv_grad::conv2d_x_backward::<B>(x, w, g, o),
+                Formulation::Backend => B::conv2d_x_backward(x, w, g, o),
+            }
+        })
     }
 
     fn conv2d_weight_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
-        conv_grad(
-            ConvPass::WeightGrad,
-            "conv2d_weight_backward",
-            x,
-            weight,
-            output_grad,
-            options,
-            B::conv2d_weight_backward,
-        )
+        conv_grad(ConvPass::WeightGrad, "conv2d_weight_backward", x, weight, output_grad, options, |x, w, g, o| {
+            match Choice::of::<B>(&x).weight {
+                Formulation::Owt => crate::conv_grad::conv2d_weight_backward::<B>(x, w, g, o),
+                Formulation::Backend => B::conv2d_weight_backward(x, w, g, o),
+            }
+        })
     }
 
     fn conv2d_bias_backward(x: F<B>, bias: F<B>, output_grad: F<B>) -> F<B> {
         let ctx = context(&x);
         let (s, _) = strategy::conv(ConvPass::BiasGrad, &spec(&x), &spec(&bias), Some(&spec(&output_grad)), 1, &ctx);
-        run3("conv2d_bias_backward", &s, x, bias, output_grad, |_, x, b, g| B::conv2d_bias_backward(x, b, g))
+        run3("conv2d_bias_backward", &s, x, bias, output_grad, |_, x, b, g| match Choice::of::<B>(&x).bias {
+            Formulation::Owt => crate::conv_grad::conv2d_bias_backward::<B>(g),
+            Formulation::Backend => B::conv2d_bias_backward(x, b, g),
+        })
     }
 
     fn deform_conv2d(

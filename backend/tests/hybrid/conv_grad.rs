@@ -151,3 +151,38 @@ proptest! {
         prop_assert!(w <= 1e-12 && x <= 1e-12 && b <= 1e-12, "{case:?}: weight {w:e}, input {x:e}, bias {b:e}");
     }
 }
+
+/// The wrapper takes each gradient from the formulation chosen for its inner backend: on one
+/// rank of `Hybrid<Flex>`, autodiff's conv gradients are owt's input and bias gradients and
+/// Flex's weight gradient, bit for bit.
+#[test]
+fn the_wrapper_takes_the_gradients_chosen_for_its_inner_backend() {
+    use burn::backend::Autodiff;
+    use conv_grad::{Choice, Formulation::*};
+    use owt_hybrid::{Hybrid, MeshDevice};
+    assert_eq!(Choice::for_backend("flex"), Choice { input: Owt, weight: Backend, bias: Owt });
+    assert_eq!(Choice::for_backend("fusion<cubecl<cuda>>"), Choice { input: Backend, weight: Backend, bias: Backend });
+    type AH = Autodiff<Hybrid<Flex>>;
+    let case = Case { n: 2, c: 4, h: 9, w: 9, o: 6, k: 3, stride: 1, padding: 1, dilation: 1, groups: 2 };
+    let data = |t: FloatTensor<Flex>| Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(t)).into_data();
+    let (x, w) = (values([2, 4, 9, 9], 1, DType::F32), values([6, 2, 3, 3], 2, DType::F32));
+    let b = Tensor::<Flex, 1>::from_data(TensorData::new(vec![0.5f32; 6], [6]), &Default::default());
+    let gy = values([2, 6, 9, 9], 3, DType::F32);
+    let mesh = MeshDevice::virtual_ranks(Default::default(), 1);
+    let hx = Tensor::<AH, 4>::from_data(data(x.clone()), &mesh).require_grad();
+    let hw = Tensor::<AH, 4>::from_data(data(w.clone()), &mesh).require_grad();
+    let hb = Tensor::<AH, 1>::from_data(b.clone().into_data(), &mesh).require_grad();
+    let y = burn::tensor::module::conv2d(hx.clone(), hw.clone(), Some(hb.clone()), case.options());
+    let grads = (y * Tensor::<AH, 4>::from_data(data(gy.clone()), &mesh)).sum().backward();
+    let got = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap();
+    let (gx, gw) = (hx.grad(&grads).unwrap(), hw.grad(&grads).unwrap());
+    let gb = hb.grad(&grads).unwrap();
+    let want_x = conv_grad::conv2d_x_backward::<Flex>(x.clone(), w.clone(), gy.clone(), case.options());
+    let want_w = Flex::conv2d_weight_backward(x, w, gy.clone(), case.options());
+    let want_b = conv_grad::conv2d_bias_backward::<Flex>(gy);
+    let inner = |t: Tensor<Hybrid<Flex>, 4>| Tensor::<Flex, 4>::from_data(t.into_data(), &Default::default());
+    assert_eq!(got(inner(gx)), got(Tensor::from_primitive(TensorPrimitive::Float(want_x))));
+    assert_eq!(got(inner(gw)), got(Tensor::from_primitive(TensorPrimitive::Float(want_w))));
+    let want_b: Vec<f32> = Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(want_b)).into_data().to_vec().unwrap();
+    assert_eq!(gb.into_data().to_vec::<f32>().unwrap(), want_b);
+}
