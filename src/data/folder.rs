@@ -196,6 +196,9 @@ impl ImageFolder {
     }
 }
 
+/// A split's image files and their classes.
+type Files = Vec<(PathBuf, usize)>;
+
 /// Largest share of a split's files that may fail to decode; above it the split is refused.
 pub const MAX_UNDECODABLE: f64 = 0.01;
 
@@ -223,7 +226,7 @@ fn undecodable(path: &Path) -> Option<String> {
 /// `files` without those whose header cannot be decoded, and the first few of those with
 /// why: refused when more than [`MAX_UNDECODABLE`] of them fail (naming the count and the
 /// first few), else one warning line.
-fn drop_undecodable(root: &Path, files: Vec<(PathBuf, usize)>) -> Result<(Vec<(PathBuf, usize)>, Vec<String>), OwtError> {
+fn drop_undecodable(root: &Path, files: Files) -> Result<(Files, Vec<String>), OwtError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
     let chunk = files.len().div_ceil(threads);
     let verdicts: Vec<Option<String>> = std::thread::scope(|scope| {
