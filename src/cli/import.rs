@@ -137,7 +137,7 @@ const STATE_DICT_OVERHEAD: u64 = 64 << 20;
 /// that is larger than a state dict of `arch` can be: its weights and, in a training
 /// checkpoint, up to two optimizer buffers per weight, at 8 bytes a value.
 fn check_import_file(path: &std::path::Path, arch: &owt_models::Architecture) -> Result<(), OwtError> {
-    let params = crate::train::checkpoint::parameter_count(arch)?;
+    let params = arch.profile()?.total_params as u64;
     let limit = 3 * 8 * params + STATE_DICT_OVERHEAD;
     let what = format!("a torchvision state dict of {} ({params} parameters, optimizer state included)", arch.name);
     crate::bounded_read::open_regular(path)

@@ -36,8 +36,13 @@ fn empty_class(root: &Path, dir: &Path) -> OwtError {
     OwtError::data(format!(
         "{}: class folder {} has no .png/.jpg/.jpeg images; every class needs images (add some or remove the folder)",
         root.display(),
-        dir.file_name().unwrap_or_default().to_string_lossy()
+        class_name(dir)
     ))
+}
+
+/// The class a class folder stands for: its name.
+fn class_name(dir: &Path) -> String {
+    dir.file_name().unwrap_or_default().to_string_lossy().into_owned()
 }
 
 /// The class folders of `root`, sorted: the classes of a split, in class-id order.
@@ -51,7 +56,7 @@ pub fn class_dirs(root: &Path) -> Result<Vec<PathBuf>, OwtError> {
 
 /// The class names of the split in `root` (its folders' names, in class-id order).
 pub fn class_names_in(root: &Path) -> Result<Vec<String>, OwtError> {
-    Ok(class_dirs(root)?.iter().map(|d| d.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect())
+    Ok(class_dirs(root)?.iter().map(|d| class_name(d)).collect())
 }
 
 /// Images under `root/<class>/*.{png,jpg,jpeg}`. Classes are the sub-directory names in
@@ -101,7 +106,7 @@ impl ImageFolder {
         // whole dataset is empty, said as such).
         let mut empty: Option<PathBuf> = None;
         for (class, dir) in class_dirs.iter().enumerate() {
-            class_names.push(dir.file_name().unwrap_or_default().to_string_lossy().into_owned());
+            class_names.push(class_name(dir));
             let mut images: Vec<PathBuf> = std::fs::read_dir(dir)
                 .map_err(|e| OwtError::data(format!("cannot read {}: {e}", dir.display())))?
                 .filter_map(|e| e.ok())
@@ -202,6 +207,16 @@ type Files = Vec<(PathBuf, usize)>;
 /// Largest share of a split's files that may fail to decode; above it the split is refused.
 pub const MAX_UNDECODABLE: f64 = 0.01;
 
+/// Whether `bad` undecodable files of a split of `total` are more than [`MAX_UNDECODABLE`].
+fn too_many(bad: usize, total: usize) -> bool {
+    bad as f64 > MAX_UNDECODABLE * total as f64
+}
+
+/// An undecodable file as errors and warnings name it: its file name and why.
+fn example(path: &Path, why: &str) -> String {
+    format!("{} ({why})", path.file_name().unwrap_or_default().to_string_lossy())
+}
+
 /// A reader of the image file `path`: a regular file of at most [`MAX_IMAGE_BYTES`], its
 /// format guessed from its bytes, decoding within the `image` crate's allocation limit.
 fn reader(path: &Path) -> Result<image::ImageReader<std::io::BufReader<std::fs::File>>, String> {
@@ -241,11 +256,7 @@ fn drop_undecodable(root: &Path, files: Files) -> Result<(Files, Vec<String>), O
     if bad.is_empty() {
         return Ok((files, Vec::new()));
     }
-    let first: Vec<String> = bad
-        .iter()
-        .take(3)
-        .map(|(p, why)| format!("{} ({why})", p.file_name().unwrap_or_default().to_string_lossy()))
-        .collect();
+    let first: Vec<String> = bad.iter().take(3).map(|(p, why)| example(p, why)).collect();
     let summary = format!(
         "{} of {} images in {} cannot be decoded, e.g. {}",
         bad.len(),
@@ -253,7 +264,7 @@ fn drop_undecodable(root: &Path, files: Files) -> Result<(Files, Vec<String>), O
         root.display(),
         first.join(", ")
     );
-    if bad.len() as f64 > MAX_UNDECODABLE * files.len() as f64 {
+    if too_many(bad.len(), files.len()) {
         return Err(OwtError::data(format!(
             "{summary}: more than {}% of the split; fix or remove them",
             MAX_UNDECODABLE * 100.0
@@ -292,12 +303,10 @@ impl ImageSource for ImageFolder {
     fn problem(&self) -> Option<OwtError> {
         let u = self.undecodable.lock().unwrap_or_else(|e| e.into_inner());
         let bad = u.at_open + u.found.len();
-        if bad as f64 <= MAX_UNDECODABLE * u.total as f64 {
+        if !too_many(bad, u.total) {
             return None;
         }
-        let found = u.found.iter().map(|(&i, why)| {
-            format!("{} ({why})", self.files[i].0.file_name().unwrap_or_default().to_string_lossy())
-        });
+        let found = u.found.iter().map(|(&i, why)| example(&self.files[i].0, why));
         let examples: Vec<String> = u.first.iter().cloned().chain(found).take(3).collect();
         Some(OwtError::data(format!(
             "{bad} of {} images in {} cannot be decoded ({} of them found while reading their pixels), e.g. {}: more than {}% of the split; fix or remove them",

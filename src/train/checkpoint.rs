@@ -82,6 +82,17 @@ impl CheckpointState {
     }
 }
 
+/// The start of a checkpoint file, read and checked: the file, open where the state ends.
+struct Head {
+    file: PathBuf,
+    handle: std::fs::File,
+    /// The file's bytes so far (header and state).
+    bytes: Vec<u8>,
+    state: CheckpointState,
+    /// Bytes of the state section.
+    state_len: u64,
+}
+
 /// A checkpoint read back: state and the two raw records, decoded on demand per backend.
 pub struct Checkpoint {
     /// Config, progress, metrics.
@@ -118,13 +129,17 @@ impl Checkpoint {
     /// section. Only a regular file is read, and only up to what a checkpoint of the network
     /// its state names can hold ([`max_checkpoint_bytes`]).
     pub fn load(path: &Path) -> Result<Checkpoint, OwtError> {
-        let file = resolve(path);
-        let (state, state_len) = Self::read_state_sized(path)?;
+        use std::io::Read;
+        // The header and the state are read once: the rest of the file follows from where
+        // they end, once the state has said how much a checkpoint of its network can hold.
+        let Head { file, handle, mut bytes, state, state_len } = Self::read_head(path)?;
         let arch = state.config.model.architecture().map_err(|e| {
             OwtError::checkpoint(format!("{}: its state names no network owt can build: {}", file.display(), e.0))
         })?;
         let (limit, what) = max_checkpoint_bytes(&arch, state_len)?;
-        let bytes = crate::bounded_read::read(&file, limit, &what).map_err(|e| unreadable(&file, path, e))?;
+        crate::bounded_read::check_size(&handle, limit, &what).map_err(|e| unreadable(&file, path, e))?;
+        let rest = limit.saturating_sub(bytes.len() as u64);
+        handle.take(rest).read_to_end(&mut bytes).map_err(|e| unreadable(&file, path, e))?;
         let mut sections = decode(&file, &bytes, SECTIONS.len())?;
         let optimizer = sections.pop().expect("three sections");
         let model = sections.pop().expect("three sections");
@@ -134,17 +149,18 @@ impl Checkpoint {
     /// Reads only the state of the checkpoint at `path` (config, progress, metrics), checked,
     /// without the records: enough to decide whether a run can resume from it.
     pub fn read_state(path: &Path) -> Result<CheckpointState, OwtError> {
-        Ok(Self::read_state_sized(path)?.0)
+        Ok(Self::read_head(path)?.state)
     }
 
-    /// [`Checkpoint::read_state`] and the bytes its section takes.
-    fn read_state_sized(path: &Path) -> Result<(CheckpointState, u64), OwtError> {
+    /// Opens the checkpoint at `path` (a regular file only) and reads its header and state
+    /// section, checked.
+    fn read_head(path: &Path) -> Result<Head, OwtError> {
         use std::io::Read;
         let file = resolve(path);
-        let mut f = crate::bounded_read::open_regular(&file).map_err(|e| unreadable(&file, path, e))?;
+        let mut handle = crate::bounded_read::open_regular(&file).map_err(|e| unreadable(&file, path, e))?;
         let io = |e: std::io::Error| OwtError::checkpoint(format!("cannot read {}: {e}", file.display()));
         let mut head = Vec::new();
-        (&mut f).take(HEADER_V2 as u64).read_to_end(&mut head).map_err(io)?;
+        (&mut handle).take(HEADER_V2 as u64).read_to_end(&mut head).map_err(io)?;
         // The state section follows the header; its length is the first in the table (format
         // 2) or follows the magic (format 1).
         let state_len = match head.get(..8) {
@@ -162,9 +178,11 @@ impl Checkpoint {
                 file.display()
             )));
         }
-        f.take(state_len).read_to_end(&mut head).map_err(io)?;
+        (&mut handle).take(state_len).read_to_end(&mut head).map_err(io)?;
         let sections = decode(&file, &head, 1)?;
-        Ok((parse_state(&file, &sections[0])?, sections[0].len() as u64))
+        let state = parse_state(&file, &sections[0])?;
+        let state_len = sections[0].len() as u64;
+        Ok(Head { file, handle, bytes: head, state, state_len })
     }
 
     /// The model record's bytes.
@@ -190,14 +208,9 @@ const RECORD_OVERHEAD: u64 = 16 << 20;
 /// the header, the state, and two records (the model's and the optimizer's momentum) of at
 /// most 8 bytes per parameter each; and how to name such a file in an error.
 pub fn max_checkpoint_bytes(arch: &owt_models::Architecture, state_len: u64) -> Result<(u64, String), OwtError> {
-    let params = parameter_count(arch)?;
+    let params = arch.profile()?.total_params as u64;
     let records = 2 * (8 * params + RECORD_OVERHEAD);
     Ok((HEADER_V2 as u64 + state_len + records, format!("a checkpoint of {} ({params} parameters)", arch.name)))
-}
-
-/// How many values the network `arch` holds.
-pub fn parameter_count(arch: &owt_models::Architecture) -> Result<u64, OwtError> {
-    Ok(arch.parameters()?.iter().map(|(_, shape)| shape.iter().map(|&d| d as u64).product::<u64>()).sum())
 }
 
 /// The checkpoint file `path` names: `checkpoint.owt` in a directory (or in what does not
