@@ -49,8 +49,8 @@ fn main() {
         ("conv5", 96, 6, 64, 3, 1, 2),
     ];
     println!(
-        "{:<6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
-        "layer", "forward", "x backward", "w backward", "b backward", "x owt", "w owt", "b owt"
+        "{:<6} {:>8} {:>9} {:>9} {:>9} {:>10} {:>13} {:>9} {:>9}  {}",
+        "layer", "forward", "x flex", "x owt", "w flex", "w per-img", "w chan-major", "b flex", "b owt", "owt's weight layout"
     );
     let normal = Distribution::Normal(0.0, 1.0);
     for (name, c, side, o, k, p, g) in layers {
@@ -76,13 +76,16 @@ fn main() {
         let xo = time(&|| {
             let _ = conv_grad::conv2d_x_backward::<B>(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
         });
-        let wo = time(&|| {
-            let _ =
-                conv_grad::conv2d_weight_backward::<B>(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
+        let geo = conv_grad::Geometry::of(x.dims(), w.dims(), &opts).expect("AlexNetSmall's convolutions have stride 1");
+        let [wp, wc] = [conv_grad::Method::PerImage, conv_grad::Method::ChannelMajor].map(|method| {
+            time(&|| {
+                let _ = conv_grad::weight_grad::<B>(x.clone(), gy.clone(), &geo, method);
+            })
         });
         let bo = time(&|| {
             let _ = conv_grad::conv2d_bias_backward::<B>(prim(gy.clone()));
         });
-        println!("{name:<6} {fwd:>10.2} {xb:>12.2} {wb:>12.2} {bb:>12.2} {xo:>12.2} {wo:>12.2} {bo:>12.2}");
+        let chosen = conv_grad::Method::for_shape(&geo).name();
+        println!("{name:<6} {fwd:>8.2} {xb:>9.2} {xo:>9.2} {wb:>9.2} {wp:>10.2} {wc:>13.2} {bb:>9.2} {bo:>9.2}  {chosen}");
     }
 }

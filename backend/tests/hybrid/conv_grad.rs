@@ -127,6 +127,71 @@ fn every_alexnet_conv_layer_has_the_generic_gradients() {
     }
 }
 
+/// owt's weight gradient of `case` laid out by `method`, against the generic one: its gap.
+fn weight_gap(case: Case, method: conv_grad::Method, dtype: DType, seed: u64) -> f64 {
+    let (ho, wo) = (case.out(case.h), case.out(case.w));
+    let x = values([case.n, case.c, case.h, case.w], seed, dtype);
+    let w = values([case.o, case.c / case.groups, case.k, case.k], seed + 1, dtype);
+    let gy = values([case.n, case.o, ho, wo], seed + 3, dtype);
+    let geo = conv_grad::Geometry::of([case.n, case.c, case.h, case.w], [case.o, case.c / case.groups, case.k, case.k], &case.options())
+        .expect("a stride-1 case with padding within the kernel's reach");
+    let tensor = |t: FloatTensor<Flex>| Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(t));
+    let ours = conv_grad::weight_grad::<Flex>(tensor(x.clone()), tensor(gy.clone()), &geo, method);
+    let theirs = Flex::conv2d_weight_backward(x, w, gy, case.options());
+    gap(&host::<4>(ours.into_primitive().tensor()), &host::<4>(theirs))
+}
+
+const METHODS: [conv_grad::Method; 2] = [conv_grad::Method::PerImage, conv_grad::Method::ChannelMajor];
+
+/// Both layouts of the weight gradient on every stride-1 conv layer of the three AlexNets
+/// (all but the big nets' conv1, whose stride is 4 and whose gradient stays the backend's).
+#[test]
+fn every_stride_one_alexnet_layer_has_the_generic_weight_gradient_by_either_layout() {
+    let mut checked = 0;
+    for (name, case) in alexnet_layers() {
+        let dims = ([case.n, case.c, case.h, case.w], [case.o, case.c / case.groups, case.k, case.k]);
+        if conv_grad::Geometry::of(dims.0, dims.1, &case.options()).is_none() {
+            assert_eq!(case.stride, 4, "{name}: only the stride-4 layers are left to the backend");
+            continue;
+        }
+        for method in METHODS {
+            for (dtype, bound) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
+                let g = weight_gap(case, method, dtype, 11);
+                assert!(g <= bound, "{name} {method:?} {dtype:?}: weight {g:e}");
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 14);
+}
+
+/// The layout each AlexNetSmall layer takes at batch 64, as measured (conv_grad::weight's doc):
+/// per-image at conv1 and conv2, channel-major at conv3-5.
+#[test]
+fn alexnet_small_layers_take_the_measured_weight_layouts() {
+    use conv_grad::Method::*;
+    let small = [
+        ([64, 1, 28, 28], [32, 1, 5, 5], 2, 1, PerImage),
+        ([64, 32, 13, 13], [64, 16, 5, 5], 2, 2, PerImage),
+        ([64, 64, 6, 6], [96, 64, 3, 3], 1, 1, ChannelMajor),
+        ([64, 96, 6, 6], [96, 48, 3, 3], 1, 2, ChannelMajor),
+        ([64, 96, 6, 6], [64, 48, 3, 3], 1, 2, ChannelMajor),
+    ];
+    for (x, w, p, g, want) in small {
+        let options = ConvOptions::new([1, 1], [p, p], [1, 1], g);
+        assert_eq!(conv_grad::weight_method(x, w, &options), Some(want), "x {x:?} w {w:?}");
+    }
+}
+
+/// Stride-1 convolutions whose padding stays within the dilated kernel's reach: the cases the
+/// weight gradient's layouts take.
+fn stride_one_cases() -> impl Strategy<Value = Case> {
+    cases().prop_map(|c| Case { stride: 1, padding: c.padding.min(c.dilation * (c.k - 1)), ..c }).prop_filter(
+        "at least one output position",
+        |c| c.h + 2 * c.padding > c.dilation * (c.k - 1) && c.w + 2 * c.padding > c.dilation * (c.k - 1),
+    )
+}
+
 fn cases() -> impl Strategy<Value = Case> {
     (1usize..=3, 1usize..=3, 1usize..=3, 1usize..=3, 1usize..=5, 1usize..=3, 0usize..=3, 1usize..=2, 0usize..=7, 0usize..=7)
         .prop_map(|(n, groups, cg, og, k, stride, padding, dilation, eh, ew)| {
@@ -150,17 +215,26 @@ proptest! {
         let [w, x, b] = gaps(case, DType::F64, seed);
         prop_assert!(w <= 1e-12 && x <= 1e-12 && b <= 1e-12, "{case:?}: weight {w:e}, input {x:e}, bias {b:e}");
     }
+
+    /// Both layouts of the weight gradient on any stride-1 convolution they take (kernel,
+    /// padding up to the kernel's reach, dilation, groups, odd sizes): f64 within 1e-12.
+    #[test]
+    fn any_stride_one_convolution_has_the_generic_weight_gradient_by_either_layout(case in stride_one_cases(), seed in 0u64..1000) {
+        for method in METHODS {
+            let g = weight_gap(case, method, DType::F64, seed);
+            prop_assert!(g <= 1e-12, "{case:?} {method:?}: weight {g:e}");
+        }
+    }
 }
 
 /// The wrapper takes each gradient from the formulation chosen for its inner backend: on one
-/// rank of `Hybrid<Flex>`, autodiff's conv gradients are owt's input and bias gradients and
-/// Flex's weight gradient, bit for bit.
+/// rank of `Hybrid<Flex>`, autodiff's conv gradients are owt's three, bit for bit.
 #[test]
 fn the_wrapper_takes_the_gradients_chosen_for_its_inner_backend() {
     use burn::backend::Autodiff;
     use conv_grad::{Choice, Formulation::*};
     use owt_hybrid::{Hybrid, MeshDevice};
-    assert_eq!(Choice::for_backend("flex"), Choice { input: Owt, weight: Backend, bias: Owt });
+    assert_eq!(Choice::for_backend("flex"), Choice { input: Owt, weight: Owt, bias: Owt });
     assert_eq!(Choice::for_backend("fusion<cubecl<cuda>>"), Choice { input: Backend, weight: Backend, bias: Backend });
     type AH = Autodiff<Hybrid<Flex>>;
     let case = Case { n: 2, c: 4, h: 9, w: 9, o: 6, k: 3, stride: 1, padding: 1, dilation: 1, groups: 2 };
@@ -178,7 +252,7 @@ fn the_wrapper_takes_the_gradients_chosen_for_its_inner_backend() {
     let (gx, gw) = (hx.grad(&grads).unwrap(), hw.grad(&grads).unwrap());
     let gb = hb.grad(&grads).unwrap();
     let want_x = conv_grad::conv2d_x_backward::<Flex>(x.clone(), w.clone(), gy.clone(), case.options());
-    let want_w = Flex::conv2d_weight_backward(x, w, gy.clone(), case.options());
+    let want_w = conv_grad::conv2d_weight_backward::<Flex>(x, w, gy.clone(), case.options());
     let want_b = conv_grad::conv2d_bias_backward::<Flex>(gy);
     let inner = |t: Tensor<Hybrid<Flex>, 4>| Tensor::<Flex, 4>::from_data(t.into_data(), &Default::default());
     assert_eq!(got(inner(gx)), got(Tensor::from_primitive(TensorPrimitive::Float(want_x))));
