@@ -5,7 +5,7 @@
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use owt_hybrid::{MeshDevice, RuntimeCapabilities, Transport};
+use owt_hybrid::{Hybrid, MeshDevice, RuntimeCapabilities, Transport};
 
 use crate::error::OwtError;
 
@@ -93,12 +93,17 @@ pub fn fusion_built(kind: BackendKind) -> bool {
     }
 }
 
+/// The backend of single-device runs on the CPU: Flex under owt's wrapper with one rank, so its
+/// convolutions' gradients come from the formulations `owt_hybrid::conv_grad` chooses for Flex
+/// (faster than Flex's own; benches/README.md), as on a mesh.
+pub type SingleFlex = Autodiff<Hybrid<Flex>>;
+
 /// Runs `job` on `kind`, or explains why that backend cannot be used here. `fusion` asks for
 /// Burn's kernel-fusing backend on wgpu and CUDA where it is built in ([`fusion_built`]),
-/// else the plain CubeCL one runs.
+/// else the plain CubeCL one runs. On Flex, one device is a one-rank mesh ([`SingleFlex`]).
 pub fn run_on<J: BackendJob>(kind: BackendKind, fusion: bool, job: J) -> Result<J::Output, OwtError> {
     match kind {
-        BackendKind::Flex => job.run::<Autodiff<Flex>>(Default::default()),
+        BackendKind::Flex => job.run::<SingleFlex>(MeshDevice::virtual_ranks(Default::default(), 1)),
         BackendKind::Wgpu => run_wgpu(fusion, job),
         BackendKind::Cuda => run_cuda(fusion, job),
     }

@@ -250,8 +250,13 @@ impl<D> PartialEq for MeshDevice<D> {
 impl<D> Eq for MeshDevice<D> {}
 
 impl<D: std::fmt::Debug> std::fmt::Debug for MeshDevice<D> {
+    /// `Mesh#ID[devices]`; a one-rank mesh by its device first (`Cpu, 1-rank mesh #ID`), as
+    /// it stands for that device in a single-device run.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Mesh#{}{:?}", self.inner.id, self.inner.ranks)
+        match self.inner.ranks.as_slice() {
+            [one] => write!(f, "{one:?}, 1-rank mesh #{}", self.inner.id),
+            ranks => write!(f, "Mesh#{}{ranks:?}", self.inner.id),
+        }
     }
 }
 
