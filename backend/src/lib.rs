@@ -13,6 +13,7 @@ mod exchange;
 mod kind;
 mod layout;
 mod ledger;
+pub mod max_pool;
 mod mesh;
 #[cfg(feature = "mutation")]
 #[doc(hidden)]

@@ -202,7 +202,13 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         dilation: [usize; 2],
         ceil_mode: bool,
     ) -> F<B> {
-        pool("max_pool2d", x, |p| B::max_pool2d(p, kernel_size, stride, padding, dilation, ceil_mode))
+        pool("max_pool2d", x, |p| {
+            if owt_max_pool::<B>(&p, kernel_size, padding, dilation, ceil_mode) {
+                crate::max_pool::max_pool2d(float::<B>(p), kernel_size, stride).into_primitive().tensor()
+            } else {
+                B::max_pool2d(p, kernel_size, stride, padding, dilation, ceil_mode)
+            }
+        })
     }
 
     fn max_pool2d_with_indices(
@@ -309,6 +315,24 @@ fn conv_grad<B: Backend>(
     let (s, layout) = strategy::conv(pass, &spec(&x), &spec(&weight), Some(&spec(&grad)), options.groups, &ctx);
     let opts = per_rank_options(&options, layout, ctx.ranks);
     run3(op, &s, x, weight, grad, |_, x, w, g| f(x, w, g, opts.clone()))
+}
+
+/// Whether a max pooling of the shard `x` takes owt's formulation ([`crate::max_pool`]): on the
+/// backends it is chosen for, with the settings it covers.
+fn owt_max_pool<B: Backend>(
+    x: &B::FloatTensorPrimitive,
+    kernel: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+    ceil_mode: bool,
+) -> bool {
+    let dims: [usize; 4] = float::<B>(x.clone()).dims();
+    crate::max_pool::formulation_for(&B::name(&B::float_device(x))) == Formulation::Owt
+        && crate::max_pool::applies(dims, kernel, padding, dilation, ceil_mode)
+}
+
+fn float<B: Backend>(x: B::FloatTensorPrimitive) -> burn::tensor::Tensor<B, 4> {
+    burn::tensor::Tensor::from_primitive(burn::tensor::TensorPrimitive::Float(x))
 }
 
 /// A pooling or resizing op: local on batch or channel shards.

@@ -8,6 +8,7 @@ mod exchange_order;
 mod kept;
 mod kinds;
 mod lifetimes;
+mod max_pool;
 mod meta_mesh;
 mod placements;
 mod properties;
