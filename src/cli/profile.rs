@@ -14,7 +14,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Distribution;
 use serde::Serialize;
 
-use owt_models::{Activation, AlexNet, DropoutKey, Head};
+use owt_models::{Activation, AlexNet, Architecture, DropoutKey, Head, Stage};
 
 use crate::cli::bench::median;
 use crate::error::OwtError;
@@ -32,6 +32,9 @@ pub struct ProfileRow {
     /// Median backward time, ms: the gradient of the layer's input (and parameters) from an
     /// upstream gradient of its output's shape.
     pub backward_ms: f64,
+    /// Whose formulation ran where owt chooses one (convolution gradients, pooling): owt's
+    /// (`owt_hybrid::conv_grad`, `owt_hybrid::max_pool`) or the backend's; empty elsewhere.
+    pub formulation: String,
 }
 
 /// The profile of one training step (the JSON of `owt bench --profile --json`).
@@ -57,7 +60,7 @@ impl StepProfile {
     /// The profile as a text table.
     pub fn table(&self) -> String {
         let mut out = format!(
-            "{} on {}, batch {}, median of {} runs per row\n{:<10} {:>16} {:>12} {:>12} {:>7}\n",
+            "{} on {}, batch {}, median of {} runs per row\n{:<10} {:>16} {:>12} {:>12} {:>7}  {}\n",
             self.model,
             self.backend,
             self.batch,
@@ -66,18 +69,22 @@ impl StepProfile {
             "output/image",
             "forward ms",
             "backward ms",
-            "share"
+            "share",
+            "formulation"
         );
         for r in &self.rows {
             let shape = r.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x");
-            out += &format!(
-                "{:<10} {:>16} {:>12.2} {:>12.2} {:>6.1}%\n",
+            let line = format!(
+                "{:<10} {:>16} {:>12.2} {:>12.2} {:>6.1}%  {}",
                 r.name,
                 shape,
                 r.forward_ms,
                 r.backward_ms,
-                100.0 * (r.forward_ms + r.backward_ms) / self.parts_ms
+                100.0 * (r.forward_ms + r.backward_ms) / self.parts_ms,
+                r.formulation
             );
+            out += line.trim_end();
+            out += "\n";
         }
         out += &format!(
             "parts {:.1} ms; whole step {:.1} ms (forward, loss, backward, update)\n",
@@ -88,6 +95,42 @@ impl StepProfile {
 }
 
 type Act<B> = Activation<B>;
+
+/// Whose formulations run `stage` on input `x_dims` of `arch` on the backend `backend`: for a
+/// convolution its three gradients (owt's weight-gradient layout by name), for a pooling the
+/// training pass's and the passes' without autodiff; empty for the other stages.
+pub fn formulation(stage: Stage, arch: &Architecture, x_dims: &[usize], backend: &str) -> String {
+    use owt_hybrid::conv_grad::{self, Formulation};
+    let owt = |f: Formulation| f == Formulation::Owt;
+    match stage {
+        Stage::Conv(n) => {
+            let choice = conv_grad::Choice::for_backend(backend);
+            let layer = arch.convs[n - 1];
+            let &[batch, c, h, w] = x_dims else { return String::new() };
+            let weight = [layer.filters, c / layer.groups, layer.kernel, layer.kernel];
+            let (s, p) = (layer.stride, layer.padding);
+            let options = burn::tensor::ops::ConvOptions::new([s, s], [p, p], [1, 1], layer.groups);
+            let weight_by = match conv_grad::weight_method([batch, c, h, w], weight, &options) {
+                Some(method) if owt(choice.weight) => format!("owt's {}", method.name()),
+                _ => format!("{backend}'s"),
+            };
+            let input_by = if n == 1 {
+                "none (the images)".to_string()
+            } else if owt(choice.input) {
+                "owt's (a forward convolution)".to_string()
+            } else {
+                format!("{backend}'s")
+            };
+            let bias_by = if owt(choice.bias) { "owt's sum".to_string() } else { format!("{backend}'s") };
+            format!("forward {backend}'s; gradients: weight {weight_by}, input {input_by}, bias {bias_by}")
+        }
+        Stage::Pool(_) if owt(owt_hybrid::max_pool::formulation_for(backend)) => {
+            format!("training {backend}'s (with indices); without autodiff owt's")
+        }
+        Stage::Pool(_) => format!("{backend}'s"),
+        _ => String::new(),
+    }
+}
 
 /// A copy of `a` cut from the graph; `tracked`: gradients flow back into it (every layer's
 /// input but the images, which need none in training either).
@@ -179,8 +222,13 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
     let mut x = Act::Maps(images.clone());
     for (i, stage) in model.architecture.stages().into_iter().enumerate() {
         let run = |a| model.run_stage(stage, a, DropoutKey::default());
+        let dims = match &x {
+            Act::Maps(t) => t.dims().to_vec(),
+            Act::Features(t) => t.dims().to_vec(),
+        };
+        let formulation = formulation(stage, &model.architecture, &dims, backend);
         let (forward_ms, backward_ms, y) = time_op::<B>(&device, &x, i > 0, repeats, &run)?;
-        rows.push(ProfileRow { name: stage.name(), shape: y.per_image_shape(), forward_ms, backward_ms });
+        rows.push(ProfileRow { name: stage.name(), shape: y.per_image_shape(), forward_ms, backward_ms, formulation });
         x = y;
     }
     let Act::Features(logits) = x else { unreachable!("the classifier ends in features") };
@@ -189,7 +237,13 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
         Act::Maps(_) => unreachable!("logits are features"),
     };
     let (forward_ms, backward_ms, _) = time_op::<B>(&device, &Act::Features(logits), true, repeats, &loss_of)?;
-    rows.push(ProfileRow { name: format!("loss ({})", head.name()), shape: vec![1], forward_ms, backward_ms });
+    rows.push(ProfileRow {
+        name: format!("loss ({})", head.name()),
+        shape: vec![1],
+        forward_ms,
+        backward_ms,
+        formulation: String::new(),
+    });
 
     // The optimizer and the whole step: forward, loss, backward, update, as training runs them.
     let (mut update, mut step) = (Vec::new(), Vec::new());
@@ -213,6 +267,7 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
         shape: vec![n_params],
         forward_ms: median(update),
         backward_ms: 0.0,
+        formulation: String::new(),
     });
     let mut uploads = Vec::new();
     for _ in 0..=repeats {
@@ -227,6 +282,7 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
         shape: images.dims()[1..].to_vec(),
         forward_ms: median(uploads),
         backward_ms: 0.0,
+        formulation: String::new(),
     });
     let parts_ms = rows.iter().map(|r| r.forward_ms + r.backward_ms).sum();
     Ok(StepProfile {
