@@ -1,6 +1,8 @@
 //! The cost of `Hybrid<B>`: one AlexNetSmall training step (forward, loss, backward, SGD) on
-//! plain Flex against `Hybrid<Flex>` with K = 1 (target: at most 3% slower) and K = 2, 4
-//! virtual ranks under the weird-trick placements, with the ledger of one step for each.
+//! plain Flex against `Hybrid<Flex>` with K = 1 twice: held to Flex's own ops
+//! (`conv_grad::set_backend_only`: the wrapper's own cost alone, target at most 3% slower) and
+//! with owt's formulations (what single-device training runs), then K = 2, 4 virtual ranks
+//! under the weird-trick placements, with the ledger of one step for each.
 //! Steps alternate between configurations so machine noise hits all of them alike, and the
 //! median step is compared, so a stall on the shared machine does not decide the ratio.
 //! Run: `cargo bench --bench hybrid_overhead --profile dev`.
@@ -12,7 +14,7 @@ use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Distribution;
-use owt_hybrid::PlanKind;
+use owt_hybrid::{conv_grad, PlanKind};
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 use owt_models::{AlexNet, AlexNetSmallConfig, Head};
 
@@ -77,11 +79,20 @@ fn hybrid_runner(k: usize) -> (Runner<H, impl Optimizer<AlexNet<H>, H>>, MeshDev
 fn main() {
     let mut flex = flex_runner();
     let mut control = flex_runner();
+    let (mut held, _) = hybrid_runner(1);
     let mut hybrids: Vec<_> = [1, 2, 4].into_iter().map(hybrid_runner).collect();
     let meshes: Vec<_> = hybrids.iter().map(|(_, mesh)| mesh.clone()).collect();
     // One step function per configuration: Flex, a second identical Flex (the noise floor),
-    // then Hybrid at K = 1, 2, 4.
-    let mut steps: Vec<Box<dyn FnMut() + '_>> = vec![Box::new(|| flex.step()), Box::new(|| control.step())];
+    // Hybrid at K = 1 held to Flex's ops, then Hybrid at K = 1, 2, 4 with owt's formulations.
+    let mut steps: Vec<Box<dyn FnMut() + '_>> = vec![
+        Box::new(|| flex.step()),
+        Box::new(|| control.step()),
+        Box::new(|| {
+            conv_grad::set_backend_only(true);
+            held.step();
+            conv_grad::set_backend_only(false);
+        }),
+    ];
     for (r, _) in &mut hybrids {
         steps.push(Box::new(|| r.step()));
     }
@@ -108,12 +119,17 @@ fn main() {
         1e3 * medians[1],
         vs_flex(medians[1])
     );
-    for ((mesh, step), time) in meshes.iter().zip(steps.iter_mut().skip(2)).zip(&medians[2..]) {
+    println!(
+        "hybrid K=1, Flex's ops {:8.1} ms/step  ({:+.1}% vs flex: the wrapper's own cost)",
+        1e3 * medians[2],
+        vs_flex(medians[2])
+    );
+    for ((mesh, step), time) in meshes.iter().zip(steps.iter_mut().skip(3)).zip(&medians[3..]) {
         mesh.reset_ledger();
         step();
         let ledger = mesh.ledger_snapshot();
         println!(
-            "hybrid K={}        {:8.1} ms/step  ({:+.1}% vs flex)  {} bytes, {} messages per step, {} fallbacks",
+            "hybrid K={}, owt's  {:8.1} ms/step  ({:+.1}% vs flex)  {} bytes, {} messages per step, {} fallbacks",
             mesh.size(),
             1e3 * time,
             vs_flex(*time),

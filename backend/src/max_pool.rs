@@ -20,9 +20,10 @@ use burn::tensor::{Slice, Tensor};
 use crate::conv_grad::Formulation;
 
 /// The formulation of max pooling on the backend `Backend::name` calls `name`, by
-/// measurement: owt's on Flex, the backend's elsewhere (CubeCL has pooling kernels).
+/// measurement: owt's on Flex, the backend's elsewhere (CubeCL has pooling kernels) and under
+/// [`crate::conv_grad::set_backend_only`].
 pub fn formulation_for(name: &str) -> Formulation {
-    if name == "flex" {
+    if name == "flex" && !crate::conv_grad::backend_only() {
         Formulation::Owt
     } else {
         Formulation::Backend

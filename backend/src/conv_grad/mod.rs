@@ -21,6 +21,8 @@ pub mod flat;
 pub mod input;
 pub mod weight;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{ConvOptions, FloatTensor};
 use burn::tensor::{Tensor, TensorPrimitive};
@@ -50,13 +52,28 @@ pub struct Choice {
     pub bias: Formulation,
 }
 
+static BACKEND_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Makes every backend's choice its own ops from now on (`true`) or owt's measured choice again
+/// (`false`), for this process: convolution gradients and max pooling alike. For measurements
+/// that separate the wrapper's own cost from the formulations' gains (benches/hybrid_overhead.rs);
+/// training never sets it.
+pub fn set_backend_only(on: bool) {
+    BACKEND_ONLY.store(on, Ordering::SeqCst);
+}
+
+/// Whether [`set_backend_only`] holds every choice to the backend's own ops.
+pub fn backend_only() -> bool {
+    BACKEND_ONLY.load(Ordering::SeqCst)
+}
+
 impl Choice {
     /// The choice for the backend `Backend::name` calls `name`, by measurement (the module's
     /// doc): on Flex, owt's three; on every other backend (CubeCL on CUDA and wgpu has backward
-    /// kernels of its own) the backend's.
+    /// kernels of its own) the backend's; the backend's everywhere under [`set_backend_only`].
     pub fn for_backend(name: &str) -> Choice {
         use Formulation::*;
-        if name == "flex" {
+        if name == "flex" && !backend_only() {
             Choice { input: Owt, weight: Owt, bias: Owt }
         } else {
             Choice { input: Backend, weight: Backend, bias: Backend }
