@@ -68,12 +68,31 @@ fn finish<B: Backend, K: ShardKind<B>>(
     }
 }
 
+/// Whether the ranks of a mesh of inner backend `B` run their pieces of an op side by side:
+/// on Flex, whose element-wise ops use one core each (its GEMMs and convolutions share
+/// rayon's pool, as these rank tasks do), so K virtual ranks of one CPU keep K cores busy.
+/// Each rank's op is the same pure function of its pieces either way (random draws happen on
+/// rank 0 outside these calls), so results do not depend on it. GPU backends keep one thread.
+fn concurrent<B: Backend>() -> bool {
+    std::any::TypeId::of::<B>() == std::any::TypeId::of::<burn::backend::Flex>()
+}
+
+/// `f(rank, item)` for every rank's item, in rank order: side by side where [`concurrent`].
+fn per_rank<B: Backend, T: Send, R: Send>(items: Vec<T>, f: impl Fn(usize, T) -> R + Sync) -> Vec<R> {
+    if items.len() > 1 && concurrent::<B>() {
+        use rayon::prelude::*;
+        items.into_par_iter().enumerate().map(|(r, t)| f(r, t)).collect()
+    } else {
+        items.into_iter().enumerate().map(|(r, t)| f(r, t)).collect()
+    }
+}
+
 /// Carries out a one-input strategy; `f(rank, piece)` is the inner op.
 pub(crate) fn run1<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     op: &str,
     s: &Strategy,
     a: DTensor<B, K>,
-    mut f: impl FnMut(usize, K::Prim) -> K2::Prim,
+    f: impl Fn(usize, K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
     note_fallback(op, s, &[a.placement], &a.mesh);
     let a = bring(a, s.inputs[0]);
@@ -82,7 +101,7 @@ pub(crate) fn run1<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
         let piece = f(rank, a.shards[rank].clone());
         return collectives::broadcast::<B, K2>(&mesh, piece, rank);
     }
-    let shards = a.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).collect();
+    let shards = per_rank::<B, _, _>(a.shards, |r, p| f(r, p));
     finish::<B, K2>(s, mesh, shards)
 }
 
@@ -92,13 +111,14 @@ pub(crate) fn run2<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind
     s: &Strategy,
     a: DTensor<B, K1>,
     b: DTensor<B, K2>,
-    mut f: impl FnMut(usize, K1::Prim, K2::Prim) -> K3::Prim,
+    f: impl Fn(usize, K1::Prim, K2::Prim) -> K3::Prim + Sync,
 ) -> DTensor<B, K3> {
     a.mesh.check_same(&b.mesh, op);
     note_fallback(op, s, &[a.placement, b.placement], &a.mesh);
     let (a, b) = (bring(a, s.inputs[0]), bring(b, s.inputs[1]));
     let mesh = a.mesh.clone();
-    let shards = a.shards.into_iter().zip(b.shards).enumerate().map(|(r, (x, y))| f(r, x, y)).collect();
+    let pairs: Vec<_> = a.shards.into_iter().zip(b.shards).collect();
+    let shards = per_rank::<B, _, _>(pairs, |r, (x, y)| f(r, x, y));
     finish::<B, K3>(s, mesh, shards)
 }
 
@@ -109,15 +129,15 @@ pub(crate) fn run3<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind
     a: DTensor<B, K1>,
     b: DTensor<B, K2>,
     c: DTensor<B, K3>,
-    mut f: impl FnMut(usize, K1::Prim, K2::Prim, K3::Prim) -> K4::Prim,
+    f: impl Fn(usize, K1::Prim, K2::Prim, K3::Prim) -> K4::Prim + Sync,
 ) -> DTensor<B, K4> {
     a.mesh.check_same(&b.mesh, op);
     a.mesh.check_same(&c.mesh, op);
     note_fallback(op, s, &[a.placement, b.placement, c.placement], &a.mesh);
     let (a, b, c) = (bring(a, s.inputs[0]), bring(b, s.inputs[1]), bring(c, s.inputs[2]));
     let mesh = a.mesh.clone();
-    let shards =
-        a.shards.into_iter().zip(b.shards).zip(c.shards).enumerate().map(|(r, ((x, y), z))| f(r, x, y, z)).collect();
+    let triples: Vec<_> = a.shards.into_iter().zip(b.shards).zip(c.shards).collect();
+    let shards = per_rank::<B, _, _>(triples, |r, ((x, y), z)| f(r, x, y, z));
     finish::<B, K4>(s, mesh, shards)
 }
 
@@ -126,7 +146,7 @@ pub(crate) fn run_all<B: Backend, K: ShardKind<B>>(
     op: &str,
     s: &Strategy,
     ts: Vec<DTensor<B, K>>,
-    mut f: impl FnMut(usize, Vec<K::Prim>) -> K::Prim,
+    f: impl Fn(usize, Vec<K::Prim>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let mesh = ts[0].mesh.clone();
     for t in &ts[1..] {
@@ -141,7 +161,7 @@ pub(crate) fn run_all<B: Backend, K: ShardKind<B>>(
             per[r].push(p);
         }
     }
-    let shards = per.into_iter().enumerate().map(|(r, ps)| f(r, ps)).collect();
+    let shards = per_rank::<B, _, _>(per, |r, ps| f(r, ps));
     finish::<B, K>(s, mesh, shards)
 }
 
@@ -153,7 +173,7 @@ pub(crate) fn run_opt<B: Backend, K: ShardKind<B>>(
     a: DTensor<B, K>,
     b: DTensor<B, K>,
     c: Option<DTensor<B, K>>,
-    mut f: impl FnMut(usize, K::Prim, K::Prim, Option<K::Prim>) -> K::Prim,
+    f: impl Fn(usize, K::Prim, K::Prim, Option<K::Prim>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     match c {
         Some(c) => run3::<B, K, K, K, K>(op, s, a, b, c, |r, x, y, z| f(r, x, y, Some(z))),
@@ -167,7 +187,7 @@ pub(crate) fn run_matmul<B: Backend, K: ShardKind<B>>(
     s: &Strategy,
     lhs: DTensor<B, K>,
     rhs: DTensor<B, K>,
-    mut f: impl FnMut(K::Prim, K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     match s.run {
         Run::Exchange { scheme, dim } => {
@@ -193,7 +213,7 @@ pub(crate) fn run_matmul<B: Backend, K: ShardKind<B>>(
 /// rank; nothing moves between ranks).
 pub(crate) fn replicate_with<B: Backend, K: ShardKind<B>>(
     mesh: &MeshDevice<B::Device>,
-    mut make: impl FnMut(&B::Device) -> K::Prim,
+    make: impl Fn(&B::Device) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     DTensor::replicated(mesh.clone(), |r| make(mesh.rank_device(r)))
 }
@@ -230,7 +250,7 @@ pub(crate) fn run1_two<B: Backend, K: ShardKind<B>, K2: ShardKind<B>, K3: ShardK
     op: &str,
     s: &Strategy,
     a: DTensor<B, K>,
-    mut f: impl FnMut(usize, K::Prim) -> (K2::Prim, K3::Prim),
+    f: impl Fn(usize, K::Prim) -> (K2::Prim, K3::Prim) + Sync,
 ) -> (DTensor<B, K2>, DTensor<B, K3>) {
     note_fallback(op, s, &[a.placement], &a.mesh);
     let a = bring(a, s.inputs[0]);

@@ -21,13 +21,13 @@ fn linear_in_grad<B: Backend>(
     op: &str,
     x: F<B>,
     grad: F<B>,
-    f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive,
+    f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync,
 ) -> F<B> {
     common::binary::<B, FloatKind, FloatKind, FloatKind>(op, grad, x, Linearity::LeftScaling, |g, x| f(x, g))
 }
 
 /// A non-linear activation (pending sums made whole first).
-fn unary<B: Backend>(op: &str, t: F<B>, f: impl FnMut(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive) -> F<B> {
+fn unary<B: Backend>(op: &str, t: F<B>, f: impl Fn(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync) -> F<B> {
     common::unary::<B, FloatKind, FloatKind>(op, t, Linearity::None, f)
 }
 

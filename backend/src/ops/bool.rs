@@ -19,7 +19,7 @@ type Bo<B> = HybridBool<B>;
 fn unary<B: Backend, K2: crate::kind::ShardKind<B>>(
     op: &str,
     t: Bo<B>,
-    f: impl FnMut(B::BoolTensorPrimitive) -> K2::Prim,
+    f: impl Fn(B::BoolTensorPrimitive) -> K2::Prim + Sync,
 ) -> crate::dtensor::DTensor<B, K2> {
     common::unary::<B, BoolKind, K2>(op, t, Linearity::None, f)
 }
@@ -29,7 +29,7 @@ fn binary<B: Backend>(
     op: &str,
     a: Bo<B>,
     b: Bo<B>,
-    f: impl FnMut(B::BoolTensorPrimitive, B::BoolTensorPrimitive) -> B::BoolTensorPrimitive,
+    f: impl Fn(B::BoolTensorPrimitive, B::BoolTensorPrimitive) -> B::BoolTensorPrimitive + Sync,
 ) -> Bo<B> {
     common::binary::<B, BoolKind, BoolKind, BoolKind>(op, a, b, Linearity::None, f)
 }

@@ -19,7 +19,7 @@ pub(crate) fn unary<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
     lin: Linearity,
-    mut f: impl FnMut(K::Prim) -> K2::Prim,
+    f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
     let s = strategy::elementwise(lin, &[spec(&t)], &context(&t));
     run1(op, &s, t, |_, p| f(p))
@@ -31,7 +31,7 @@ pub(crate) fn binary<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKi
     a: DTensor<B, K1>,
     b: DTensor<B, K2>,
     lin: Linearity,
-    mut f: impl FnMut(K1::Prim, K2::Prim) -> K3::Prim,
+    f: impl Fn(K1::Prim, K2::Prim) -> K3::Prim + Sync,
 ) -> DTensor<B, K3> {
     let s = strategy::elementwise(lin, &[spec(&a), spec(&b)], &context(&a));
     run2(op, &s, a, b, |_, x, y| f(x, y))
@@ -43,7 +43,7 @@ pub(crate) fn mask_where<B: Backend, K: ShardKind<B>>(
     tensor: DTensor<B, K>,
     mask: DTensor<B, BoolKind>,
     value: DTensor<B, K>,
-    mut f: impl FnMut(K::Prim, BoolPrim<B>, K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim, BoolPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::elementwise(Linearity::None, &[spec(&tensor), spec(&mask), spec(&value)], &context(&tensor));
     run3(op, &s, tensor, mask, value, |_, t, m, v| f(t, m, v))
@@ -55,7 +55,7 @@ pub(crate) fn reduce_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     t: DTensor<B, K>,
     dim: usize,
     on_sharded: ShardedReduce,
-    mut f: impl FnMut(K::Prim) -> K2::Prim,
+    f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
     let s = strategy::reduce_dim(&spec(&t), dim, on_sharded, &context(&t));
     run1(op, &s, t, |_, p| f(p))
@@ -65,7 +65,7 @@ pub(crate) fn reduce_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
 pub(crate) fn sum_all<B: Backend, K: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
-    mut f: impl FnMut(K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::reduce_all(&spec(&t));
     run1(op, &s, t, |_, p| f(p))
@@ -78,8 +78,8 @@ pub(crate) fn mean_dim<B: Backend, K: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
     dim: usize,
-    sum_dim: impl FnMut(K::Prim) -> K::Prim,
-    mean_dim: impl FnMut(K::Prim) -> K::Prim,
+    sum_dim: impl Fn(K::Prim) -> K::Prim + Sync,
+    mean_dim: impl Fn(K::Prim) -> K::Prim + Sync,
     divide: impl FnOnce(DTensor<B, K>, usize) -> DTensor<B, K>,
 ) -> DTensor<B, K> {
     if t.placement == Placement::Shard(dim) || t.placement == Placement::PARTIAL_SUM {
@@ -96,8 +96,8 @@ pub(crate) fn arg_extreme<B: Backend, K: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
     dim: usize,
-    best_value: impl Fn(K::Prim) -> K::Prim,
-    best_index: impl Fn(K::Prim) -> IntPrim<B>,
+    best_value: impl Fn(K::Prim) -> K::Prim + Sync,
+    best_index: impl Fn(K::Prim) -> IntPrim<B> + Sync,
 ) -> DTensor<B, IntKind> {
     match strategy::arg_extreme(&spec(&t), dim, &context(&t)) {
         ArgRule::Reduce(s) => run1(op, &s, t, |_, p| best_index(p)),
@@ -134,7 +134,7 @@ pub(crate) fn gather<B: Backend, K: ShardKind<B>>(
     dim: usize,
     tensor: DTensor<B, K>,
     indices: DTensor<B, IntKind>,
-    mut f: impl FnMut(K::Prim, IntPrim<B>) -> K::Prim,
+    f: impl Fn(K::Prim, IntPrim<B>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     match strategy::gather(&spec(&tensor), &spec(&indices), dim, &context(&tensor)) {
         GatherRule::Aligned(s) => run2(op, &s, tensor, indices, |_, t, i| f(t, i)),
@@ -167,7 +167,7 @@ pub(crate) fn scatter<B: Backend, K: ShardKind<B>>(
     tensor: DTensor<B, K>,
     indices: DTensor<B, IntKind>,
     value: DTensor<B, K>,
-    mut f: impl FnMut(K::Prim, IntPrim<B>, K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim, IntPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::scatter(&spec(&tensor), &spec(&indices), &spec(&value), dim, &context(&tensor));
     run3(op, &s, tensor, indices, value, |_, t, i, v| f(t, i, v))
@@ -179,7 +179,7 @@ pub(crate) fn select<B: Backend, K: ShardKind<B>>(
     dim: usize,
     tensor: DTensor<B, K>,
     indices: DTensor<B, IntKind>,
-    mut f: impl FnMut(K::Prim, IntPrim<B>) -> K::Prim,
+    f: impl Fn(K::Prim, IntPrim<B>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::select(&spec(&tensor), dim);
     run2(op, &s, tensor, indices, |_, t, i| f(t, i))
@@ -192,7 +192,7 @@ pub(crate) fn select_add<B: Backend, K: ShardKind<B>>(
     tensor: DTensor<B, K>,
     indices: DTensor<B, IntKind>,
     value: DTensor<B, K>,
-    mut f: impl FnMut(K::Prim, IntPrim<B>, K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim, IntPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::select_add(&spec(&tensor), dim, &spec(&value));
     run3(op, &s, tensor, indices, value, |_, t, i, v| f(t, i, v))
@@ -204,7 +204,7 @@ pub(crate) fn slice_assign<B: Backend, K: ShardKind<B>>(
     tensor: DTensor<B, K>,
     slices: &[Slice],
     value: DTensor<B, K>,
-    mut f: impl FnMut(K::Prim, &[Slice], K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim, &[Slice], K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::slice_assign(&spec(&tensor), slices, &spec(&value));
     let (shape, k) = (tensor.shape.clone(), tensor.ranks());
@@ -223,7 +223,7 @@ pub(crate) fn matmul<B: Backend, K: ShardKind<B>>(
     op: &str,
     lhs: DTensor<B, K>,
     rhs: DTensor<B, K>,
-    f: impl FnMut(K::Prim, K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::matmul(&spec(&lhs), &spec(&rhs), &context(&lhs));
     dispatch::run_matmul(op, &s, lhs, rhs, f)
@@ -240,14 +240,14 @@ pub(crate) fn reshape<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, new: Shape)
 pub(crate) fn permute<B: Backend, K: ShardKind<B>>(
     t: DTensor<B, K>,
     axes: &[usize],
-    mut f: impl FnMut(K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::permute(&spec(&t), axes);
     // A kept whole copy is permuted along (the transpose of an FC input in its backward).
     let kept = t.kept.get().cloned();
     let out = run1("permute", &s, t, |_, p| f(p));
     if let Some(whole) = kept {
-        out.keep_whole(whole.into_iter().map(&mut f).collect());
+        out.keep_whole(whole.into_iter().map(&f).collect());
     }
     out
 }
@@ -282,7 +282,7 @@ pub(crate) fn slice<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, slices: &[Sli
 pub(crate) fn expand<B: Backend, K: ShardKind<B>>(
     t: DTensor<B, K>,
     shape: Shape,
-    mut f: impl FnMut(K::Prim, Shape) -> K::Prim,
+    f: impl Fn(K::Prim, Shape) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::expand(&spec(&t), &shape);
     let (out, k) = (s.output, t.ranks());
@@ -301,7 +301,7 @@ pub(crate) fn flip<B: Backend, K: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
     axes: &[usize],
-    mut f: impl FnMut(K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::flip(&spec(&t), axes);
     run1(op, &s, t, |_, p| f(p))
@@ -312,7 +312,7 @@ pub(crate) fn unfold<B: Backend, K: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
     dim: usize,
-    mut f: impl FnMut(K::Prim) -> K::Prim,
+    f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let s = strategy::unfold(&spec(&t), dim);
     run1(op, &s, t, |_, p| f(p))
@@ -323,7 +323,7 @@ pub(crate) fn along_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
     dim: usize,
-    f: impl FnMut(K::Prim) -> K2::Prim,
+    f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
     reduce_dim(op, t, dim, ShardedReduce::Gather, f)
 }
@@ -332,7 +332,7 @@ pub(crate) fn along_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
 pub(crate) fn gathered<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
-    mut f: impl FnMut(K::Prim) -> K2::Prim,
+    f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
     run1(op, &strategy::Strategy::gathered(1), t, |_, p| f(p))
 }

@@ -309,7 +309,7 @@ fn conv_grad<B: Backend>(
         B::FloatTensorPrimitive,
         B::FloatTensorPrimitive,
         ConvOptions<2>,
-    ) -> B::FloatTensorPrimitive,
+    ) -> B::FloatTensorPrimitive + Sync,
 ) -> F<B> {
     let ctx = context(&x);
     let (s, layout) = strategy::conv(pass, &spec(&x), &spec(&weight), Some(&spec(&grad)), options.groups, &ctx);
@@ -336,7 +336,7 @@ fn float<B: Backend>(x: B::FloatTensorPrimitive) -> burn::tensor::Tensor<B, 4> {
 }
 
 /// A pooling or resizing op: local on batch or channel shards.
-fn pool<B: Backend>(op: &str, x: F<B>, mut f: impl FnMut(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive) -> F<B> {
+fn pool<B: Backend>(op: &str, x: F<B>, f: impl Fn(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync) -> F<B> {
     let s = strategy::pool(&spec(&x));
     run1(op, &s, x, |_, p| f(p))
 }
@@ -346,7 +346,7 @@ fn pool_backward<B: Backend>(
     op: &str,
     x: F<B>,
     grad: F<B>,
-    mut f: impl FnMut(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive,
+    f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync,
 ) -> F<B> {
     let s = strategy::pool_backward(&spec(&x), &spec(&grad), &[]);
     run2(op, &s, x, grad, |_, x, g| f(x, g))

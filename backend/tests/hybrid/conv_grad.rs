@@ -260,3 +260,42 @@ fn the_wrapper_takes_the_gradients_chosen_for_its_inner_backend() {
     let want_b: Vec<f32> = Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(want_b)).into_data().to_vec().unwrap();
     assert_eq!(gb.into_data().to_vec::<f32>().unwrap(), want_b);
 }
+
+/// Ranks of a Flex mesh run their pieces side by side (owt-hybrid's dispatch): on 4 virtual
+/// ranks, a batch-sharded convolution's output, input gradient and weight gradient are, bit for
+/// bit, the sums and pieces of each quarter of the batch computed alone on Flex, one after
+/// another.
+#[test]
+fn ranks_running_side_by_side_compute_each_piece_as_alone() {
+    use burn::backend::Autodiff;
+    use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
+    type AH = Autodiff<Hybrid<Flex>>;
+    let case = Case { n: 8, c: 4, h: 9, w: 9, o: 6, k: 3, stride: 1, padding: 1, dilation: 1, groups: 2 };
+    let data = |t: FloatTensor<Flex>| Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(t));
+    let (x, w) = (data(values([8, 4, 9, 9], 21, DType::F32)), data(values([6, 2, 3, 3], 22, DType::F32)));
+    let gy = data(values([8, 6, 9, 9], 23, DType::F32));
+    let mesh = MeshDevice::virtual_ranks(Default::default(), 4);
+    let hx = Tensor::<AH, 4>::from_data(x.clone().into_data(), &mesh).distribute(Placement::Shard(0)).require_grad();
+    let hw = Tensor::<AH, 4>::from_data(w.clone().into_data(), &mesh).require_grad();
+    let hg = Tensor::<AH, 4>::from_data(gy.clone().into_data(), &mesh).distribute(Placement::Shard(0));
+    let y = burn::tensor::module::conv2d(hx.clone(), hw.clone(), None, case.options());
+    let grads = (y.clone() * hg).sum().backward();
+    let bits = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let inner = |t: Tensor<Hybrid<Flex>, 4>| Tensor::<Flex, 4>::from_data(t.into_data(), &Default::default());
+    let prim = |t: Tensor<Flex, 4>| t.into_primitive().tensor();
+    let (mut want_y, mut want_x, mut want_w) = (vec![], vec![], None::<Tensor<Flex, 4>>);
+    for r in 0..4 {
+        let (xr, gr) = (x.clone().slice([2 * r..2 * r + 2]), gy.clone().slice([2 * r..2 * r + 2]));
+        want_y.push(data(Flex::conv2d(prim(xr.clone()), prim(w.clone()), None, case.options())));
+        want_x.push(data(conv_grad::conv2d_x_backward::<Flex>(prim(xr.clone()), prim(w.clone()), prim(gr.clone()), case.options())));
+        let wr = data(conv_grad::conv2d_weight_backward::<Flex>(prim(xr), prim(w.clone()), prim(gr), case.options()));
+        want_w = Some(match want_w { None => wr, Some(sum) => sum + wr });
+    }
+    assert_eq!(bits(inner(y.inner())), bits(Tensor::cat(want_y, 0)));
+    assert_eq!(bits(inner(hx.grad(&grads).unwrap())), bits(Tensor::cat(want_x, 0)));
+    let gw = inner(hw.grad(&grads).unwrap());
+    let want_w = want_w.unwrap();
+    let gap = (gw - want_w.clone()).abs().max().into_scalar() / want_w.abs().max().into_scalar();
+    // The summands are each rank's own; only the order of the all-reduce's additions may differ.
+    assert!(gap <= 1e-6, "weight gradient {gap:e}");
+}
