@@ -94,33 +94,21 @@ impl Geometry {
 /// `x` (`[n, c, h, w]`) with zero rows `top` and `bottom` and zero columns `left` and `right`,
 /// in its own dtype: two concatenations (columns, then rows), each one pass over the data.
 pub fn padded<B: Backend>(x: Tensor<B, 4>, top: usize, bottom: usize, left: usize, right: usize) -> Tensor<B, 4> {
-    let [n, c, h, _] = x.dims();
-    let zeros = |shape: [usize; 4], like: &Tensor<B, 4>| Tensor::<B, 4>::zeros(shape, (&like.device(), like.dtype()));
-    let mut x = x;
-    if left > 0 || right > 0 {
-        let w = x.dims()[3];
-        let mut parts = Vec::with_capacity(3);
-        if left > 0 {
-            parts.push(zeros([n, c, h, left], &x));
-        }
-        let right_zeros = (right > 0).then(|| zeros([n, c, h, right], &x));
-        parts.push(x);
-        parts.extend(right_zeros);
-        x = Tensor::cat(parts, 3);
-        debug_assert_eq!(x.dims()[3], w + left + right);
+    zeros_around(zeros_around(x, 3, left, right), 2, top, bottom)
+}
+
+/// `x` with `before` and `after` zero slices along `dim`, in its own dtype.
+fn zeros_around<B: Backend>(x: Tensor<B, 4>, dim: usize, before: usize, after: usize) -> Tensor<B, 4> {
+    if before == 0 && after == 0 {
+        return x;
     }
-    if top > 0 || bottom > 0 {
-        let wq = x.dims()[3];
-        let mut parts = Vec::with_capacity(3);
-        if top > 0 {
-            parts.push(zeros([n, c, top, wq], &x));
-        }
-        let bottom_zeros = (bottom > 0).then(|| zeros([n, c, bottom, wq], &x));
-        parts.push(x);
-        parts.extend(bottom_zeros);
-        x = Tensor::cat(parts, 2);
-    }
-    x
+    let zeros = |len: usize| {
+        let mut shape = x.dims();
+        shape[dim] = len;
+        (len > 0).then(|| Tensor::<B, 4>::zeros(shape, (&x.device(), x.dtype())))
+    };
+    let (head, tail) = (zeros(before), zeros(after));
+    Tensor::cat(head.into_iter().chain([x]).chain(tail).collect(), dim)
 }
 
 /// The planes of `x` (`[n, c, rows, cols]`) channel by channel, each channel's images one after
