@@ -21,7 +21,7 @@ one=(); two=()
 for i in $(seq 1 "$ROUNDS"); do
   a=$("$OWT" bench --model alexnet-small --batch 64 --steps 30 | rate)
   b=$("$OWT" bench --model alexnet-small --batch 64 --steps 30 --devices 2 --plan data-parallel | rate)
-  t=$("$PYTHON" "$TORCH" 64 30 2 | grep -o '[0-9.]* img/s' | cut -d' ' -f1)
+  t=$("$PYTHON" "$TORCH" 64 30 2 2>/dev/null | grep -o '[0-9.]* img/s' | cut -d' ' -f1)
   r1=$("$PYTHON" -c "print(f'{$a / $t:.2f}')"); r2=$("$PYTHON" -c "print(f'{$b / $t:.2f}')")
   one+=("$r1"); two+=("$r2")
   echo "round $i: owt one rank $a, owt 2 ranks data-parallel $b, PyTorch $t images/s; ratios $r1, $r2"
