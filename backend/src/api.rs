@@ -36,7 +36,8 @@ pub trait Distributed: Sized {
     }
     /// The current placement.
     fn placement(&self) -> Placement;
-    /// The shape each rank holds, in rank order.
+    /// The shape each of this process's ranks holds, in rank order (every rank's when the
+    /// mesh is in one process).
     fn local_shapes(&self) -> Vec<Vec<usize>>;
 }
 
@@ -152,6 +153,7 @@ pub fn partial_from_summands<B: Backend, const D: usize>(
     let shards = summands
         .into_iter()
         .enumerate()
+        .filter(|(r, _)| mesh.is_local(*r))
         .map(|(r, s)| B::float_from_data(s.convert_dtype(dtype), mesh.rank_device(r)))
         .collect();
     let t = crate::dtensor::DTensor::from_parts(mesh.clone(), shape, dtype, Placement::PARTIAL_SUM, shards);

@@ -51,14 +51,17 @@ impl<B: Backend> BackendTypes for Hybrid<B> {
 
 impl<B: Backend> Backend for Hybrid<B> {
     fn name(device: &Self::Device) -> String {
-        format!("hybrid<{}>[{} ranks]", B::name(device.rank_device(0)), device.size())
+        format!("hybrid<{}>[{} ranks]", B::name(&device.rank_devices()[0]), device.size())
     }
 
-    /// Seeds every rank's device with the same seed: replicated random tensors are drawn on
-    /// rank 0 and broadcast, sharded ones per rank (see `float_random`).
+    /// Seeds every rank's device with the same seed on rank 0's process: random tensors are
+    /// drawn there, on rank 0, and broadcast (see `float_random`); other processes never draw,
+    /// so their generators are left alone (in a process group of threads they may share one).
     fn seed(device: &Self::Device, seed: u64) {
-        for d in device.rank_devices() {
-            B::seed(d, seed);
+        if device.is_local(0) {
+            for d in device.rank_devices() {
+                B::seed(d, seed);
+            }
         }
     }
 
@@ -70,7 +73,7 @@ impl<B: Backend> Backend for Hybrid<B> {
     }
 
     fn dtype_usage(device: &Self::Device, dtype: DType) -> DTypeUsageSet {
-        B::dtype_usage(device.rank_device(0), dtype)
+        B::dtype_usage(&device.rank_devices()[0], dtype)
     }
 
     fn supports_dtype(device: &Self::Device, dtype: DType) -> bool {
@@ -82,7 +85,7 @@ impl<B: Backend> Backend for Hybrid<B> {
     }
 
     fn ad_enabled(device: &Self::Device) -> bool {
-        B::ad_enabled(device.rank_device(0))
+        B::ad_enabled(&device.rank_devices()[0])
     }
 
     fn memory_cleanup(device: &Self::Device) {
@@ -95,6 +98,6 @@ impl<B: Backend> Backend for Hybrid<B> {
     where
         Iter: Iterator<Item = &'a mut TensorData>,
     {
-        B::staging(data, device.rank_device(0))
+        B::staging(data, &device.rank_devices()[0])
     }
 }

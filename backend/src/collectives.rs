@@ -17,25 +17,104 @@ use crate::ledger::Traffic;
 use crate::mesh::MeshDevice;
 use crate::mutation::{self, Mutation};
 use crate::placement::{can_shard, shard_ranges, Placement};
+use crate::wire;
 
 pub use crate::placement::ReduceOp;
 
 pub use crate::ledger::names;
 
-/// Moves `p` from rank `from` to rank `to`, counting it under `collective` unless from == to.
-fn transfer<B: Backend, K: ShardKind<B>>(
+/// One piece leaving global rank `src` (one of this process's) for global rank `dst`; `key`
+/// orders the pieces a rank receives in one collective (the order a reduction adds them in).
+pub(crate) struct Outgoing<P> {
+    pub key: usize,
+    pub src: usize,
+    pub dst: usize,
+    pub piece: P,
+}
+
+/// Delivers `sends`, each from one of this process's ranks, and returns what each of this
+/// process's ranks received (by local index: `[r - first]`), ordered by key. Pieces between
+/// ranks of this process move by the mesh's transport; pieces for another process's ranks are
+/// read back to the host and cross in the group's one exchange (every process calls `route`
+/// for every collective, in the same order, which the same program guarantees). Counts the
+/// bytes and messages of every piece whose ranks differ, those across processes apart too.
+pub(crate) fn route<B: Backend, K: ShardKind<B>>(
     mesh: &MeshDevice<B::Device>,
-    p: K::Prim,
-    from: usize,
-    to: usize,
+    sends: Vec<Outgoing<K::Prim>>,
     traffic: &mut Traffic,
-) -> K::Prim {
-    if from == to {
-        return p;
+) -> Vec<Vec<(usize, K::Prim)>> {
+    let local = mesh.local_ranks();
+    let mut inbox: Vec<Vec<(usize, K::Prim)>> = local.clone().map(|_| Vec::new()).collect();
+    let crossing = mesh.processes() > 1;
+    let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); if crossing { mesh.processes() } else { 0 }];
+    for Outgoing { key, src, dst, piece } in sends {
+        debug_assert!(mesh.is_local(src), "rank {src} sends from another process");
+        if src == dst {
+            inbox[dst - local.start].push((key, piece));
+            continue;
+        }
+        let bytes = bytes_of(&piece);
+        traffic.bytes += bytes;
+        traffic.messages += 1;
+        if mesh.is_local(dst) {
+            inbox[dst - local.start].push((key, K::to_device(piece, mesh.rank_device(dst), mesh.transport())));
+        } else {
+            traffic.cross_process_bytes += bytes;
+            traffic.cross_process_messages += 1;
+            let parcel = wire::Parcel { key: key as u64, dst: dst as u64, data: K::into_host(piece) };
+            wire::write(&mut outgoing[mesh.process_of(dst)], &parcel);
+        }
     }
-    traffic.bytes += bytes_of(&p);
-    traffic.messages += 1;
-    K::to_device(p, mesh.rank_device(to), mesh.transport())
+    if crossing {
+        let me = mesh.process();
+        let incoming = mesh
+            .group()
+            .exchange(outgoing)
+            .unwrap_or_else(|e| panic!("Hybrid: {e} ({}, mesh of {} ranks)", mesh.group().describe(), mesh.size()));
+        for (p, buffer) in incoming.into_iter().enumerate() {
+            if p == me {
+                continue;
+            }
+            for wire::Parcel { key, dst, data } in wire::read_all(&buffer) {
+                let dst = dst as usize;
+                assert!(mesh.is_local(dst), "Hybrid: process {p} sent a piece for rank {dst}, not this process's");
+                inbox[dst - local.start].push((key as usize, K::from_host(data, mesh.rank_device(dst))));
+            }
+        }
+    }
+    for pieces in &mut inbox {
+        pieces.sort_by_key(|(key, _)| *key);
+    }
+    inbox
+}
+
+/// The length of a sharded dimension over the whole mesh, from this process's ranks' share
+/// `local` of it: the sum over processes (an exchange of one number each when the mesh spans
+/// processes; `local` itself inside one). Shape bookkeeping, not tensor traffic: the ledger
+/// does not count it.
+pub(crate) fn global_extent<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevice<D>, local: usize) -> usize {
+    if mesh.processes() == 1 {
+        return local;
+    }
+    let mine = (local as u64).to_le_bytes().to_vec();
+    let incoming = mesh
+        .group()
+        .exchange(vec![mine; mesh.processes()])
+        .unwrap_or_else(|e| panic!("Hybrid: {e} ({}, mesh of {} ranks)", mesh.group().describe(), mesh.size()));
+    incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
+}
+
+/// Every rank's piece to every rank, keyed by the sending rank.
+fn to_every_rank<P: Clone>(mesh_size: usize, local: std::ops::Range<usize>, pieces: &[P]) -> Vec<Outgoing<P>> {
+    local
+        .zip(pieces)
+        .flat_map(|(src, piece)| (0..mesh_size).map(move |dst| Outgoing { key: src, src, dst, piece: piece.clone() }))
+        .collect()
+}
+
+/// The pieces of a route's inbox, without their keys.
+fn unkeyed<P>(pieces: Vec<(usize, P)>) -> Vec<P> {
+    pieces.into_iter().map(|(_, p)| p).collect()
 }
 
 /// Concatenates pieces along `dim`, leaving out empty ones (uneven shards of tiny tensors).
@@ -56,15 +135,10 @@ fn cat_nonempty<B: Backend, K: ShardKind<B>>(mut parts: Vec<K::Prim>, dim: usize
 /// `Shard(dim)` to `Replicate`: every rank receives every other rank's slice and concatenates.
 pub fn all_gather<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Shard(dim), "all_gather({dim}) needs Shard({dim}), got {}", t.placement);
-    let k = t.ranks();
     let mut traffic = Traffic::default();
-    let shards: Vec<K::Prim> = (0..k)
-        .map(|dst| {
-            let parts =
-                (0..k).map(|src| transfer::<B, K>(&t.mesh, t.shards[src].clone(), src, dst, &mut traffic)).collect();
-            cat_nonempty::<B, K>(parts, dim)
-        })
-        .collect();
+    let sends = to_every_rank(t.ranks(), t.mesh.local_ranks(), &t.shards);
+    let shards: Vec<K::Prim> =
+        route::<B, K>(&t.mesh, sends, &mut traffic).into_iter().map(|got| cat_nonempty::<B, K>(unkeyed(got), dim)).collect();
     t.mesh.record(names::ALL_GATHER, traffic);
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
 }
@@ -104,21 +178,28 @@ fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(
     traffic: &mut Traffic,
 ) -> DTensor<B, K> {
     let k = t.ranks();
+    let local = t.mesh.local_ranks();
     let ranges = shard_ranges(t.shape[dim], k);
-    let shards: Vec<K::Prim> = (0..k)
-        .map(|dst| {
-            let slices = slices_along(&t.shape, dim, ranges[dst].clone());
-            (0..k)
-                .map(|src| {
-                    let piece = K::slice(t.shards[src].clone(), &slices);
-                    if ranges[dst].is_empty() {
-                        piece
-                    } else {
-                        transfer::<B, K>(&t.mesh, piece, src, dst, traffic)
-                    }
-                })
-                .reduce(|a, b| combine::<B, K>(a, b, op))
-                .expect("at least one rank")
+    let mut sends = Vec::new();
+    for (src, shard) in local.clone().zip(&t.shards) {
+        for (dst, range) in ranges.iter().enumerate() {
+            // An empty slice stays where it is: its rank's result is its own empty slice.
+            if !range.is_empty() {
+                let piece = K::slice(shard.clone(), &slices_along(&t.shape, dim, range.clone()));
+                sends.push(Outgoing { key: src, src, dst, piece });
+            }
+        }
+    }
+    let inbox = route::<B, K>(&t.mesh, sends, traffic);
+    let shards: Vec<K::Prim> = inbox
+        .into_iter()
+        .zip(local)
+        .map(|(got, dst)| {
+            if ranges[dst].is_empty() {
+                let own = &t.shards[dst - t.mesh.local_ranks().start];
+                return K::slice(own.clone(), &slices_along(&t.shape, dim, ranges[dst].clone()));
+            }
+            unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("at least one rank")
         })
         .collect();
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Shard(dim), shards)
@@ -139,7 +220,7 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K
     if t.ranks() > 1 && !can_shard(t.shape.num_elements(), t.ranks()) {
         return all_reduce_whole(t, op);
     }
-    let t = if op == ReduceOp::Sum && t.ranks() > 1 {
+    let t = if op == ReduceOp::Sum && t.ranks() > 1 && t.mesh.processes() == 1 {
         match all_reduce_on_devices(t) {
             Ok(done) => return done,
             Err(t) => t,
@@ -152,14 +233,10 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K
     let flat_t = t.map::<K>(flat.clone(), |_, p| K::reshape(p, flat.clone()));
     let mut traffic = Traffic::default();
     let scattered = reduce_scatter_op(flat_t, 0, op, &mut traffic);
-    let k = scattered.ranks();
-    let shards: Vec<K::Prim> = (0..k)
-        .map(|dst| {
-            let parts = (0..k)
-                .map(|src| transfer::<B, K>(&scattered.mesh, scattered.shards[src].clone(), src, dst, &mut traffic))
-                .collect();
-            K::reshape(cat_nonempty::<B, K>(parts, 0), shape.clone())
-        })
+    let sends = to_every_rank(scattered.ranks(), scattered.mesh.local_ranks(), &scattered.shards);
+    let shards: Vec<K::Prim> = route::<B, K>(&scattered.mesh, sends, &mut traffic)
+        .into_iter()
+        .map(|got| K::reshape(cat_nonempty::<B, K>(unkeyed(got), 0), shape.clone()))
         .collect();
     scattered.mesh.record(names::ALL_REDUCE, traffic);
     DTensor::from_parts(scattered.mesh, shape, scattered.dtype, Placement::Replicate, shards)
@@ -173,7 +250,7 @@ fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Resul
         Ok(summed) => {
             let k = mesh.size() as u64;
             let piece = (shape.num_elements() * dtype.size()) as u64;
-            mesh.record(names::ALL_REDUCE, Traffic { bytes: 2 * (k - 1) * piece, messages: 2 * k * (k - 1) });
+            mesh.record(names::ALL_REDUCE, Traffic::within(2 * (k - 1) * piece, 2 * k * (k - 1)));
             Ok(DTensor::from_parts(mesh, shape, dtype, Placement::Replicate, summed))
         }
         Err(shards) => Err(DTensor { mesh, shape, dtype, placement, shards, kept }),
@@ -182,34 +259,50 @@ fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Resul
 
 /// The all-reduce of tiny tensors: every summand to every rank, reduced in rank order.
 fn all_reduce_whole<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
-    let k = t.ranks();
     let mut traffic = Traffic::default();
-    let shards: Vec<K::Prim> = (0..k)
-        .map(|dst| {
-            (0..k)
-                .map(|src| transfer::<B, K>(&t.mesh, t.shards[src].clone(), src, dst, &mut traffic))
-                .reduce(|a, b| combine::<B, K>(a, b, op))
-                .expect("at least one rank")
-        })
+    let sends = to_every_rank(t.ranks(), t.mesh.local_ranks(), &t.shards);
+    let shards: Vec<K::Prim> = route::<B, K>(&t.mesh, sends, &mut traffic)
+        .into_iter()
+        .map(|got| unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("at least one rank"))
         .collect();
     t.mesh.record(names::ALL_REDUCE, traffic);
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
 }
 
-/// One rank's tensor to every rank: `Replicate` from `root`'s copy.
-pub fn broadcast<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Prim, root: usize) -> DTensor<B, K> {
+/// One rank's tensor to every rank: `Replicate` from `root`'s copy. `p` is `Some` on the
+/// process that holds `root` (its piece) and `None` on every other.
+pub fn broadcast<B: Backend, K: ShardKind<B>>(
+    mesh: &MeshDevice<B::Device>,
+    p: Option<K::Prim>,
+    root: usize,
+) -> DTensor<B, K> {
+    assert_eq!(p.is_some(), mesh.is_local(root), "broadcast: the piece is given on root {root}'s process only");
     let mut traffic = Traffic::default();
-    let out = DTensor::replicated(mesh.clone(), |dst| transfer::<B, K>(mesh, p.clone(), root, dst, &mut traffic));
+    let sends = match p {
+        Some(p) => (0..mesh.size()).map(|dst| Outgoing { key: root, src: root, dst, piece: p.clone() }).collect(),
+        None => Vec::new(),
+    };
+    let mut inbox = route::<B, K>(mesh, sends, &mut traffic).into_iter();
+    let out = DTensor::replicated(mesh.clone(), |_| inbox.next().and_then(|mut got| got.pop()).expect("root's piece").1);
     mesh.record(names::BROADCAST, traffic);
     out
 }
 
-/// Point-to-point: `p` from rank `from` to rank `to`.
-pub fn send<B: Backend, K: ShardKind<B>>(mesh: &MeshDevice<B::Device>, p: K::Prim, from: usize, to: usize) -> K::Prim {
+/// Point-to-point: `p` from rank `from` to rank `to`. `p` is `Some` on `from`'s process;
+/// the result is `Some` on `to`'s.
+pub fn send<B: Backend, K: ShardKind<B>>(
+    mesh: &MeshDevice<B::Device>,
+    p: Option<K::Prim>,
+    from: usize,
+    to: usize,
+) -> Option<K::Prim> {
+    assert_eq!(p.is_some(), mesh.is_local(from), "send: the piece is given on rank {from}'s process only");
     let mut traffic = Traffic::default();
-    let out = transfer::<B, K>(mesh, p, from, to, &mut traffic);
+    let sends = p.map(|piece| vec![Outgoing { key: from, src: from, dst: to, piece }]).unwrap_or_default();
+    let inbox = route::<B, K>(mesh, sends, &mut traffic);
     mesh.record(names::SEND, traffic);
-    out
+    let first = mesh.local_ranks().start;
+    inbox.into_iter().enumerate().find(|(i, _)| first + i == to).and_then(|(_, mut got)| got.pop()).map(|(_, p)| p)
 }
 
 /// `Replicate` to `Shard(dim)`: each rank keeps its slice. No communication. A dimension

@@ -219,7 +219,7 @@ mod tests {
         // 4e9 bytes landing on 2 ranks over 1 GB/s links: 2 s.
         ledger.traffic.insert(
             ("fc6:forward".into(), "all_gather".into()),
-            crate::ledger::Traffic { bytes: 4_000_000_000, messages: 2 },
+            crate::ledger::Traffic::within(4_000_000_000, 2),
         );
         let s = predict(&costs, &ledger, &p);
         assert_eq!(s.phases.len(), 1);

@@ -32,7 +32,8 @@ pub(crate) fn assemble<B: Backend, K: ShardKind<B>>(
 ) -> DTensor<B, K> {
     let mut shape = shards[0].shape();
     if let Placement::Shard(d) = placement {
-        shape[d] = shards.iter().map(|s| s.shape()[d]).sum();
+        let local: usize = shards.iter().map(|s| s.shape()[d]).sum();
+        shape[d] = collectives::global_extent(&mesh, local);
     }
     let dtype = shards[0].dtype();
     DTensor::from_parts(mesh, shape, dtype, placement, shards)
@@ -77,13 +78,14 @@ fn concurrent<B: Backend>() -> bool {
     std::any::TypeId::of::<B>() == std::any::TypeId::of::<burn::backend::Flex>()
 }
 
-/// `f(rank, item)` for every rank's item, in rank order: side by side where [`concurrent`].
-fn per_rank<B: Backend, T: Send, R: Send>(items: Vec<T>, f: impl Fn(usize, T) -> R + Sync) -> Vec<R> {
+/// `f(rank, item)` for every local rank's item (`items[i]` is global rank `first + i`'s), in
+/// rank order: side by side where [`concurrent`].
+fn per_rank<B: Backend, T: Send, R: Send>(first: usize, items: Vec<T>, f: impl Fn(usize, T) -> R + Sync) -> Vec<R> {
     if items.len() > 1 && concurrent::<B>() {
         use rayon::prelude::*;
-        items.into_par_iter().enumerate().map(|(r, t)| f(r, t)).collect()
+        items.into_par_iter().enumerate().map(|(i, t)| f(first + i, t)).collect()
     } else {
-        items.into_iter().enumerate().map(|(r, t)| f(r, t)).collect()
+        items.into_iter().enumerate().map(|(i, t)| f(first + i, t)).collect()
     }
 }
 
@@ -97,11 +99,12 @@ pub(crate) fn run1<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     note_fallback(op, s, &[a.placement], &a.mesh);
     let a = bring(a, s.inputs[0]);
     let mesh = a.mesh.clone();
+    let first = mesh.local_ranks().start;
     if let Run::OnOwner { rank } = s.run {
-        let piece = f(rank, a.shards[rank].clone());
+        let piece = mesh.is_local(rank).then(|| f(rank, a.shards[rank - first].clone()));
         return collectives::broadcast::<B, K2>(&mesh, piece, rank);
     }
-    let shards = per_rank::<B, _, _>(a.shards, |r, p| f(r, p));
+    let shards = per_rank::<B, _, _>(first, a.shards, |r, p| f(r, p));
     finish::<B, K2>(s, mesh, shards)
 }
 
@@ -118,7 +121,7 @@ pub(crate) fn run2<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind
     let (a, b) = (bring(a, s.inputs[0]), bring(b, s.inputs[1]));
     let mesh = a.mesh.clone();
     let pairs: Vec<_> = a.shards.into_iter().zip(b.shards).collect();
-    let shards = per_rank::<B, _, _>(pairs, |r, (x, y)| f(r, x, y));
+    let shards = per_rank::<B, _, _>(mesh.local_ranks().start, pairs, |r, (x, y)| f(r, x, y));
     finish::<B, K3>(s, mesh, shards)
 }
 
@@ -137,7 +140,7 @@ pub(crate) fn run3<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind
     let (a, b, c) = (bring(a, s.inputs[0]), bring(b, s.inputs[1]), bring(c, s.inputs[2]));
     let mesh = a.mesh.clone();
     let triples: Vec<_> = a.shards.into_iter().zip(b.shards).zip(c.shards).collect();
-    let shards = per_rank::<B, _, _>(triples, |r, ((x, y), z)| f(r, x, y, z));
+    let shards = per_rank::<B, _, _>(mesh.local_ranks().start, triples, |r, ((x, y), z)| f(r, x, y, z));
     finish::<B, K4>(s, mesh, shards)
 }
 
@@ -155,13 +158,13 @@ pub(crate) fn run_all<B: Backend, K: ShardKind<B>>(
     let from: Vec<Placement> = ts.iter().map(|t| t.placement).collect();
     note_fallback(op, s, &from, &mesh);
     let ts: Vec<DTensor<B, K>> = ts.into_iter().zip(&s.inputs).map(|(t, p)| bring(t, *p)).collect();
-    let mut per: Vec<Vec<K::Prim>> = (0..mesh.size()).map(|_| Vec::with_capacity(ts.len())).collect();
+    let mut per: Vec<Vec<K::Prim>> = mesh.local_ranks().map(|_| Vec::with_capacity(ts.len())).collect();
     for t in ts {
-        for (r, p) in t.shards.into_iter().enumerate() {
-            per[r].push(p);
+        for (i, p) in t.shards.into_iter().enumerate() {
+            per[i].push(p);
         }
     }
-    let shards = per_rank::<B, _, _>(per, |r, ps| f(r, ps));
+    let shards = per_rank::<B, _, _>(mesh.local_ranks().start, per, |r, ps| f(r, ps));
     finish::<B, K>(s, mesh, shards)
 }
 
@@ -218,12 +221,12 @@ pub(crate) fn replicate_with<B: Backend, K: ShardKind<B>>(
     DTensor::replicated(mesh.clone(), |r| make(mesh.rank_device(r)))
 }
 
-/// A tensor drawn once on rank 0 and broadcast, so replicas agree.
+/// A tensor drawn once on rank 0 (by rank 0's process only) and broadcast, so replicas agree.
 pub(crate) fn drawn_on_rank0<B: Backend, K: ShardKind<B>>(
     mesh: &MeshDevice<B::Device>,
     draw: impl FnOnce(&B::Device) -> K::Prim,
 ) -> DTensor<B, K> {
-    let drawn = draw(mesh.rank_device(0));
+    let drawn = mesh.is_local(0).then(|| draw(mesh.rank_device(0)));
     collectives::broadcast::<B, K>(mesh, drawn, 0)
 }
 
@@ -238,7 +241,8 @@ pub(crate) fn to_mesh<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, device: &Me
     replicate_with::<B, K>(device, |d| K::to_device(source.clone(), d, crate::transport::Transport::HostStaged))
 }
 
-/// Reads a tensor back whole: pending reductions resolved, shards gathered, rank 0's copy.
+/// Reads a tensor back whole: pending reductions resolved, shards gathered, the first local
+/// rank's copy (every process gets the whole value).
 pub(crate) fn whole<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> K::Prim {
     let t = bring(t, Placement::Replicate);
     t.shards.into_iter().next().expect("a mesh has a rank")
@@ -255,7 +259,7 @@ pub(crate) fn run1_two<B: Backend, K: ShardKind<B>, K2: ShardKind<B>, K3: ShardK
     note_fallback(op, s, &[a.placement], &a.mesh);
     let a = bring(a, s.inputs[0]);
     let mesh = a.mesh.clone();
-    let (x, y): (Vec<_>, Vec<_>) = a.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).unzip();
+    let (x, y): (Vec<_>, Vec<_>) = mesh.local_ranks().zip(a.shards).map(|(r, p)| f(r, p)).unzip();
     (finish::<B, K2>(s, mesh.clone(), x), finish::<B, K3>(s, mesh, y))
 }
 

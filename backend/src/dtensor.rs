@@ -10,14 +10,16 @@ use crate::mesh::MeshDevice;
 use crate::placement::Placement;
 
 /// A tensor of `Hybrid<B>`: what it is globally (shape, dtype), how it is laid out
-/// (placement) and the per-rank pieces, `shards[r]` on the mesh's rank-r device.
+/// (placement) and the pieces of this process's ranks: `shards[i]` is global rank
+/// `first + i`'s, on its device, where `first..first + shards.len()` are the mesh's
+/// [`local_ranks`](MeshDevice::local_ranks) (every rank in a one-process mesh).
 pub struct DTensor<B: Backend, K: ShardKind<B>> {
     pub(crate) mesh: MeshDevice<B::Device>,
     pub(crate) shape: Shape,
     pub(crate) dtype: DType,
     pub(crate) placement: Placement,
     pub(crate) shards: Vec<K::Prim>,
-    /// The whole tensor on every rank (rank r's copy at index r), kept once a matmul has
+    /// The whole tensor on every local rank (indexed like `shards`), kept once a matmul has
     /// gathered this sharded tensor as its left operand. Shared by every clone, so the copy an
     /// autodiff graph saves for the backward pass finds the activities the forward pass
     /// exchanged and the weight gradient moves nothing (Krizhevsky 2014: each activity crosses
@@ -81,13 +83,20 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         placement: Placement,
         shards: Vec<K::Prim>,
     ) -> Self {
-        assert_eq!(shards.len(), mesh.size(), "Hybrid: {} shards for a mesh of {} ranks", shards.len(), mesh.size());
+        assert_eq!(
+            shards.len(),
+            mesh.local_ranks().len(),
+            "Hybrid: {} shards for a process holding {} of a mesh's {} ranks",
+            shards.len(),
+            mesh.local_ranks().len(),
+            mesh.size()
+        );
         let t = Self { mesh, shape, dtype, placement, shards, kept: Arc::default() };
         if t.shards.iter().any(|s| s.shape().num_elements() == 0) {
             t.mesh.record_empty(&format!("{} {} {:?}", K::NAME, t.placement, &t.shape[..]));
         }
         debug_assert!(
-            (0..t.shards.len()).all(|r| t.shards[r].shape() == t.local_shape(r)),
+            t.mesh.local_ranks().zip(&t.shards).all(|(r, s)| s.shape() == t.local_shape(r)),
             "Hybrid: shard shapes {:?} do not match {:?} {}",
             t.shards.iter().map(|s| s.shape()).collect::<Vec<_>>(),
             &t.shape[..],
@@ -96,9 +105,9 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         t
     }
 
-    /// The same value on every rank (each rank's copy made by `make(rank)`).
+    /// The same value on every rank (each local rank's copy made by `make(global rank)`).
     pub(crate) fn replicated(mesh: MeshDevice<B::Device>, make: impl FnMut(usize) -> K::Prim) -> Self {
-        let shards: Vec<K::Prim> = (0..mesh.size()).map(make).collect();
+        let shards: Vec<K::Prim> = mesh.local_ranks().map(make).collect();
         let (shape, dtype) = (shards[0].shape(), shards[0].dtype());
         Self::from_parts(mesh, shape, dtype, Placement::Replicate, shards)
     }
@@ -113,7 +122,8 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         self.placement
     }
 
-    /// The per-rank inner tensors.
+    /// The inner tensors of this process's ranks, in rank order (every rank's in a
+    /// one-process mesh; see [`MeshDevice::local_ranks`]).
     pub fn shards(&self) -> &[K::Prim] {
         &self.shards
     }
@@ -139,9 +149,9 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         }
     }
 
-    /// Number of ranks.
+    /// Number of ranks of the mesh (over every process).
     pub fn ranks(&self) -> usize {
-        self.shards.len()
+        self.mesh.size()
     }
 
     /// The shape rank `rank` holds under the placement.
@@ -149,13 +159,14 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         crate::strategy::local_shape(&self.shape, self.placement, self.ranks(), rank)
     }
 
-    /// Applies `f` to every rank's piece, keeping the placement; `shape` is the new global shape.
+    /// Applies `f(global rank, piece)` to every local rank's piece, keeping the placement;
+    /// `shape` is the new global shape.
     pub(crate) fn map<K2: ShardKind<B>>(
         self,
         shape: Shape,
         mut f: impl FnMut(usize, K::Prim) -> K2::Prim,
     ) -> DTensor<B, K2> {
-        let shards: Vec<K2::Prim> = self.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).collect();
+        let shards: Vec<K2::Prim> = self.mesh.local_ranks().zip(self.shards).map(|(r, p)| f(r, p)).collect();
         let dtype = shards[0].dtype();
         DTensor::from_parts(self.mesh, shape, dtype, self.placement, shards)
     }
@@ -173,7 +184,7 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         placement: Placement,
         mut f: impl FnMut(usize, K::Prim) -> K2::Prim,
     ) -> DTensor<B, K2> {
-        let shards: Vec<K2::Prim> = self.shards.into_iter().enumerate().map(|(r, p)| f(r, p)).collect();
+        let shards: Vec<K2::Prim> = self.mesh.local_ranks().zip(self.shards).map(|(r, p)| f(r, p)).collect();
         let dtype = shards[0].dtype();
         DTensor::from_parts(self.mesh, shape, dtype, placement, shards)
     }

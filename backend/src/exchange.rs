@@ -13,7 +13,8 @@ use std::ops::Range;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Shape, TensorMetadata};
 
-use crate::dtensor::{bytes_of, slices_along, DTensor};
+use crate::collectives::{self, Outgoing};
+use crate::dtensor::{slices_along, DTensor};
 use crate::kind::ShardKind;
 use crate::ledger::Traffic;
 use crate::placement::{shard_ranges, Placement};
@@ -44,51 +45,48 @@ pub(crate) fn exchange_matmul<B: Backend, K: ShardKind<B>>(
     debug_assert_eq!(lhs.placement, Placement::Shard(dim));
     debug_assert_eq!(rhs.placement, Placement::Shard(n - 1));
     let k = lhs.ranks();
-    let offsets: Vec<usize> = shard_ranges(lhs.shape[dim], k).into_iter().map(|r| r.start).collect();
-    let local_rows: Vec<usize> = lhs.shards.iter().map(|s| s.shape()[dim]).collect();
+    let ranges = shard_ranges(lhs.shape[dim], k);
+    let offsets: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+    let local_rows: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
     let rounds = scheme.rounds(&local_rows);
+    let local = lhs.mesh.local_ranks();
     let mut traffic = Traffic::default();
-    // Every rank's copy of one round's pieces, in the round's order.
+    // Every local rank's copy of one round's pieces, in the round's order.
     let mut fetch = |round: &[(usize, Range<usize>)]| -> Vec<Vec<K::Prim>> {
-        (0..k)
-            .map(|dst| {
-                round
-                    .iter()
-                    .map(|(src, range)| {
-                        let piece = rows::<B, K>(lhs.shards[*src].clone(), dim, range.clone());
-                        if *src == dst {
-                            return piece;
-                        }
-                        traffic.bytes += bytes_of(&piece);
-                        traffic.messages += 1;
-                        K::to_device(piece, lhs.mesh.rank_device(dst), lhs.mesh.transport())
-                    })
-                    .collect()
-            })
+        let mut sends = Vec::new();
+        for (key, (src, range)) in round.iter().enumerate() {
+            if local.contains(src) {
+                let piece = rows::<B, K>(lhs.shards[*src - local.start].clone(), dim, range.clone());
+                sends.extend((0..k).map(|dst| Outgoing { key, src: *src, dst, piece: piece.clone() }));
+            }
+        }
+        collectives::route::<B, K>(&lhs.mesh, sends, &mut traffic)
+            .into_iter()
+            .map(|got| got.into_iter().map(|(_, p)| p).collect())
             .collect()
     };
-    // Output pieces per rank: (global start of the rows, rows) for the forward; summands for
-    // the weight gradient.
-    let mut blocks: Vec<Vec<(usize, K::Prim)>> = vec![Vec::new(); k];
-    let mut sums: Vec<Option<K::Prim>> = vec![None; k];
-    // Every rank's received pieces, (global start, piece), kept whole with `lhs` afterwards.
-    let mut received: Vec<Vec<(usize, K::Prim)>> = vec![Vec::new(); k];
+    // Output pieces per local rank: (global start of the rows, rows) for the forward;
+    // summands for the weight gradient.
+    let mut blocks: Vec<Vec<(usize, K::Prim)>> = vec![Vec::new(); local.len()];
+    let mut sums: Vec<Option<K::Prim>> = vec![None; local.len()];
+    // Every local rank's received pieces, (global start, piece), kept whole with `lhs`.
+    let mut received: Vec<Vec<(usize, K::Prim)>> = vec![Vec::new(); local.len()];
     let mut next = rounds.first().map(|round| fetch(round));
     for (i, round) in rounds.iter().enumerate() {
         let current = next.take().expect("fetched");
         // Issue the next round's transfers before this round's compute.
         next = rounds.get(i + 1).map(|round| fetch(round));
-        for (dst, pieces) in current.into_iter().enumerate() {
+        for (at_rank, pieces) in current.into_iter().enumerate() {
             for ((src, range), piece) in round.iter().zip(&pieces) {
-                received[dst].push((offsets[*src] + range.start, piece.clone()));
+                received[at_rank].push((offsets[*src] + range.start, piece.clone()));
             }
-            let local = rhs.shards[dst].clone();
+            let own = rhs.shards[at_rank].clone();
             if dim == row {
-                let out = matmul(K::cat(pieces, row), local);
+                let out = matmul(K::cat(pieces, row), own);
                 let mut at = 0;
                 for (src, range) in round {
                     let len = range.len();
-                    blocks[dst].push((offsets[*src] + range.start, rows::<B, K>(out.clone(), row, at..at + len)));
+                    blocks[at_rank].push((offsets[*src] + range.start, rows::<B, K>(out.clone(), row, at..at + len)));
                     at += len;
                 }
             } else {
@@ -98,11 +96,11 @@ pub(crate) fn exchange_matmul<B: Backend, K: ShardKind<B>>(
                     .iter()
                     .map(|(src, range)| {
                         let start = offsets[*src] + range.start;
-                        rows::<B, K>(local.clone(), row, start..start + range.len())
+                        rows::<B, K>(own.clone(), row, start..start + range.len())
                     })
                     .collect();
                 let out = matmul(K::cat(pieces, inner), K::cat(rhs_rows, row));
-                sums[dst] = Some(match sums[dst].take() {
+                sums[at_rank] = Some(match sums[at_rank].take() {
                     Some(acc) => K::add(acc, out),
                     None => out,
                 });

@@ -17,6 +17,10 @@ pub trait ShardKind<B: Backend>: 'static {
     fn to_device(p: Self::Prim, device: &B::Device, transport: Transport) -> Self::Prim;
     /// The inner device a tensor lives on.
     fn device(p: &Self::Prim) -> B::Device;
+    /// Reads a tensor back to host memory (what crosses processes).
+    fn into_host(p: Self::Prim) -> burn::tensor::TensorData;
+    /// Uploads host data to `device`, keeping its dtype.
+    fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim;
     /// Concatenates along `dim`.
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim;
     /// Slices.
@@ -92,6 +96,12 @@ impl<B: Backend> ShardKind<B> for FloatKind {
     fn device(p: &Self::Prim) -> B::Device {
         B::float_device(p)
     }
+    fn into_host(p: Self::Prim) -> burn::tensor::TensorData {
+        read_host(B::float_into_data(p))
+    }
+    fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim {
+        B::float_from_data(data, device)
+    }
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
         B::float_cat(ps, dim)
     }
@@ -140,6 +150,12 @@ impl<B: Backend> ShardKind<B> for IntKind {
     fn device(p: &Self::Prim) -> B::Device {
         B::int_device(p)
     }
+    fn into_host(p: Self::Prim) -> burn::tensor::TensorData {
+        read_host(B::int_into_data(p))
+    }
+    fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim {
+        B::int_from_data(data, device)
+    }
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
         B::int_cat(ps, dim)
     }
@@ -178,6 +194,12 @@ impl<B: Backend> ShardKind<B> for BoolKind {
     }
     fn device(p: &Self::Prim) -> B::Device {
         B::bool_device(p)
+    }
+    fn into_host(p: Self::Prim) -> burn::tensor::TensorData {
+        read_host(B::bool_into_data(p))
+    }
+    fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim {
+        B::bool_from_data(data, device)
     }
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
         B::bool_cat(ps, dim)

@@ -9,12 +9,27 @@ pub struct Traffic {
     pub bytes: u64,
     /// Point-to-point messages (one per source, destination and transfer).
     pub messages: u64,
+    /// Of `bytes`, those that crossed from one process to another (a mesh spanning
+    /// processes; zero inside one). A process records what its own ranks sent, so the
+    /// ledgers of all the processes of a mesh sum to the ledger of the same mesh in one.
+    pub cross_process_bytes: u64,
+    /// Of `messages`, those that crossed processes.
+    pub cross_process_messages: u64,
+}
+
+impl Traffic {
+    /// `bytes` in `messages`, none of them across processes.
+    pub fn within(bytes: u64, messages: u64) -> Traffic {
+        Traffic { bytes, messages, ..Traffic::default() }
+    }
 }
 
 impl std::ops::AddAssign for Traffic {
     fn add_assign(&mut self, other: Traffic) {
         self.bytes += other.bytes;
         self.messages += other.messages;
+        self.cross_process_bytes += other.cross_process_bytes;
+        self.cross_process_messages += other.cross_process_messages;
     }
 }
 

@@ -9,6 +9,7 @@ use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 use burn::tensor::backend::Backend;
 
 use crate::ledger::{Ledger, LedgerSnapshot};
+use crate::process_group::{GroupError, ProcessGroup, Solo};
 use crate::scheme::Exchange;
 use crate::transport::{DeviceAllReduce, Transport};
 
@@ -17,7 +18,14 @@ const MESH_TYPE_ID: u16 = 0x4859;
 
 struct MeshInner<D> {
     id: u16,
+    /// This process's ranks' devices, in rank order (all of them in a one-process mesh).
     ranks: Vec<D>,
+    /// The global rank of `ranks[0]`.
+    first: usize,
+    /// Ranks in the whole mesh, over every process (K).
+    size: usize,
+    /// The processes the mesh spans ([`Solo`] for one).
+    group: Arc<dyn ProcessGroup>,
     transport: Transport,
     ledger: Mutex<Ledger>,
     exchange: Mutex<Exchange>,
@@ -61,6 +69,19 @@ fn registry() -> MutexGuard<'static, Registry> {
 impl Registry {
     /// A mesh over `ranks` with a free id, registered; one lock held throughout.
     fn create<D: DeviceOps>(&mut self, ranks: Vec<D>, transport: Transport) -> MeshDevice<D> {
+        let size = ranks.len();
+        self.create_spanning(ranks, transport, Arc::new(Solo), 0, size)
+    }
+
+    /// A mesh of `size` ranks of which this process holds `ranks`, from global rank `first`.
+    fn create_spanning<D: DeviceOps>(
+        &mut self,
+        ranks: Vec<D>,
+        transport: Transport,
+        group: Arc<dyn ProcessGroup>,
+        first: usize,
+        size: usize,
+    ) -> MeshDevice<D> {
         assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
         let id =
             (0..=u16::MAX).map(|i| self.cursor.wrapping_add(i)).find(|id| !self.live.contains_key(id)).unwrap_or_else(
@@ -70,6 +91,9 @@ impl Registry {
         let inner = Arc::new(MeshInner {
             id,
             ranks,
+            first,
+            size,
+            group,
             transport,
             ledger: Mutex::new(Ledger::default()),
             exchange: Mutex::new(Exchange::default()),
@@ -113,17 +137,77 @@ impl<D: DeviceOps> MeshDevice<D> {
         Self::new(vec![device; k])
     }
 
-    /// Number of ranks (K).
+    /// A mesh spanning the processes of `group`: this process holds one rank per entry of
+    /// `local`, and every process the same number L, so the mesh has K = P x L ranks and
+    /// process p holds ranks p*L..(p+1)*L. A collective: every process of the group calls it
+    /// (in the same order as its other meshes). Fails, naming the counts, when the processes
+    /// hold different numbers of ranks, or when the group cannot exchange.
+    pub fn spanning(local: Vec<D>, transport: Transport, group: Arc<dyn ProcessGroup>) -> Result<Self, SpanError> {
+        let l = local.len();
+        let p = group.size();
+        let counts: Vec<usize> = if p == 1 {
+            vec![l]
+        } else {
+            let mine = (l as u64).to_le_bytes().to_vec();
+            let incoming = group.exchange(vec![mine; p]).map_err(SpanError::Group)?;
+            incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).collect()
+        };
+        if counts.iter().any(|&c| c != l) || l == 0 {
+            return Err(SpanError::UnequalRanks { counts });
+        }
+        let first = group.rank() * l;
+        Ok(registry().create_spanning(local, transport, group, first, p * l))
+    }
+
+    /// Number of ranks (K), over every process the mesh spans.
     pub fn size(&self) -> usize {
-        self.inner.ranks.len()
+        self.inner.size
     }
 
-    /// The inner device of rank `rank`.
+    /// The global ranks this process holds (all of them in a one-process mesh).
+    pub fn local_ranks(&self) -> std::ops::Range<usize> {
+        self.inner.first..self.inner.first + self.inner.ranks.len()
+    }
+
+    /// Whether global rank `rank` is one of this process's.
+    pub fn is_local(&self, rank: usize) -> bool {
+        self.local_ranks().contains(&rank)
+    }
+
+    /// The process that holds global rank `rank`.
+    pub fn process_of(&self, rank: usize) -> usize {
+        rank / self.inner.ranks.len()
+    }
+
+    /// The processes the mesh spans (1 unless made with [`MeshDevice::spanning`]).
+    pub fn processes(&self) -> usize {
+        self.inner.group.size()
+    }
+
+    /// This process's index among them.
+    pub fn process(&self) -> usize {
+        self.inner.group.rank()
+    }
+
+    /// The process group the mesh's collectives cross.
+    pub fn group(&self) -> &Arc<dyn ProcessGroup> {
+        &self.inner.group
+    }
+
+    /// The inner device of global rank `rank`, which must be one of this process's.
     pub fn rank_device(&self, rank: usize) -> &D {
-        &self.inner.ranks[rank]
+        match rank.checked_sub(self.inner.first).and_then(|i| self.inner.ranks.get(i)) {
+            Some(d) => d,
+            None => panic!(
+                "Hybrid: rank {rank} of a {}-rank mesh is not this process's (it holds ranks {:?}, {})",
+                self.size(),
+                self.local_ranks(),
+                self.inner.group.describe()
+            ),
+        }
     }
 
-    /// The inner devices in rank order.
+    /// This process's ranks' inner devices in rank order (every rank's in a one-process mesh).
     pub fn rank_devices(&self) -> &[D] {
         &self.inner.ranks
     }
@@ -224,6 +308,33 @@ impl<D: DeviceOps> MeshDevice<D> {
     }
 }
 
+/// Why [`MeshDevice::spanning`] could not make a mesh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpanError {
+    /// The processes hold different numbers of ranks (or none): `counts[p]` is process p's.
+    UnequalRanks {
+        /// Ranks per process, in process order.
+        counts: Vec<usize>,
+    },
+    /// The processes could not exchange their counts.
+    Group(GroupError),
+}
+
+impl std::fmt::Display for SpanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpanError::UnequalRanks { counts } => write!(
+                f,
+                "every process of a mesh must hold the same number of ranks (at least one); got {} (ranks per process, in process order)",
+                counts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+            SpanError::Group(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SpanError {}
+
 /// Ends a ledger phase when dropped.
 pub struct PhaseGuard<D: DeviceOps> {
     mesh: MeshDevice<D>,
@@ -254,6 +365,15 @@ impl<D: std::fmt::Debug> std::fmt::Debug for MeshDevice<D> {
     /// it stands for that device in a single-device run.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.inner.ranks.as_slice() {
+            ranks if self.inner.group.size() > 1 => write!(
+                f,
+                "Mesh#{}[ranks {}..{} of {} on {}: {ranks:?}]",
+                self.inner.id,
+                self.inner.first,
+                self.inner.first + ranks.len(),
+                self.inner.size,
+                self.inner.group.describe(),
+            ),
             [one] => write!(f, "{one:?}, 1-rank mesh #{}", self.inner.id),
             ranks => write!(f, "Mesh#{}{ranks:?}", self.inner.id),
         }

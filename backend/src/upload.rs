@@ -57,7 +57,14 @@ fn upload<B: Backend, K: ShardKind<B>>(
 ) -> DTensor<B, K> {
     let (shape, dtype) = (data.shape.clone(), data.dtype);
     let (placement, pieces) = pieces(data, placement, mesh.size());
-    let shards = pieces.into_iter().enumerate().map(|(r, p)| make(p, mesh.rank_device(r))).collect();
+    // Only this process's ranks' pieces are uploaded.
+    let local = mesh.local_ranks();
+    let shards = pieces
+        .into_iter()
+        .enumerate()
+        .filter(|(r, _)| local.contains(r))
+        .map(|(r, p)| make(p, mesh.rank_device(r)))
+        .collect();
     DTensor::from_parts(mesh.clone(), shape, dtype, placement, shards)
 }
 

@@ -81,7 +81,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
             (ins.next().flatten().unwrap(), ins.next().flatten().unwrap(), ins.next().flatten().unwrap());
         let (mask, bias) = (ins.next().flatten(), ins.next().flatten());
         let mesh = x.mesh.clone();
-        let shards = (0..mesh.size())
+        let shards = (0..x.shards.len())
             .map(|r| {
                 B::deform_conv2d(
                     x.shards[r].clone(),
@@ -114,7 +114,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let (x, offset, weight, grad) = (next().unwrap(), next().unwrap(), next().unwrap(), next().unwrap());
         let (mask, bias) = (next(), next());
         let mesh = x.mesh.clone();
-        let parts: Vec<_> = (0..mesh.size())
+        let parts: Vec<_> = (0..x.shards.len())
             .map(|r| {
                 B::deform_conv2d_backward(
                     x.shards[r].clone(),
@@ -269,7 +269,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let (q, k, v, attn_bias) = (next().unwrap(), next().unwrap(), next().unwrap(), next());
         let mask = gathered_all::<B, BoolKind>(op, vec![mask]).pop().flatten();
         let mesh = q.mesh.clone();
-        let shards = (0..mesh.size())
+        let shards = (0..q.shards.len())
             .map(|r| {
                 B::attention(
                     q.shards[r].clone(),

@@ -11,6 +11,7 @@ mod lifetimes;
 mod max_pool;
 mod meta_mesh;
 mod placements;
+mod processes;
 mod properties;
 mod redistribute_grad;
 mod rule_table;

@@ -1,0 +1,212 @@
+//! A mesh spanning processes (here P threads of one process through `ThreadedGroup`, the same
+//! collectives and pieces as real processes) equals the same mesh inside one process: every
+//! redistribution of float, int and bool tensors gives the same values bit for bit on every
+//! process, the processes' ledgers sum to the one-process ledger entry by entry, and the bytes
+//! that cross processes are the analytic share; a training step (data-parallel convolution,
+//! column-split matmul under each exchange scheme) gives the same output and gradients.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use burn::backend::flex::FlexDevice;
+use burn::backend::{Autodiff, Flex};
+use burn::prelude::*;
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Bool, Int, TensorData};
+use owt_hybrid::{
+    partial_from_summands, Distributed, Exchange, Hybrid, LedgerSnapshot, MeshDevice, Placement, SpanError,
+    ThreadedGroup, Transport,
+};
+
+type H = Hybrid<Flex>;
+type AH = Autodiff<H>;
+type Mesh = MeshDevice<FlexDevice>;
+
+/// `body(mesh)` on P threaded processes of L ranks each (one mesh of P x L ranks), results in
+/// process order.
+fn across<T: Send>(processes: usize, local: usize, body: impl Fn(&Mesh) -> T + Sync) -> Vec<T> {
+    ThreadedGroup::run(processes, |group| {
+        let mesh = MeshDevice::spanning(vec![FlexDevice; local], Transport::HostStaged, Arc::new(group))
+            .expect("every process holds the same number of ranks");
+        body(&mesh)
+    })
+}
+
+/// (bytes, messages) per (phase, collective).
+fn entries(s: &LedgerSnapshot) -> BTreeMap<(String, String), (u64, u64)> {
+    s.traffic.iter().map(|(k, t)| (k.clone(), (t.bytes, t.messages))).collect()
+}
+
+/// The processes' ledgers added entry by entry.
+fn summed(snapshots: &[LedgerSnapshot]) -> BTreeMap<(String, String), (u64, u64)> {
+    let mut sum = BTreeMap::new();
+    for s in snapshots {
+        for (k, (b, m)) in entries(s) {
+            let e = sum.entry(k).or_insert((0, 0));
+            e.0 += b;
+            e.1 += m;
+        }
+    }
+    sum
+}
+
+fn floats() -> TensorData {
+    TensorData::new((0..30).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect::<Vec<_>>(), [6, 5])
+}
+
+fn ints() -> TensorData {
+    TensorData::new((0..30i64).map(|i| (i * 7) % 11 - 4).collect::<Vec<_>>(), [6, 5])
+}
+
+fn bools() -> TensorData {
+    TensorData::new((0..30).map(|i| (i * 5) % 3 == 0).collect::<Vec<_>>(), [6, 5])
+}
+
+const MOVES: [(Placement, Placement); 5] = [
+    (Placement::Shard(0), Placement::Replicate),
+    (Placement::Shard(1), Placement::Replicate),
+    (Placement::Shard(0), Placement::Shard(1)),
+    (Placement::Replicate, Placement::Shard(0)),
+    (Placement::Shard(1), Placement::Shard(0)),
+];
+
+/// Every move of each kind, then the value read back; what each step recorded.
+fn moves_of_every_kind(mesh: &Mesh) -> (Vec<TensorData>, LedgerSnapshot) {
+    mesh.reset_ledger();
+    let mut values = Vec::new();
+    for (from, to) in MOVES {
+        let f = Tensor::<H, 2>::from_data(floats(), mesh).distribute(from).distribute(to);
+        let i = Tensor::<H, 2, Int>::from_data(ints(), mesh).distribute(from).distribute(to);
+        let b = Tensor::<H, 2, Bool>::from_data(bools(), mesh).distribute(from).distribute(to);
+        assert_eq!(f.placement(), i.placement());
+        assert_eq!(f.placement(), b.placement());
+        values.extend([f.into_data(), i.into_data(), b.into_data()]);
+    }
+    // Pending sums whose summands differ: all-reduce (ring), reduce-scatter, and the
+    // all-reduce of a tensor with fewer elements than ranks (every summand whole).
+    let k = mesh.size();
+    let summands = |shape: [usize; 2]| -> Vec<TensorData> {
+        (0..k)
+            .map(|r| {
+                let n = shape[0] * shape[1];
+                TensorData::new((0..n).map(|i| ((i * 13 + r * 29) % 17) as f32 / 3.0 - 2.5).collect::<Vec<_>>(), shape)
+            })
+            .collect()
+    };
+    let p = partial_from_summands::<Flex, 2>(summands([6, 5]), mesh);
+    values.push(p.clone().distribute(Placement::Replicate).into_data());
+    values.push(p.distribute(Placement::Shard(1)).into_data());
+    values.push(partial_from_summands::<Flex, 2>(summands([1, 1]), mesh).distribute(Placement::Replicate).into_data());
+    (values, mesh.ledger_snapshot())
+}
+
+#[test]
+fn redistributions_across_processes_equal_one_process_bit_for_bit_and_in_the_ledger() {
+    for (processes, local) in [(2, 1), (2, 2), (4, 1), (3, 1)] {
+        let k = processes * local;
+        let (want, one) = moves_of_every_kind(&MeshDevice::virtual_ranks(FlexDevice, k));
+        assert_eq!(one.total().cross_process_bytes, 0, "nothing crosses inside one process");
+        let got = across(processes, local, moves_of_every_kind);
+        for (p, (values, _)) in got.iter().enumerate() {
+            assert_eq!(values.len(), want.len());
+            for (i, (a, b)) in values.iter().zip(&want).enumerate() {
+                assert_eq!(a, b, "{processes} x {local}: value {i} on process {p}");
+            }
+        }
+        let ledgers: Vec<LedgerSnapshot> = got.into_iter().map(|(_, l)| l).collect();
+        assert_eq!(summed(&ledgers), entries(&one), "{processes} x {local}: ledgers summed over processes");
+        let cross: u64 = ledgers.iter().map(|l| l.total().cross_process_bytes).sum();
+        // With one rank per process every transfer crosses; with more, some stay inside.
+        let total = one.total().bytes;
+        assert!(cross > 0 && (cross < total || local == 1) && cross <= total, "{processes} x {local}: {cross} of {total} bytes crossed");
+    }
+}
+
+#[test]
+fn an_all_gather_sends_across_processes_exactly_the_pieces_of_the_other_processes_ranks() {
+    // [6, 5] f32 on 2 processes x 2 ranks, sharded by rows 2, 2, 1, 1: each piece goes to the
+    // three other ranks, two of them on the other process.
+    let ledgers = across(2, 2, |mesh| {
+        let t = Tensor::<H, 2>::from_data(floats(), mesh).distribute(Placement::Shard(0));
+        mesh.reset_ledger();
+        let _ = t.distribute(Placement::Replicate);
+        mesh.ledger_snapshot().by_collective(owt_hybrid::collectives::names::ALL_GATHER)
+    });
+    let row = 5 * 4;
+    assert_eq!(ledgers[0].bytes, (2 + 2) * row * 3, "process 0 sends its two pieces to three ranks each");
+    assert_eq!(ledgers[0].cross_process_bytes, (2 + 2) * row * 2);
+    assert_eq!(ledgers[1].bytes, (1 + 1) * row * 3);
+    assert_eq!(ledgers[1].cross_process_bytes, (1 + 1) * row * 2);
+    assert_eq!((ledgers[0].cross_process_messages, ledgers[1].cross_process_messages), (4, 4));
+    assert_eq!(ledgers[0].bytes + ledgers[1].bytes, 6 * row * 3, "the one-process all-gather's volume");
+}
+
+/// One training step: a data-parallel convolution (batch-sharded input, replicated kernel),
+/// then a matmul against a column-split weight under `scheme`; the output and both gradients.
+fn step(mesh: &Mesh, scheme: Exchange) -> (Vec<TensorData>, LedgerSnapshot) {
+    mesh.set_exchange(scheme);
+    mesh.reset_ledger();
+    let n = 8;
+    let images = TensorData::new((0..n * 2 * 36).map(|i| ((i * 31 % 19) as f32 - 9.0) / 5.0).collect::<Vec<_>>(), [
+        n, 2, 6, 6,
+    ]);
+    let kernel = TensorData::new((0..3 * 2 * 9).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect::<Vec<_>>(), [
+        3, 2, 3, 3,
+    ]);
+    let fc = TensorData::new((0..48 * 8).map(|i| ((i * 11 % 29) as f32 - 14.0) / 40.0).collect::<Vec<_>>(), [48, 8]);
+    let x = Tensor::<AH, 4>::from_data(images, mesh).distribute(Placement::Shard(0));
+    let wc = Tensor::<AH, 4>::from_data(kernel, mesh).require_grad();
+    let wf = Tensor::<AH, 2>::from_data(fc, mesh).require_grad().distribute(Placement::Shard(1));
+    let h = burn::tensor::activation::relu(conv2d(x, wc.clone(), None, ConvOptions::new([1, 1], [0, 0], [1, 1], 1)));
+    let y = h.reshape([n, 48]).matmul(wf.clone());
+    let loss = (y.clone() * y.clone()).sum();
+    let grads = loss.backward();
+    let gc = wc.grad(&grads).expect("a kernel gradient");
+    let gf = wf.grad(&grads).expect("an FC gradient");
+    let values = vec![y.into_data(), gc.into_data(), gf.into_data()];
+    (values, mesh.ledger_snapshot())
+}
+
+#[test]
+fn a_training_step_across_processes_equals_one_process_under_every_scheme() {
+    for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
+        for (processes, local) in [(2, 1), (2, 2), (4, 1)] {
+            let k = processes * local;
+            let (want, one) = step(&MeshDevice::virtual_ranks(FlexDevice, k), scheme);
+            let got = across(processes, local, |mesh| step(mesh, scheme));
+            for (p, (values, _)) in got.iter().enumerate() {
+                for (i, (a, b)) in values.iter().zip(&want).enumerate() {
+                    assert_eq!(a, b, "{scheme:?}, {processes} x {local}: output/gradient {i} on process {p}");
+                }
+            }
+            let ledgers: Vec<LedgerSnapshot> = got.into_iter().map(|(_, l)| l).collect();
+            assert_eq!(summed(&ledgers), entries(&one), "{scheme:?}, {processes} x {local}: ledgers summed");
+        }
+    }
+}
+
+#[test]
+fn processes_holding_different_numbers_of_ranks_refuse_the_mesh_naming_the_counts() {
+    let outcomes = ThreadedGroup::run(2, |group| {
+        let local = 1 + owt_hybrid::ProcessGroup::rank(&group);
+        MeshDevice::spanning(vec![FlexDevice; local], Transport::HostStaged, Arc::new(group)).map(|m| m.size())
+    });
+    for outcome in outcomes {
+        let err = outcome.expect_err("unequal ranks per process");
+        assert_eq!(err, SpanError::UnequalRanks { counts: vec![1, 2] });
+        assert!(err.to_string().contains("got 1, 2"), "{err}");
+    }
+}
+
+#[test]
+fn each_process_holds_and_uploads_only_its_own_ranks_pieces() {
+    use owt_hybrid::Upload;
+    let shapes = across(2, 2, |mesh| {
+        assert_eq!(mesh.size(), 4);
+        let batch = Tensor::<H, 2>::upload(floats(), Placement::Shard(0), mesh, None);
+        (mesh.local_ranks(), batch.local_shapes())
+    });
+    assert_eq!(shapes[0], (0..2, vec![vec![2, 5], vec![2, 5]]));
+    assert_eq!(shapes[1], (2..4, vec![vec![1, 5], vec![1, 5]]));
+}
