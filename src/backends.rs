@@ -8,6 +8,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use owt_hybrid::{Hybrid, MeshDevice, RuntimeCapabilities, Transport};
 
 use crate::error::OwtError;
+use crate::processes::Processes;
 
 /// The compute backends `owt` can run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
@@ -49,20 +50,43 @@ pub trait MeshJob {
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError>;
 }
 
-/// How many ranks a mesh has and whether they share one device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How many ranks a mesh has on this process, whether they share one device, and the
+/// processes of the job (the mesh spans them all: K = P x `ranks`).
+#[derive(Debug, Clone)]
 pub struct MeshRequest {
-    /// Ranks (K).
+    /// Ranks on this process (L; the mesh's K when the job is one process).
     pub ranks: usize,
-    /// Every rank on the first device (always so on Flex): K virtual ranks of one GPU.
+    /// Every rank on the first device (always so on Flex): L virtual ranks of one GPU.
     pub virtual_ranks: bool,
+    /// The job's processes.
+    pub processes: Processes,
+}
+
+impl MeshRequest {
+    /// `ranks` ranks in a job of one process.
+    pub fn local(ranks: usize, virtual_ranks: bool) -> Self {
+        Self { ranks, virtual_ranks, processes: Processes::solo() }
+    }
+
+    /// Ranks of the whole mesh (K = P x L).
+    pub fn mesh_ranks(&self) -> usize {
+        self.ranks * self.processes.count()
+    }
 }
 
 /// The mesh over `devices` of a runtime with `caps`: pieces go device to device where the
-/// runtime can move them itself, else through the host (the one place this is decided).
-pub fn mesh_over<D: burn::tensor::backend::DeviceOps>(caps: RuntimeCapabilities, devices: Vec<D>) -> MeshDevice<D> {
+/// runtime can move them itself, else through the host (the one place this is decided). In a
+/// job of several processes, `devices` are this process's ranks of one mesh spanning them.
+pub fn mesh_over<D: burn::tensor::backend::DeviceOps>(
+    caps: RuntimeCapabilities,
+    devices: Vec<D>,
+    processes: &Processes,
+) -> Result<MeshDevice<D>, OwtError> {
     let transport = Transport::choose(caps, &devices);
-    MeshDevice::with_transport(devices, transport)
+    if processes.count() == 1 {
+        return Ok(MeshDevice::with_transport(devices, transport));
+    }
+    MeshDevice::spanning(devices, transport, processes.group()).map_err(|e| OwtError::input(e.to_string()))
 }
 
 /// Runs `job` on a mesh of `request.ranks` ranks of `kind`: with Flex, virtual ranks on the
@@ -76,7 +100,10 @@ pub fn run_on_mesh<J: MeshJob>(kind: BackendKind, request: MeshRequest, job: J) 
         return Err(OwtError::input("--devices must be at least 1, got 0"));
     }
     match kind {
-        BackendKind::Flex => job.run::<Flex>(MeshDevice::virtual_ranks(Default::default(), request.ranks)),
+        BackendKind::Flex => {
+            let cpu = vec![Default::default(); request.ranks];
+            job.run::<Flex>(mesh_over(RuntimeCapabilities::default(), cpu, &request.processes)?)
+        }
         BackendKind::Wgpu => mesh_wgpu(request, job),
         BackendKind::Cuda => mesh_cuda(request, job),
     }
@@ -151,7 +178,7 @@ mod wgpu_backend {
         let devices = (0..request.ranks)
             .map(|r| if r == 1 && !request.virtual_ranks { WgpuDevice::Cpu } else { WgpuDevice::DefaultDevice })
             .collect::<Vec<_>>();
-        job.run::<Plain>(mesh_over(capabilities(), devices))
+        job.run::<Plain>(mesh_over(capabilities(), devices, &request.processes)?)
     }
 
     pub fn single<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
@@ -224,14 +251,17 @@ mod cuda_backend {
     }
 
     pub fn mesh<J: MeshJob>(request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
+        // A process takes the GPUs of its place on the node: local rank i, L ranks, GPUs
+        // i*L..(i+1)*L (or GPU i*L alone for virtual ranks).
+        let first = request.processes.local_rank() * request.ranks;
         let devices: Vec<CudaDevice> = (0..request.ranks)
-            .map(|index| CudaDevice { index: if request.virtual_ranks { 0 } else { index } })
+            .map(|index| CudaDevice { index: first + if request.virtual_ranks { 0 } else { index } })
             .collect();
         let caps = capabilities();
         let on_devices = Transport::device_all_reduce(caps, &devices);
         usable::<Plain>(&devices, Transport::choose(caps, &devices) == Transport::DeviceToDevice)?;
-        let mesh = mesh_over(caps, devices);
-        if on_devices {
+        let mesh = mesh_over(caps, devices, &request.processes)?;
+        if on_devices && request.processes.count() == 1 {
             mesh.set_device_all_reduce::<Plain>(Arc::new(crate::nccl::NcclAllReduce));
         }
         job.run::<Plain>(mesh)

@@ -22,6 +22,24 @@ pub fn now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// A debug build's fault inside a training loop, for the tests of jobs that lose a process:
+/// `OWT_FAULT=sigkill:PROCESS:EPOCH:STEP` kills (SIGKILL, no clean-up) process PROCESS of the
+/// job when it reaches step STEP (0-based) of epoch EPOCH (1-based). Release builds ignore it.
+pub fn step_fault(process: usize, epoch: usize, step: usize) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let Ok(fault) = std::env::var("OWT_FAULT") else { return };
+    let Some(spec) = fault.strip_prefix("sigkill:") else { return };
+    let at: Vec<usize> = spec.split(':').filter_map(|n| n.parse().ok()).collect();
+    if at == [process, epoch, step] {
+        // SAFETY: kill(2) on this process's own pid; nothing is borrowed.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
 /// The faults a debug build injects when `OWT_FAULT` names one, so tests can provoke the
 /// internal errors user input no longer reaches and check that the process still exits.
 /// Release builds ignore the variable.

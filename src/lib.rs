@@ -19,6 +19,7 @@ pub mod kernel_cache;
 pub mod nccl;
 pub mod panics;
 pub mod parallel;
+pub mod processes;
 pub mod report;
 pub mod train;
 

@@ -13,7 +13,11 @@ fn main() {
     std::panic::set_hook(Box::new(|info| {
         let msg = owt::panics::clean(&owt::panics::payload_text(info.payload()));
         let at = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
-        eprintln!("error: internal: {}{at}", msg.as_deref().unwrap_or(owt::panics::NO_CAUSE));
+        eprintln!(
+            "error: {}internal: {}{at}",
+            owt::processes::prefix(),
+            msg.as_deref().unwrap_or(owt::panics::NO_CAUSE)
+        );
     }));
     let cli = match owt::cli::Cli::try_parse() {
         Ok(cli) => cli,
@@ -27,9 +31,14 @@ fn main() {
         owt::cli::run(cli)
     });
     let code = match outcome {
-        Ok(Ok(())) => 0,
+        Ok(Ok(())) => {
+            // Every process of an MPI job ends MPI together; a failed one leaves without, so
+            // the launcher ends the whole job instead of the others waiting for it.
+            owt::processes::finish();
+            0
+        }
         Ok(Err(e)) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}{e}", owt::processes::prefix());
             1
         }
         // The hook has said why.

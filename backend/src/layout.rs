@@ -137,6 +137,17 @@ pub trait StepLayout<B: AutodiffBackend> {
 
     /// Clears the record of what moved.
     fn reset_traffic(&self);
+
+    /// Whether this process prints progress and writes results: process 0 of a mesh spanning
+    /// processes; always on one process.
+    fn primary(&self) -> bool {
+        true
+    }
+
+    /// This process's index among the processes the layout spans (0 on one process).
+    fn process(&self) -> usize {
+        0
+    }
 }
 
 /// Everything on one device of an autodiff backend.
@@ -291,11 +302,21 @@ impl<IB: Backend> StepLayout<AH<IB>> for MeshLayout<IB> {
         sync_gradients(module, GradientsParams::from_grads(grads, module), &self.mesh)
     }
 
+    /// The whole mesh's traffic: every process's ledger summed (a collective across
+    /// processes).
     fn traffic(&self) -> Option<LedgerSnapshot> {
-        Some(self.mesh.ledger_snapshot())
+        Some(self.mesh.job_ledger_snapshot())
     }
 
     fn reset_traffic(&self) {
         self.mesh.reset_ledger()
+    }
+
+    fn primary(&self) -> bool {
+        self.mesh.process() == 0
+    }
+
+    fn process(&self) -> usize {
+        self.mesh.process()
     }
 }

@@ -93,6 +93,44 @@ impl LedgerSnapshot {
     pub fn total_empty_ops(&self) -> u64 {
         self.empty_ops.values().sum()
     }
+
+    /// Adds `other`'s entries to this one's (the processes of one mesh: see
+    /// [`crate::MeshDevice::job_ledger_snapshot`]).
+    pub fn add(&mut self, other: &LedgerSnapshot) {
+        for (k, t) in &other.traffic {
+            *self.traffic.entry(k.clone()).or_default() += *t;
+        }
+        for (k, n) in &other.fallbacks {
+            *self.fallbacks.entry(k.clone()).or_default() += n;
+        }
+        for (k, n) in &other.empty_ops {
+            *self.empty_ops.entry(k.clone()).or_default() += n;
+        }
+    }
+
+    /// The snapshot as bytes, for sending it to another process.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let traffic: Vec<(&(String, String), [u64; 4])> = self
+            .traffic
+            .iter()
+            .map(|(k, t)| (k, [t.bytes, t.messages, t.cross_process_bytes, t.cross_process_messages]))
+            .collect();
+        serde_json::to_vec(&(traffic, &self.fallbacks, &self.empty_ops)).expect("a ledger serialises")
+    }
+
+    /// A snapshot sent by [`LedgerSnapshot::to_bytes`].
+    pub(crate) fn from_bytes(bytes: &[u8]) -> LedgerSnapshot {
+        type Wire = (Vec<((String, String), [u64; 4])>, BTreeMap<String, u64>, BTreeMap<String, u64>);
+        let (traffic, fallbacks, empty_ops): Wire =
+            serde_json::from_slice(bytes).expect("Hybrid: another process sent a ledger that does not parse");
+        let traffic = traffic
+            .into_iter()
+            .map(|(k, [b, m, cb, cm])| {
+                (k, Traffic { bytes: b, messages: m, cross_process_bytes: cb, cross_process_messages: cm })
+            })
+            .collect();
+        LedgerSnapshot { traffic, fallbacks, empty_ops }
+    }
 }
 
 /// The mutable ledger a mesh owns.

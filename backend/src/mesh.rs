@@ -247,6 +247,28 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.ledger().snapshot()
     }
 
+    /// What has moved between the ranks of the whole mesh since the last reset: every
+    /// process's ledger (each records what its own ranks sent), summed. A collective when the
+    /// mesh spans processes (every process calls it); the same as
+    /// [`MeshDevice::ledger_snapshot`] inside one.
+    pub fn job_ledger_snapshot(&self) -> LedgerSnapshot {
+        let mine = self.ledger_snapshot();
+        let p = self.processes();
+        if p == 1 {
+            return mine;
+        }
+        let incoming = self
+            .inner
+            .group
+            .exchange(vec![mine.to_bytes(); p])
+            .unwrap_or_else(|e| panic!("Hybrid: {e} ({}, gathering the ledgers)", self.inner.group.describe()));
+        let mut sum = LedgerSnapshot::default();
+        for bytes in incoming {
+            sum.add(&LedgerSnapshot::from_bytes(&bytes));
+        }
+        sum
+    }
+
     /// Clears the ledger.
     pub fn reset_ledger(&self) {
         self.ledger().reset()

@@ -377,12 +377,12 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     if args.compare_schemes {
         let mut reports = Vec::new();
         for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
-            reports.push(run_on_mesh(args.backend, args.parallel.request(), BenchJob { args, scheme })?);
+            reports.push(run_on_mesh(args.backend, args.parallel.request(&crate::processes::Processes::solo()), BenchJob { args, scheme })?);
         }
         return print_report(&reports, args.json, || scheme_table(&reports));
     }
     let report = if args.parallel.on_mesh() {
-        run_on_mesh(args.backend, args.parallel.request(), job)?
+        run_on_mesh(args.backend, args.parallel.request(&crate::processes::Processes::solo()), job)?
     } else {
         run_on(args.backend, !args.no_fusion, job)?
     };

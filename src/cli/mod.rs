@@ -138,9 +138,25 @@ impl ParallelArgs {
         self.plan.unwrap_or(PlanKind::WeirdTrick)
     }
 
-    /// The mesh these flags ask for.
-    pub fn request(&self) -> MeshRequest {
-        MeshRequest { ranks: self.devices, virtual_ranks: self.virtual_ranks }
+    /// The mesh these flags ask for, spanning the job's `processes` (`--devices` ranks each).
+    pub fn request(&self, processes: &crate::processes::Processes) -> MeshRequest {
+        MeshRequest { processes: processes.clone(), ..MeshRequest::local(self.devices, self.virtual_ranks) }
+    }
+
+    /// Whether a job of `processes` runs on a mesh: always when it spans several.
+    pub fn on_mesh_of(&self, processes: &crate::processes::Processes) -> bool {
+        self.on_mesh() || processes.count() > 1
+    }
+
+    /// What these flags set, for comparing the processes of a job.
+    pub fn settings(&self) -> serde_json::Value {
+        serde_json::json!({
+            "devices": self.devices,
+            "virtual_ranks": self.virtual_ranks,
+            "plan": self.plan.map(|p| p.name()),
+            "scheme": self.scheme.letter().to_string(),
+            "fc_update": self.fc_update.name(),
+        })
     }
 }
 

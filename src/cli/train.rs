@@ -131,7 +131,9 @@ impl TrainJob<'_> {
 
     fn train<B: AutodiffBackend, L: StepLayout<B>>(self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
         let splits = self.splits()?;
-        eprintln!(
+        let primary = layout.primary();
+        if primary {
+            eprintln!(
             "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
             self.config.model.architecture()?.name,
             self.args.dataset,
@@ -143,11 +145,12 @@ impl TrainJob<'_> {
             self.config.batch,
             self.config.describe_lr(),
             self.config.fc_update.name()
-        );
+            );
+        }
         let opts = RunOptions {
             resume: self.args.resume,
             overwrite: self.args.overwrite,
-            verbose: true,
+            verbose: primary,
             read_every: self.args.read_every,
             ..RunOptions::new(&self.args.out)
         };
@@ -195,8 +198,28 @@ pub fn check_memory(config: &TrainConfig, backend: BackendKind) -> Result<(), Ow
     crate::train::budget::check_fits(&arch, config.batch, estimate, available)
 }
 
-/// Trains and reports where results went.
+impl TrainArgs {
+    /// What shapes the run, for comparing the processes of a job: the config and every flag
+    /// that decides what is computed or where it is written.
+    pub fn settings(&self) -> serde_json::Value {
+        serde_json::json!({
+            "config": self.config(),
+            "parallel": self.parallel.settings(),
+            "backend": self.backend.name(),
+            "data": self.data,
+            "out": self.out,
+            "resume": self.resume,
+            "overwrite": self.overwrite,
+            "read_every": self.read_every,
+        })
+    }
+}
+
+/// Trains and reports where results went. In a job of several processes (mpirun), every
+/// process runs this with the same flags; process 0 alone prints and writes `--out`.
 pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
+    let processes = crate::processes::Processes::join()?;
+    processes.check_same(&args.settings())?;
     let config = args.config();
     config.validate()?;
     let arch = config.model.architecture()?;
@@ -207,22 +230,23 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         (false, false) => Existing::Refuse,
     };
     // Held to the end: no other writer may start on this directory while this run writes.
-    let _run_dir = run_dir::prepare(&args.out, existing, "train")?;
+    // Process 0 alone writes it.
+    let _run_dir = if processes.primary() { Some(run_dir::prepare(&args.out, existing, "train")?) } else { None };
     if args.resume {
         // Refuse a resume that would not continue the same run before anything starts.
         // The whole checkpoint is read and its checksums verified, so damage is found now.
         crate::train::Checkpoint::load(&args.out)?.state.check_resume(&config)?;
     }
     check_memory(&config, args.backend)?;
-    let metrics = if args.parallel.on_mesh() {
+    let metrics = if args.parallel.on_mesh_of(&processes) {
+        let request = args.parallel.request(&processes);
         // Refuse an impossible plan before any data is read or backend started.
-        crate::parallel::check_run(&args.parallel.plan().plan(), &arch, args.parallel.devices, config.batch)?;
-        let request = args.parallel.request();
+        crate::parallel::check_run(&args.parallel.plan().plan(), &arch, request.mesh_ranks(), config.batch)?;
         run_on_mesh(args.backend, request, TrainJob { args, config })?
     } else {
         run_on(args.backend, true, TrainJob { args, config })?
     };
-    if let Some(last) = metrics.last() {
+    if let Some(last) = metrics.last().filter(|_| processes.primary()) {
         println!(
             "final test accuracy {:.2}% after {} epochs; metrics and checkpoint in {}",
             100.0 * last.test_accuracy,

@@ -9,7 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Record, Recorder};
+use burn::module::{Module, ModuleVisitor, ParamId};
+use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, PrecisionSettings, Record, Recorder};
 use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};
 
@@ -115,6 +116,45 @@ pub fn record_to_bytes<B: Backend, R: Record<B>>(record: R) -> Result<Vec<u8>, O
 pub fn record_from_bytes<B: Backend, R: Record<B>>(bytes: &[u8], device: &B::Device) -> Result<R, OwtError> {
     Recorder::<B>::load(&recorder(), bytes.to_vec(), device)
         .map_err(|e| OwtError::checkpoint(format!("cannot decode record: {e}")))
+}
+
+/// A per-parameter record (an optimizer's state) whose entries are read in the module's
+/// parameter order, and written as a map sorted by parameter id. Reading a sharded tensor of a
+/// mesh that spans processes is a collective: every process must read the same tensor at the
+/// same time, and an optimizer record is a hash map whose order differs from process to
+/// process. Loads as the optimizer's own record (the same map).
+pub struct InParameterOrder<T>(pub Vec<(ParamId, T)>);
+
+impl<T> InParameterOrder<T> {
+    /// `record`'s entries in the order of `module`'s parameters (entries of other ids last,
+    /// by id).
+    pub fn new<B: Backend, M: Module<B>>(record: impl IntoIterator<Item = (ParamId, T)>, module: &M) -> Self {
+        struct Ids(Vec<ParamId>);
+        impl<B: Backend> ModuleVisitor<B> for Ids {
+            fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<B, D>>) {
+                self.0.push(param.id);
+            }
+        }
+        let mut ids = Ids(Vec::new());
+        module.visit(&mut ids);
+        let position: std::collections::HashMap<ParamId, usize> =
+            ids.0.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
+        let mut entries: Vec<(ParamId, T)> = record.into_iter().collect();
+        entries.sort_by_key(|(id, _)| (position.get(id).copied().unwrap_or(usize::MAX), *id));
+        Self(entries)
+    }
+}
+
+impl<B: Backend, T: Record<B>> Record<B> for InParameterOrder<T> {
+    type Item<S: PrecisionSettings> = std::collections::BTreeMap<String, T::Item<S>>;
+
+    fn into_item<S: PrecisionSettings>(self) -> Self::Item<S> {
+        self.0.into_iter().map(|(id, record)| (id.serialize(), record.into_item())).collect()
+    }
+
+    fn from_item<S: PrecisionSettings>(item: Self::Item<S>, device: &B::Device) -> Self {
+        Self(item.into_iter().map(|(id, item)| (ParamId::deserialize(&id), T::from_item(item, device))).collect())
+    }
 }
 
 impl Checkpoint {

@@ -61,6 +61,10 @@ pub struct Communication {
     /// Absent in runs from before it was recorded.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_phase: BTreeMap<String, TrafficPerStep>,
+    /// Of `bytes_per_step`, those that crossed between processes (a mesh spanning processes;
+    /// absent inside one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_process_bytes_per_step: Option<f64>,
     /// Ops that had no placement rule and ran gathered, with their counts over the epoch.
     pub fallbacks: BTreeMap<String, u64>,
     /// Tensors made with a zero-element piece on some rank, by kind, placement and shape,
@@ -97,6 +101,7 @@ impl Communication {
             steps,
             bytes_per_step: per(total.bytes),
             messages_per_step: per(total.messages),
+            cross_process_bytes_per_step: (total.cross_process_bytes > 0).then(|| per(total.cross_process_bytes)),
             by_collective,
             by_phase,
             fallbacks: ledger.fallbacks.clone(),
@@ -121,7 +126,13 @@ impl EpochMetrics {
         ) + &self
             .communication
             .as_ref()
-            .map(|c| format!(", {:.0} bytes / {:.0} messages per step between ranks", c.bytes_per_step, c.messages_per_step))
+            .map(|c| {
+                let across = c
+                    .cross_process_bytes_per_step
+                    .map(|b| format!(" ({b:.0} bytes across processes)"))
+                    .unwrap_or_default();
+                format!(", {:.0} bytes / {:.0} messages per step between ranks{across}", c.bytes_per_step, c.messages_per_step)
+            })
             .unwrap_or_default()
     }
 }

@@ -9,7 +9,8 @@ use std::time::Instant;
 use burn::module::{AutodiffModule, Module};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{Optimizer, SgdConfig};
+use burn::optim::adaptor::OptimizerAdaptor;
+use burn::optim::{Optimizer, Sgd, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rand::rngs::StdRng;
@@ -23,7 +24,7 @@ use crate::data::{Batch, ImageSource, Splits};
 use crate::error::OwtError;
 use crate::parallel::check_run;
 use crate::train::atomic::write_atomic;
-use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState};
+use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState, InParameterOrder};
 use crate::train::config::TrainConfig;
 use crate::train::input::{batch_tensors, upload_batch, upload_eval, Prefetch, Tally, TallyValues};
 use crate::train::metrics::{Communication, EpochMetrics};
@@ -170,8 +171,12 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         (false, true) => Existing::Overwrite,
         (false, false) => Existing::Refuse,
     };
+    // Process 0 of a mesh spanning processes alone prints and writes; every process computes
+    // (gathering the checkpoint's tensors is a collective) and reads the checkpoint it resumes.
+    let primary = layout.primary();
+    let verbose = opts.verbose && primary;
     // Held to the end: no other writer may start on this directory while this run writes.
-    let _run_dir = run_dir::prepare(opts.out, existing, "train")?;
+    let _run_dir = if primary { Some(run_dir::prepare(opts.out, existing, "train")?) } else { None };
     let [c, h, w] = splits.train.image_dims();
     arch.check_input([0, c, h, w])?;
     check_classes(splits.train.classes(), &arch, &format!("pass --classes {}", splits.train.classes()))?;
@@ -197,7 +202,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         start_epoch = ckpt.state.epochs_done;
         metrics = ckpt.state.metrics;
         imported_from = ckpt.state.imported_from;
-        if opts.verbose {
+        if verbose {
             match (&imported_from, start_epoch) {
                 (Some(origin), 0) => eprintln!("starting from the weights imported from {origin}"),
                 _ => eprintln!("resuming after epoch {start_epoch} of {}", config.epochs),
@@ -214,7 +219,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         B::seed(device, draws.seed);
         let (order, rng) = draws.order(train_set.len());
         let total = order.len();
-        let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, opts.verbose);
+        let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, verbose);
         let mut batches = Prefetch::start(train_set.clone(), order, config.batch, true, rng, PREFETCH);
         let mut tally = Tally::<B::InnerBackend>::default();
         let mut steps = 0usize;
@@ -239,6 +244,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             }
         };
         while let Some(batch) = batches.next_batch()? {
+            crate::exit::step_fault(layout.process(), epoch + 1, steps);
             let (images, labels) = upload_batch(layout, &batch);
             let key = draws.dropout_key(steps);
             let (next, outcome) =
@@ -273,7 +279,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             layout: Some(layout.describe()),
             communication,
         };
-        if opts.verbose {
+        if verbose {
             println!("{}", m.summary(config.epochs));
         }
         metrics.push(m);
@@ -284,10 +290,14 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             imported_from: imported_from.clone(),
         };
         let model_bytes = record_to_bytes::<B, _>(model.clone().into_record())?;
-        let optim_bytes = record_to_bytes::<B, _>(optim.to_record())?;
-        Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;
-        let json = serde_json::to_vec_pretty(&metrics).map_err(|e| OwtError::io(e.to_string()))?;
-        write_atomic(&opts.out.join(crate::train::METRICS_FILE), &json)?;
+        // In module order: reading a sharded tensor is a collective, and every process must
+        // read the same one at the same time (the record's own order is a hash map's).
+        let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(optim.to_record(), &model))?;
+        if primary {
+            Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;
+            let json = serde_json::to_vec_pretty(&metrics).map_err(|e| OwtError::io(e.to_string()))?;
+            write_atomic(&opts.out.join(crate::train::METRICS_FILE), &json)?;
+        }
     }
     Ok(metrics)
 }
@@ -306,7 +316,7 @@ pub fn check_classes(dataset_classes: usize, arch: &Architecture, advice: &str) 
 }
 
 /// The run's optimizer: SGD with the config's momentum (dampening 0) and weight decay.
-pub fn sgd<B: AutodiffBackend>(config: &TrainConfig) -> impl Optimizer<AlexNet<B>, B> {
+pub fn sgd<B: AutodiffBackend>(config: &TrainConfig) -> OptimizerAdaptor<Sgd<B::InnerBackend>, AlexNet<B>, B> {
     SgdConfig::new()
         .with_momentum(Some(MomentumConfig { momentum: config.momentum, dampening: 0.0, nesterov: false }))
         .with_weight_decay((config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32)))

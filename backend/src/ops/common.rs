@@ -108,7 +108,7 @@ pub(crate) fn arg_extreme<B: Backend, K: ShardKind<B>>(
             let (values, indices): (Vec<K::Prim>, Vec<IntPrim<B>>) = t
                 .shards
                 .into_iter()
-                .zip(&ranges)
+                .zip(&ranges[mesh.local_ranks()])
                 .map(|(p, range)| {
                     let (v, i) = (best_value(p.clone()), best_index(p));
                     (v, B::int_add_scalar(i, Scalar::Int(range.start as i64)))

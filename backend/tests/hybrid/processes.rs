@@ -83,6 +83,13 @@ fn moves_of_every_kind(mesh: &Mesh) -> (Vec<TensorData>, LedgerSnapshot) {
         assert_eq!(f.placement(), b.placement());
         values.extend([f.into_data(), i.into_data(), b.into_data()]);
     }
+    // Ops whose pieces carry their rank's place (argmax over the sharded dimension: each
+    // rank's candidate indices are offset by its slice's start).
+    for d in [0, 1] {
+        let t = Tensor::<H, 2>::from_data(floats(), mesh).distribute(Placement::Shard(d));
+        values.push(t.clone().argmax(d).into_data());
+        values.push(t.argmin(1 - d).into_data());
+    }
     // Pending sums whose summands differ: all-reduce (ring), reduce-scatter, and the
     // all-reduce of a tensor with fewer elements than ranks (every summand whole).
     let k = mesh.size();

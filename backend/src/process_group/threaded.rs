@@ -1,88 +1,10 @@
-//! The processes a mesh spans, and the one exchange that crosses them.
-//!
-//! The shape is JAX's across hosts: every process runs the same program and drives only its
-//! own ranks (its local devices); a mesh of K = P x L ranks spans P processes of L ranks each,
-//! rank r living on process r / L. Collectives (`collectives.rs`) combine the local pieces
-//! themselves and hand everything bound for another process to [`ProcessGroup::exchange`],
-//! which every process calls in the same order (the program is the same everywhere).
-//!
-//! Engines, never a home-made network layer: [`Solo`] is one process (today's path, nothing
-//! crosses), [`ThreadedGroup`] stands P processes up as threads of one process (tests, and
-//! trying a multi-process layout without a launcher), and `MpiGroup` (cargo feature `mpi`)
-//! crosses real processes through MPI.
+//! P processes stood up as P threads of one process (tests, and trying a multi-process layout
+//! without a launcher).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A group of processes that run the same program, each driving its own ranks of a mesh.
-pub trait ProcessGroup: Send + Sync + 'static {
-    /// This process's index in the group, 0..size.
-    fn rank(&self) -> usize;
-
-    /// The number of processes.
-    fn size(&self) -> usize;
-
-    /// Every process sends `outgoing[p]` to process p and receives what every process sent it
-    /// (`incoming[p]` from process p; its own entry is its own `outgoing` entry, untouched).
-    /// A collective: every process calls it, in the same order, with one buffer per process.
-    /// A lost peer ends the call with an error naming it (never a hang).
-    fn exchange(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError>;
-
-    /// What the group is, for messages (`"MPI, process 1 of 4"`).
-    fn describe(&self) -> String {
-        format!("process {} of {}", self.rank(), self.size())
-    }
-}
-
-/// Why an exchange across processes failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupError {
-    /// A process left the group (it ended or failed) while others still exchanged with it.
-    Lost {
-        /// The process that is gone.
-        process: usize,
-    },
-    /// No answer from the other processes within the group's limit.
-    TimedOut {
-        /// How long this process waited.
-        waited: Duration,
-    },
-    /// The transport below failed.
-    Transport(String),
-}
-
-impl std::fmt::Display for GroupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GroupError::Lost { process } => write!(f, "process {process} of the mesh is gone"),
-            GroupError::TimedOut { waited } => {
-                write!(f, "no answer from the other processes of the mesh in {:.0} s", waited.as_secs_f64())
-            }
-            GroupError::Transport(e) => write!(f, "the exchange between processes failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for GroupError {}
-
-/// One process: nothing ever crosses (every mesh made without a group is on it).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Solo;
-
-impl ProcessGroup for Solo {
-    fn rank(&self) -> usize {
-        0
-    }
-    fn size(&self) -> usize {
-        1
-    }
-    fn exchange(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
-        Ok(outgoing)
-    }
-    fn describe(&self) -> String {
-        "one process".to_string()
-    }
-}
+use super::{GroupError, ProcessGroup};
 
 /// The mailbox the threads of a [`ThreadedGroup`] share.
 struct Mailbox {
@@ -216,6 +138,7 @@ impl Drop for ThreadedGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process_group::GroupError;
 
     #[test]
     fn every_process_receives_what_each_sent_it() {

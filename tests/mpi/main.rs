@@ -1,0 +1,228 @@
+//! Jobs of several processes under `mpirun` (loopback only, `--oversubscribe`): built with
+//! `--features mpi`, run by `.ci/run` (`cargo test --locked --features mpi --test mpi`), not
+//! by the README's test command (a default build needs no MPI).
+//!
+//! Every built-in plan (weird trick with schemes a, b and c, data-parallel, model-parallel,
+//! two-tower) and per-chunk FC updates end a few steps of `owt train` under `mpirun -np P`
+//! with `--devices K/P` with the same weights, bit for bit, as `owt train --devices K` in one
+//! process, and the job's ledger (every process's summed) equals the one process's entry by
+//! entry; runs resume across process counts; a killed process ends the job naming it, with
+//! the last checkpoint intact; processes started with different flags refuse to start.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use owt::train::metrics::EpochMetrics;
+
+const OWT: &str = env!("CARGO_BIN_EXE_owt");
+
+/// `mpirun` on loopback, as root, over more processes than cores.
+fn mpirun(processes: usize) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--allow-run-as-root", "--oversubscribe", "-np", &processes.to_string()]);
+    c.args(["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]);
+    // One Flex thread per process: the processes share two cores.
+    c.args(["-x", "RAYON_NUM_THREADS=1"]);
+    c
+}
+
+fn train_args(out: &Path, devices: usize, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "synthetic",
+        "--limit",
+        "96",
+        "--batch",
+        "32",
+        "--seed",
+        "5",
+        "--devices",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(devices.to_string());
+    args.extend(["--out".to_string(), out.display().to_string()]);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn check(out: Output, what: &str) -> Output {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `owt train` in one process on `k` ranks.
+fn in_process(out: &Path, k: usize, extra: &[&str]) -> Output {
+    let out = Command::new(OWT).args(train_args(out, k, extra)).env("RAYON_NUM_THREADS", "1").output().unwrap();
+    check(out, "owt train in one process")
+}
+
+/// `owt train` as `p` processes of `k / p` ranks.
+fn across(out: &Path, p: usize, k: usize, extra: &[&str]) -> Output {
+    let out = mpirun(p).arg(OWT).args(train_args(out, k / p, extra)).output().unwrap();
+    check(out, &format!("mpirun -np {p} owt train"))
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("owt-mpi-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn metrics(out: &Path) -> Vec<EpochMetrics> {
+    serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
+}
+
+/// The trained weights (every parameter's path and values, read from the checkpoint) and the
+/// epochs done.
+fn weights(out: &Path) -> (Vec<(String, Vec<f64>)>, usize) {
+    let (model, state) = owt::train::load_model::<burn::backend::Flex>(out, &Default::default()).unwrap();
+    (owt_hybrid::parameter_values(&model), state.epochs_done)
+}
+
+/// The largest relative difference between two runs' weights, tensor by tensor (the norm of
+/// the difference over the norm of the tensor); panics unless the same parameters.
+fn weight_gap(a: &Path, b: &Path) -> f64 {
+    let ((wa, ea), (wb, eb)) = (weights(a), weights(b));
+    assert_eq!(ea, eb, "epochs done");
+    assert_eq!(wa.len(), wb.len(), "parameter count");
+    wa.iter()
+        .zip(&wb)
+        .map(|((pa, va), (pb, vb))| {
+            assert_eq!(pa, pb, "parameter order");
+            let diff: f64 = va.iter().zip(vb).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
+            let norm: f64 = va.iter().map(|x| x * x).sum::<f64>().sqrt();
+            diff / norm.max(f64::MIN_POSITIVE)
+        })
+        .fold(0.0, f64::max)
+}
+
+fn same_traffic(one: &Path, many: &Path, what: &str) {
+    let (a, b) = (metrics(one), metrics(many));
+    for (x, y) in a.iter().zip(&b) {
+        let (cx, cy) = (x.communication.as_ref().unwrap(), y.communication.as_ref().unwrap());
+        assert_eq!(cx.bytes_per_step, cy.bytes_per_step, "{what}: bytes per step");
+        assert_eq!(cx.messages_per_step, cy.messages_per_step, "{what}: messages per step");
+        assert_eq!(cx.by_phase, cy.by_phase, "{what}: traffic by layer and phase");
+        assert_eq!(cx.by_collective, cy.by_collective, "{what}: traffic by collective");
+        assert_eq!(cx.cross_process_bytes_per_step, None, "{what}: nothing crosses inside one process");
+        assert!(cy.cross_process_bytes_per_step.unwrap() > 0.0, "{what}: bytes crossed processes");
+        assert_eq!((x.train_loss, x.test_accuracy), (y.train_loss, y.test_accuracy), "{what}: the epoch's figures");
+    }
+}
+
+#[test]
+fn every_plan_across_processes_ends_with_the_weights_of_one_process() {
+    let cases: [(&str, &[&str]); 7] = [
+        ("weird-trick-a", &["--plan", "weird-trick", "--scheme", "a"]),
+        ("weird-trick-b", &["--plan", "weird-trick", "--scheme", "b"]),
+        ("weird-trick-c", &["--plan", "weird-trick", "--scheme", "c"]),
+        ("per-chunk", &["--plan", "weird-trick", "--scheme", "b", "--fc-update", "per-chunk"]),
+        ("data-parallel", &["--plan", "data-parallel"]),
+        ("model-parallel", &["--plan", "model-parallel", "--towers", "1"]),
+        ("two-tower", &["--plan", "two-tower"]),
+    ];
+    for (name, flags) in cases {
+        for (p, k) in [(2, 2), (4, 4), (2, 4)] {
+            if name == "two-tower" && k != 2 {
+                continue; // two towers: two ranks
+            }
+            let mut extra = flags.to_vec();
+            extra.extend(["--epochs", "1"]);
+            let (one, many) = (dir(&format!("{name}-{k}-one")), dir(&format!("{name}-{p}x{}", k / p)));
+            in_process(&one, k, &extra);
+            across(&many, p, k, &extra);
+            let what = format!("{name}, {p} processes x {} ranks against 1 x {k}", k / p);
+            let gap = weight_gap(&one, &many);
+            assert_eq!(gap, 0.0, "{what}: the weights after 3 steps differ by {gap:e} (relative)");
+            same_traffic(&one, &many, &what);
+            eprintln!("{what}: the same weights bit for bit, the same ledger");
+        }
+    }
+}
+
+#[test]
+fn a_run_resumes_on_another_number_of_processes_as_if_uninterrupted() {
+    let flags = ["--plan", "weird-trick", "--scheme", "c"];
+    let whole = dir("resume-whole");
+    in_process(&whole, 2, &[&flags[..], &["--epochs", "2"]].concat());
+    // Two processes for the first epoch, one process (two ranks) for the second.
+    let a = dir("resume-2-then-1");
+    across(&a, 2, 2, &[&flags[..], &["--epochs", "1"]].concat());
+    in_process(&a, 2, &[&flags[..], &["--epochs", "2", "--resume"]].concat());
+    assert_eq!(weight_gap(&a, &whole), 0.0, "2 processes, then resumed on 1");
+    // And the reverse.
+    let b = dir("resume-1-then-2");
+    in_process(&b, 2, &[&flags[..], &["--epochs", "1"]].concat());
+    across(&b, 2, 2, &[&flags[..], &["--epochs", "2", "--resume"]].concat());
+    assert_eq!(weight_gap(&b, &whole), 0.0, "1 process, then resumed on 2");
+}
+
+#[test]
+fn a_killed_process_ends_the_job_naming_it_and_the_last_checkpoint_stays() {
+    let out = dir("killed");
+    let started = Instant::now();
+    let run = mpirun(2)
+        .args(["-x", "OWT_FAULT=sigkill:1:2:1"])
+        .arg(OWT)
+        .args(train_args(&out, 1, &["--plan", "data-parallel", "--epochs", "3"]))
+        .env("OWT_COLLECTIVE_TIMEOUT", "60")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "the job must fail when a process is killed");
+    assert!(took < Duration::from_secs(90), "the job ended in {took:?}");
+    assert!(stderr.contains("rank 1") && stderr.contains("signal 9"), "mpirun names the lost rank:\n{stderr}");
+    assert_eq!(weights(&out).1, 1, "the checkpoint of epoch 1 is intact");
+    eprintln!("a killed process ended the job in {:.1} s", took.as_secs_f64());
+}
+
+#[test]
+fn processes_started_with_different_flags_refuse_to_start_naming_the_difference() {
+    let out = dir("different");
+    let run = mpirun(1)
+        .arg(OWT)
+        .args(train_args(&out, 1, &["--plan", "data-parallel", "--lr", "0.01"]))
+        .arg(":")
+        .args(["-np", "1"])
+        .arg(OWT)
+        .args(train_args(&out, 1, &["--plan", "data-parallel", "--lr", "0.02"]))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        stderr.contains("process 1 was started with config.lr = 0.02, process 0 with config.lr = 0.01"),
+        "{stderr}"
+    );
+    assert!(!out.join("checkpoint.owt").exists(), "nothing was trained");
+}
+
+#[test]
+fn a_plan_the_whole_mesh_cannot_take_is_the_one_line_error_of_one_process() {
+    let out = dir("two-tower-4");
+    let run = mpirun(2).arg(OWT).args(train_args(&out, 2, &["--plan", "two-tower"])).output().unwrap();
+    let one = Command::new(OWT).args(train_args(&dir("two-tower-4-one"), 4, &["--plan", "two-tower"])).output().unwrap();
+    assert!(!run.status.success() && !one.status.success());
+    let line = |o: &Output| {
+        String::from_utf8_lossy(&o.stderr).lines().find(|l| l.starts_with("error:")).unwrap_or_default().to_string()
+    };
+    let (many, single) = (line(&run), line(&one));
+    assert!(!single.is_empty(), "one process names the problem");
+    assert!(
+        many.ends_with(single.trim_start_matches("error: ")),
+        "the job's error ({many}) is one process's ({single})"
+    );
+}
