@@ -50,7 +50,16 @@ fn main() {
     ];
     println!(
         "{:<6} {:>8} {:>9} {:>9} {:>9} {:>10} {:>13} {:>9} {:>9}  {}",
-        "layer", "forward", "x flex", "x owt", "w flex", "w per-img", "w chan-major", "b flex", "b owt", "owt's weight layout"
+        "layer",
+        "forward",
+        "x flex",
+        "x owt",
+        "w flex",
+        "w per-img",
+        "w chan-major",
+        "b flex",
+        "b owt",
+        "owt's weight layout"
     );
     let normal = Distribution::Normal(0.0, 1.0);
     for (name, c, side, o, k, p, g) in layers {
@@ -76,7 +85,8 @@ fn main() {
         let xo = time(&|| {
             let _ = conv_grad::conv2d_x_backward::<B>(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
         });
-        let geo = conv_grad::Geometry::of(x.dims(), w.dims(), &opts).expect("AlexNetSmall's convolutions have stride 1");
+        let geo =
+            conv_grad::Geometry::of(x.dims(), w.dims(), &opts).expect("AlexNetSmall's convolutions have stride 1");
         let [wp, wc] = [conv_grad::Method::PerImage, conv_grad::Method::ChannelMajor].map(|method| {
             time(&|| {
                 let _ = conv_grad::weight_grad::<B>(x.clone(), gy.clone(), &geo, method);
@@ -86,6 +96,8 @@ fn main() {
             let _ = conv_grad::conv2d_bias_backward::<B>(prim(gy.clone()));
         });
         let chosen = conv_grad::Method::for_shape(&geo).name();
-        println!("{name:<6} {fwd:>8.2} {xb:>9.2} {xo:>9.2} {wb:>9.2} {wp:>10.2} {wc:>13.2} {bb:>9.2} {bo:>9.2}  {chosen}");
+        println!(
+            "{name:<6} {fwd:>8.2} {xb:>9.2} {xo:>9.2} {wb:>9.2} {wp:>10.2} {wc:>13.2} {bb:>9.2} {bo:>9.2}  {chosen}"
+        );
     }
 }

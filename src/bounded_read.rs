@@ -54,10 +54,7 @@ fn describe(kind: std::fs::FileType) -> &'static str {
 pub fn check_size(file: &File, limit: u64, what: &str) -> std::io::Result<u64> {
     let len = file.metadata()?.len();
     if len > limit {
-        return Err(Error::other(format!(
-            "{} bytes, more than {what} can hold ({limit} bytes at most)",
-            len
-        )));
+        return Err(Error::other(format!("{} bytes, more than {what} can hold ({limit} bytes at most)", len)));
     }
     Ok(len)
 }

@@ -35,9 +35,11 @@ static MPI: OnceLock<Arc<owt_hybrid::MpiGroup>> = OnceLock::new();
 fn timeout() -> Result<Duration, OwtError> {
     match std::env::var("OWT_COLLECTIVE_TIMEOUT") {
         Err(_) => Ok(Duration::from_secs(DEFAULT_TIMEOUT_S)),
-        Ok(v) => v.trim().parse::<f64>().ok().filter(|s| *s > 0.0 && s.is_finite()).map(Duration::from_secs_f64).ok_or_else(
-            || OwtError::input(format!("OWT_COLLECTIVE_TIMEOUT={v:?}: expected a number of seconds above 0")),
-        ),
+        Ok(v) => {
+            v.trim().parse::<f64>().ok().filter(|s| *s > 0.0 && s.is_finite()).map(Duration::from_secs_f64).ok_or_else(
+                || OwtError::input(format!("OWT_COLLECTIVE_TIMEOUT={v:?}: expected a number of seconds above 0")),
+            )
+        }
     }
 }
 
@@ -143,9 +145,8 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> O
 
 #[cfg(feature = "mpi")]
 fn join_mpi(launch: &Launch) -> Result<Arc<dyn ProcessGroup>, OwtError> {
-    let group = Arc::new(
-        owt_hybrid::MpiGroup::join(timeout()?).map_err(|e| OwtError::backend(format!("starting MPI: {e}")))?,
-    );
+    let group =
+        Arc::new(owt_hybrid::MpiGroup::join(timeout()?).map_err(|e| OwtError::backend(format!("starting MPI: {e}")))?);
     if group.size() != launch.size || group.rank() != launch.rank {
         return Err(OwtError::backend(format!(
             "{} says this is process {} of {}, but MPI sees process {} of {}: the MPI owt was built with is not the launcher's (check that mpirun and libmpi come from one installation)",
@@ -211,7 +212,10 @@ mod tests {
         });
         for outcome in outcomes {
             let err = outcome.expect_err("process 2 differs").to_string();
-            assert!(err.contains("process 2 was started with config.lr = 0.02, process 0 with config.lr = 0.01"), "{err}");
+            assert!(
+                err.contains("process 2 was started with config.lr = 0.02, process 0 with config.lr = 0.01"),
+                "{err}"
+            );
         }
         let same = owt_hybrid::ThreadedGroup::run(2, |g| {
             Processes { group: Arc::new(g), launch: None }.check_same(&json!({"lr": 0.01}))

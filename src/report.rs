@@ -244,7 +244,8 @@ fn learning_rate<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, epochs: &[Ep
         let what = format!("rate (linear: {lo:.1e} is too small for a log scale)");
         rate_stairs(chart.map_err(text)?, &points, &what)
     } else {
-        let sentence = format!("from {lo:.3e} to {hi:.3e}: outside {:e}..{:e}, not drawn", DRAWN_RATES.start(), DRAWN_RATES.end());
+        let sentence =
+            format!("from {lo:.3e} to {hi:.3e}: outside {:e}..{:e}, not drawn", DRAWN_RATES.start(), DRAWN_RATES.end());
         note(area, caption, &sentence)
     }
 }

@@ -56,11 +56,13 @@ pub(crate) fn route<B: Backend, K: ShardKind<B>>(
         let bytes = bytes_of(&piece);
         traffic.bytes += bytes;
         traffic.messages += 1;
+        if mesh.process_of(src) != mesh.process_of(dst) {
+            traffic.cross_process_bytes += bytes;
+            traffic.cross_process_messages += 1;
+        }
         if mesh.is_local(dst) {
             inbox[dst - local.start].push((key, K::to_device(piece, mesh.rank_device(dst), mesh.transport())));
         } else {
-            traffic.cross_process_bytes += bytes;
-            traffic.cross_process_messages += 1;
             let parcel = wire::Parcel { key: key as u64, dst: dst as u64, data: K::into_host(piece) };
             wire::write(&mut outgoing[mesh.process_of(dst)], &parcel);
         }
@@ -137,8 +139,10 @@ pub fn all_gather<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> 
     assert_eq!(t.placement, Placement::Shard(dim), "all_gather({dim}) needs Shard({dim}), got {}", t.placement);
     let mut traffic = Traffic::default();
     let sends = to_every_rank(t.ranks(), t.mesh.local_ranks(), &t.shards);
-    let shards: Vec<K::Prim> =
-        route::<B, K>(&t.mesh, sends, &mut traffic).into_iter().map(|got| cat_nonempty::<B, K>(unkeyed(got), dim)).collect();
+    let shards: Vec<K::Prim> = route::<B, K>(&t.mesh, sends, &mut traffic)
+        .into_iter()
+        .map(|got| cat_nonempty::<B, K>(unkeyed(got), dim))
+        .collect();
     t.mesh.record(names::ALL_GATHER, traffic);
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
 }
@@ -283,7 +287,8 @@ pub fn broadcast<B: Backend, K: ShardKind<B>>(
         None => Vec::new(),
     };
     let mut inbox = route::<B, K>(mesh, sends, &mut traffic).into_iter();
-    let out = DTensor::replicated(mesh.clone(), |_| inbox.next().and_then(|mut got| got.pop()).expect("root's piece").1);
+    let out =
+        DTensor::replicated(mesh.clone(), |_| inbox.next().and_then(|mut got| got.pop()).expect("root's piece").1);
     mesh.record(names::BROADCAST, traffic);
     out
 }

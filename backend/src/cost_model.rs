@@ -217,10 +217,9 @@ mod tests {
         let costs = vec![vec![op("fc6:forward", 500_000_000_000, 0)], vec![op("fc6:forward", 1_000_000_000_000, 0)]];
         let mut ledger = LedgerSnapshot::default();
         // 4e9 bytes landing on 2 ranks over 1 GB/s links: 2 s.
-        ledger.traffic.insert(
-            ("fc6:forward".into(), "all_gather".into()),
-            crate::ledger::Traffic::within(4_000_000_000, 2),
-        );
+        ledger
+            .traffic
+            .insert(("fc6:forward".into(), "all_gather".into()), crate::ledger::Traffic::within(4_000_000_000, 2));
         let s = predict(&costs, &ledger, &p);
         assert_eq!(s.phases.len(), 1);
         assert!((s.compute_s - 1.0).abs() < 1e-9 && (s.comm_s - 2.0).abs() < 1e-9, "{s:?}");

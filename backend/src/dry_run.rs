@@ -48,6 +48,9 @@ pub struct LayerTraffic {
     pub bytes: u64,
     /// Messages (pieces sent from one rank to another).
     pub messages: u64,
+    /// Of `bytes`, those between ranks of different processes (with a process layout: see
+    /// [`MeshDevice::set_process_layout`]; 0 otherwise).
+    pub cross_process_bytes: u64,
 }
 
 /// The communication of one training step.
@@ -57,6 +60,8 @@ pub struct CommPlan {
     pub total_bytes: u64,
     /// Sum of every entry's messages.
     pub total_messages: u64,
+    /// Sum of every entry's bytes across processes.
+    pub total_cross_process_bytes: u64,
     /// Entries in the step's layer order ([`LayerOrder`]), phases forward, backward, sync.
     pub layers: Vec<LayerTraffic>,
 }
@@ -76,6 +81,7 @@ impl CommPlan {
                     collective: collective.clone(),
                     bytes: t.bytes,
                     messages: t.messages,
+                    cross_process_bytes: t.cross_process_bytes,
                 }
             })
             .collect();
@@ -83,7 +89,12 @@ impl CommPlan {
             (order.rank(&a.layer, &a.phase), &a.collective).cmp(&(order.rank(&b.layer, &b.phase), &b.collective))
         });
         let total = ledger.total();
-        CommPlan { total_bytes: total.bytes, total_messages: total.messages, layers }
+        CommPlan {
+            total_bytes: total.bytes,
+            total_messages: total.messages,
+            total_cross_process_bytes: total.cross_process_bytes,
+            layers,
+        }
     }
 
     /// Bytes and messages of one (layer, phase, collective), 0 if absent.

@@ -43,14 +43,14 @@ pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
 pub use layout::{MeshLayout, NoLabels, SingleDevice, StepLabels, StepLayout};
 pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
 pub use mesh::{live_meshes, MeshDevice, PhaseGuard, SpanError};
-#[cfg(feature = "mpi")]
-pub use process_group::MpiGroup;
-pub use process_group::{GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
 pub use params::{gradient_values, parameter_paths, parameter_values, place_parameters};
 pub use phase_marker::mark_backward_phase;
 pub use phases::{layer_of, phase_label, split_label, sync_gradients, LayerLabels, PHASES};
 pub use placement::{can_shard, shard_ranges, shard_sizes, Placement, ReduceOp};
 pub use plan::{pattern_matches, Plan, PlanError, PlanKind, PlanRule};
+#[cfg(feature = "mpi")]
+pub use process_group::MpiGroup;
+pub use process_group::{GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
 pub use scheme::Exchange;
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
 pub use upload::Upload;

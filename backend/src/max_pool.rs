@@ -32,7 +32,13 @@ pub fn formulation_for(name: &str) -> Formulation {
 
 /// Whether owt's formulation takes a pooling with these settings: no padding, no dilation,
 /// no ceil mode, and a window that fits the input.
-pub fn applies(x_dims: [usize; 4], kernel: [usize; 2], padding: [usize; 2], dilation: [usize; 2], ceil_mode: bool) -> bool {
+pub fn applies(
+    x_dims: [usize; 4],
+    kernel: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+    ceil_mode: bool,
+) -> bool {
     let [_, _, h, w] = x_dims;
     let fits = kernel[0] <= h && kernel[1] <= w && kernel[0] * kernel[1] > 0;
     padding == [0, 0] && dilation == [1, 1] && !ceil_mode && fits

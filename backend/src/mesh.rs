@@ -26,6 +26,9 @@ struct MeshInner<D> {
     size: usize,
     /// The processes the mesh spans ([`Solo`] for one).
     group: Arc<dyn ProcessGroup>,
+    /// Ranks per process as the ledger counts them: this process's rank count, or on a
+    /// one-process mesh the layout set by [`MeshDevice::set_process_layout`] (a preview).
+    ranks_per_process: std::sync::atomic::AtomicUsize,
     transport: Transport,
     ledger: Mutex<Ledger>,
     exchange: Mutex<Exchange>,
@@ -94,6 +97,7 @@ impl Registry {
             first,
             size,
             group,
+            ranks_per_process: std::sync::atomic::AtomicUsize::new(0),
             transport,
             ledger: Mutex::new(Ledger::default()),
             exchange: Mutex::new(Exchange::default()),
@@ -174,9 +178,26 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.local_ranks().contains(&rank)
     }
 
-    /// The process that holds global rank `rank`.
+    /// The process that holds global rank `rank` (on a one-process mesh with a
+    /// [process layout](MeshDevice::set_process_layout), the process it would be on).
     pub fn process_of(&self, rank: usize) -> usize {
-        rank / self.inner.ranks.len()
+        let previewed = self.inner.ranks_per_process.load(std::sync::atomic::Ordering::Relaxed);
+        rank / if previewed > 0 { previewed } else { self.inner.ranks.len() }
+    }
+
+    /// Counts this one-process mesh's traffic as if its ranks sat in processes of
+    /// `ranks_per_process` consecutive ranks each: the ledger's cross-process bytes then say
+    /// what a job of K / `ranks_per_process` processes would send between them (`owt plan
+    /// --processes`). Nothing else changes. Panics on a mesh that really spans processes or a
+    /// count that does not divide K.
+    pub fn set_process_layout(&self, ranks_per_process: usize) {
+        assert_eq!(self.processes(), 1, "a mesh spanning processes has its layout already");
+        assert!(
+            ranks_per_process > 0 && self.size() % ranks_per_process == 0,
+            "{ranks_per_process} ranks per process do not divide a mesh of {} ranks",
+            self.size()
+        );
+        self.inner.ranks_per_process.store(ranks_per_process, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The processes the mesh spans (1 unless made with [`MeshDevice::spanning`]).

@@ -261,9 +261,7 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
 }
 
 /// Every tensor's name, shape and element type in a store, as the file has them.
-fn tensors_in<S: ModuleStore>(
-    store: &mut S,
-) -> Result<BTreeMap<String, (Vec<usize>, burn::tensor::DType)>, String> {
+fn tensors_in<S: ModuleStore>(store: &mut S) -> Result<BTreeMap<String, (Vec<usize>, burn::tensor::DType)>, String> {
     let snapshots = store.get_all_snapshots().map_err(|e| e.to_string())?;
     Ok(snapshots.iter().map(|(k, s)| (k.clone(), (s.shape.to_vec(), s.dtype))).collect())
 }

@@ -348,19 +348,26 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         ))
     };
     let total = args.warmup.checked_add(args.steps).filter(|&t| t <= MAX_BENCH_STEPS).ok_or_else(too_many)?;
+    // Under mpirun every process runs the same benchmark on its ranks of one mesh; process 0
+    // prints the report (the job's traffic: every process's ledger summed).
+    let processes = crate::processes::Processes::join()?;
+    processes.check_same(&serde_json::json!({ "flags": format!("{args:?}") }))?;
     let arch = args.model.spec().architecture()?;
     let job = BenchJob { args, scheme: args.parallel.scheme };
     let mut config = bench_config(args);
     let images = args.batch.checked_mul(4).ok_or_else(|| {
-        OwtError::input(format!("--batch {}: too large to hold the four batches of images a benchmark cycles", args.batch))
+        OwtError::input(format!(
+            "--batch {}: too large to hold the four batches of images a benchmark cycles",
+            args.batch
+        ))
     })?;
     config.limit = Some(images);
     crate::cli::train::check_memory(&config, args.backend)?;
     // The image order of every step is made up front: at most this many indices.
     total.checked_mul(args.batch).ok_or_else(too_many)?;
     if args.profile {
-        if args.parallel.on_mesh() {
-            return Err(OwtError::input("--profile times one device: leave out --devices and --plan"));
+        if args.parallel.on_mesh_of(&processes) {
+            return Err(OwtError::input("--profile times one device: leave out --devices and --plan (and mpirun)"));
         }
         let profile = run_on(args.backend, !args.no_fusion, ProfileJob { args })?;
         return print_report(&profile, args.json, || profile.table());
@@ -371,20 +378,26 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
             args.parallel.devices
         )));
     }
-    if args.parallel.on_mesh() {
-        check_run(&args.parallel.plan().plan(), &arch, args.parallel.devices, args.batch)?;
+    if args.parallel.on_mesh_of(&processes) {
+        check_run(&args.parallel.plan().plan(), &arch, args.parallel.request(&processes).mesh_ranks(), args.batch)?;
     }
     if args.compare_schemes {
         let mut reports = Vec::new();
         for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
-            reports.push(run_on_mesh(args.backend, args.parallel.request(&crate::processes::Processes::solo()), BenchJob { args, scheme })?);
+            reports.push(run_on_mesh(args.backend, args.parallel.request(&processes), BenchJob { args, scheme })?);
+        }
+        if !processes.primary() {
+            return Ok(());
         }
         return print_report(&reports, args.json, || scheme_table(&reports));
     }
-    let report = if args.parallel.on_mesh() {
-        run_on_mesh(args.backend, args.parallel.request(&crate::processes::Processes::solo()), job)?
+    let report = if args.parallel.on_mesh_of(&processes) {
+        run_on_mesh(args.backend, args.parallel.request(&processes), job)?
     } else {
         run_on(args.backend, !args.no_fusion, job)?
     };
+    if !processes.primary() {
+        return Ok(());
+    }
     print_report(&report, args.json, || format!("{}\n", report.summary()))
 }

@@ -117,10 +117,7 @@ pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
     // Held to the end: a second export to the same file is refused while this one writes.
     let _lock = WriterLock::file(&args.out, "export", &format!("--out {}", args.out.display()))?;
     if args.out.exists() && !args.overwrite {
-        return Err(OwtError::input(format!(
-            "--out {} exists; pass --overwrite to replace it",
-            args.out.display()
-        )));
+        return Err(OwtError::input(format!("--out {} exists; pass --overwrite to replace it", args.out.display())));
     }
     let (model, _) = load_model::<Flex>(&args.checkpoint, &Default::default())?;
     let bytes = torchvision::export_safetensors(&model).map_err(|e| OwtError::input(e.0))?;

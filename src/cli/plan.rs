@@ -20,6 +20,10 @@ pub struct PlanArgs {
     /// Ranks of the mesh.
     #[arg(long)]
     pub devices: usize,
+    /// Processes the ranks are spread over (`mpirun -np P`, --devices / P ranks each): shows
+    /// which entries cross between processes.
+    #[arg(long, default_value_t = 1)]
+    pub processes: usize,
     /// Global batch (all ranks together), as `owt train --batch`.
     #[arg(long)]
     pub batch: usize,
@@ -76,7 +80,7 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         head: args.head,
         fc_update: args.fc_update,
     }
-    .run()?;
+    .run_on_processes(args.processes)?;
     let plan = report.comm.clone();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan).map_err(|e| OwtError::io(e.to_string()))?);
@@ -93,11 +97,36 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         args.fc_update.name(),
         report.elapsed.as_millis()
     );
-    println!("{:<6} {:<9} {:<15} {:>15} {:>9}", "layer", "phase", "collective", "bytes", "messages");
-    for t in &plan.layers {
-        println!("{:<6} {:<9} {:<15} {:>15} {:>9}", t.layer, t.phase, t.collective, t.bytes, t.messages);
+    let across = args.processes > 1;
+    if across {
+        println!(
+            "ranks over {} processes of {} (mpirun -np {}): the last column is what crosses between them",
+            args.processes,
+            args.devices / args.processes,
+            args.processes
+        );
     }
-    println!("{:<32} {:>15} {:>9}", "total", plan.total_bytes, plan.total_messages);
+    let column = |b: u64| if across { format!(" {b:>15}") } else { String::new() };
+    let head = if across { format!(" {:>15}", "across procs") } else { String::new() };
+    println!("{:<6} {:<9} {:<15} {:>15} {:>9}{head}", "layer", "phase", "collective", "bytes", "messages");
+    for t in &plan.layers {
+        println!(
+            "{:<6} {:<9} {:<15} {:>15} {:>9}{}",
+            t.layer,
+            t.phase,
+            t.collective,
+            t.bytes,
+            t.messages,
+            column(t.cross_process_bytes)
+        );
+    }
+    println!(
+        "{:<32} {:>15} {:>9}{}",
+        "total",
+        plan.total_bytes,
+        plan.total_messages,
+        column(plan.total_cross_process_bytes)
+    );
     for (op, count) in &report.ledger.fallbacks {
         println!("fallback: {op} ran on gathered inputs {count} time(s) (no placement rule for its inputs)");
     }

@@ -134,17 +134,17 @@ impl TrainJob<'_> {
         let primary = layout.primary();
         if primary {
             eprintln!(
-            "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
-            self.config.model.architecture()?.name,
-            self.args.dataset,
-            splits.train.len(),
-            splits.test.len(),
-            self.config.head.name(),
-            self.args.backend.name(),
-            layout.describe(),
-            self.config.batch,
-            self.config.describe_lr(),
-            self.config.fc_update.name()
+                "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
+                self.config.model.architecture()?.name,
+                self.args.dataset,
+                splits.train.len(),
+                splits.test.len(),
+                self.config.head.name(),
+                self.args.backend.name(),
+                layout.describe(),
+                self.config.batch,
+                self.config.describe_lr(),
+                self.config.fc_update.name()
             );
         }
         let opts = RunOptions {

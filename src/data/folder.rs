@@ -293,7 +293,8 @@ impl ImageSource for ImageFolder {
         let mut labels = Vec::with_capacity(indices.len());
         for &i in indices {
             // When nothing decodes, `problem` refuses the split before this batch is used.
-            let (pixels, class) = self.load_or_next(i, augment, rng).unwrap_or_else(|| (vec![0; size], self.files[i].1));
+            let (pixels, class) =
+                self.load_or_next(i, augment, rng).unwrap_or_else(|| (vec![0; size], self.files[i].1));
             images.extend(pixels);
             labels.push(class as i64);
         }

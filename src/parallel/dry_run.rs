@@ -41,7 +41,19 @@ impl PlanDryRun<'_> {
     /// Runs two training steps on shape-only ranks and reports the second's ledger (the
     /// second shows that nothing accumulates across steps, as a real run's steady state).
     pub fn run(&self) -> Result<DryRunReport, OwtError> {
+        self.run_on_processes(1)
+    }
+
+    /// [`PlanDryRun::run`] for a job of `processes` processes of `ranks / processes` ranks
+    /// each: the report's cross-process bytes say which entries would cross between them.
+    pub fn run_on_processes(&self, processes: usize) -> Result<DryRunReport, OwtError> {
         let (arch, batch) = (self.arch, self.batch);
+        if processes == 0 || self.ranks % processes != 0 {
+            return Err(OwtError::input(format!(
+                "--processes {processes}: the {} ranks must split evenly over the processes (each holds the same number)",
+                self.ranks
+            )));
+        }
         if batch == 0 {
             return Err(OwtError::input("the batch must be at least 1, got 0"));
         }
@@ -50,6 +62,7 @@ impl PlanDryRun<'_> {
         crate::train::budget::estimate(arch, batch, 0)?;
         check_run(self.plan, arch, self.ranks, batch)?;
         let dry = DryRun::new(self.ranks);
+        dry.mesh().set_process_layout(self.ranks / processes);
         let layout = MeshLayout::<Meta>::new(dry.mesh().clone(), self.plan.clone(), self.scheme);
         let device = layout.device().clone();
         let model: AlexNet<H> = arch.try_init(&device).map_err(|e| OwtError::input(e.0))?;

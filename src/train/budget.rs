@@ -63,7 +63,11 @@ pub fn estimate(arch: &Architecture, batch: usize, images: u64) -> Result<Estima
     // A step is about six FLOPs per forward multiply-accumulate (the forward product and two
     // backward ones); what counts them (`owt plan`'s cost model) needs them, and any sum of
     // them, within 64 bits: 64 per multiply-accumulate leaves that room.
-    profile.total_macs.checked_mul(batch as u64).and_then(|m| m.checked_mul(64)).ok_or_else(|| overflow("the operations of a step"))?;
+    profile
+        .total_macs
+        .checked_mul(batch as u64)
+        .and_then(|m| m.checked_mul(64))
+        .ok_or_else(|| overflow("the operations of a step"))?;
     let [c, h, w] = arch.input;
     let data = [c, h, w]
         .iter()

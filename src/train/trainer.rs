@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
+use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::{Optimizer, Sgd, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;

@@ -133,9 +133,7 @@ fn busy(file: &mut File, what: &str) -> OwtError {
         (Some(pid), None) => format!("another owt (process {pid})"),
         _ => "another owt process (starting)".to_string(),
     };
-    OwtError::input(format!(
-        "{what} is being written by {holder}: wait for it to end, or choose another output"
-    ))
+    OwtError::input(format!("{what} is being written by {holder}: wait for it to end, or choose another output"))
 }
 
 #[cfg(test)]

@@ -214,7 +214,8 @@ fn processes_started_with_different_flags_refuse_to_start_naming_the_difference(
 fn a_plan_the_whole_mesh_cannot_take_is_the_one_line_error_of_one_process() {
     let out = dir("two-tower-4");
     let run = mpirun(2).arg(OWT).args(train_args(&out, 2, &["--plan", "two-tower"])).output().unwrap();
-    let one = Command::new(OWT).args(train_args(&dir("two-tower-4-one"), 4, &["--plan", "two-tower"])).output().unwrap();
+    let one =
+        Command::new(OWT).args(train_args(&dir("two-tower-4-one"), 4, &["--plan", "two-tower"])).output().unwrap();
     assert!(!run.status.success() && !one.status.success());
     let line = |o: &Output| {
         String::from_utf8_lossy(&o.stderr).lines().find(|l| l.starts_with("error:")).unwrap_or_default().to_string()

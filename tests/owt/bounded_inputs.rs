@@ -37,7 +37,10 @@ fn checkpoints_are_regular_files_of_what_their_network_can_hold() {
     let grown = dir.path().join("grown.owt");
     std::fs::copy(run.join("checkpoint.owt"), &grown).unwrap();
     huge(&grown, 50 << 30);
-    one_line_error(&eval(grown.to_str().unwrap()), &["more than a checkpoint of alexnet-small (", "parameters) can hold"]);
+    one_line_error(
+        &eval(grown.to_str().unwrap()),
+        &["more than a checkpoint of alexnet-small (", "parameters) can hold"],
+    );
     // A header whose checksum holds but whose state claims 1 TB.
     let bytes = std::fs::read(run.join("checkpoint.owt")).unwrap();
     let mut claims = bytes[..44].to_vec();
@@ -47,7 +50,10 @@ fn checkpoints_are_regular_files_of_what_their_network_can_hold() {
     claims.extend_from_slice(&bytes[48..]);
     let liar = dir.path().join("liar.owt");
     std::fs::write(&liar, claims).unwrap();
-    one_line_error(&eval(liar.to_str().unwrap()), &["its state section claims 1099511627776 bytes", "more than a run's state"]);
+    one_line_error(
+        &eval(liar.to_str().unwrap()),
+        &["its state section claims 1099511627776 bytes", "more than a run's state"],
+    );
     // Resume reads the same way.
     std::fs::remove_file(run.join("checkpoint.owt")).unwrap();
     fifo(&run.join("checkpoint.owt"));
@@ -71,7 +77,16 @@ fn metrics_imports_and_datasets_are_regular_files_of_bounded_size() {
     // Imports: a directory (it said "No such device"), a device, a FIFO, a 1 TB file.
     let out = dir.path().join("imported");
     let import = |file: &Path| {
-        owt(&["import", "--from", "torchvision", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--model", "alexnet-owt"])
+        owt(&[
+            "import",
+            "--from",
+            "torchvision",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--model",
+            "alexnet-owt",
+        ])
     };
     one_line_error(&import(dir.path()), &["a directory, not a regular file"]);
     one_line_error(&import(Path::new("/dev/zero")), &["a device, not a regular file"]);
@@ -80,16 +95,28 @@ fn metrics_imports_and_datasets_are_regular_files_of_bounded_size() {
     one_line_error(&import(&pipe), &["a FIFO, not a regular file"]);
     let big = dir.path().join("big.safetensors");
     huge(&big, 1 << 40);
-    one_line_error(&import(&big), &["more than a torchvision state dict of alexnet-owt (", "parameters, optimizer state included) can hold"]);
+    one_line_error(
+        &import(&big),
+        &["more than a torchvision state dict of alexnet-owt (", "parameters, optimizer state included) can hold"],
+    );
     assert!(!out.exists(), "a refused import left its --out behind");
     // MNIST files: a FIFO where the images should be.
     let mnist = dir.path().join("mnist");
     std::fs::create_dir(&mnist).unwrap();
-    for name in ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"] {
+    for name in
+        ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+    {
         fifo(&mnist.join(name));
     }
     let o = owt(&[
-        "train", "--model", "alexnet-small", "--dataset", "mnist", "--data", mnist.to_str().unwrap(), "--out",
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "mnist",
+        "--data",
+        mnist.to_str().unwrap(),
+        "--out",
         dir.path().join("m").to_str().unwrap(),
     ]);
     one_line_error(&o, &["idx", "a FIFO, not a regular file"]);
@@ -103,19 +130,35 @@ fn image_files_too_large_to_decode_are_left_out_like_undecodable_ones() {
             let dir = root.path().join(split).join(class);
             std::fs::create_dir_all(&dir).unwrap();
             for i in 0..60 {
-                image::GrayImage::from_pixel(12, 12, image::Luma([i as u8 * 3])).save(dir.join(format!("{i}.png"))).unwrap();
+                image::GrayImage::from_pixel(12, 12, image::Luma([i as u8 * 3]))
+                    .save(dir.join(format!("{i}.png")))
+                    .unwrap();
             }
         }
     }
     huge(&root.path().join("train/a/huge.png"), 600 << 20);
     let out = root.path().join("run");
     let o = owt(&[
-        "train", "--model", "alexnet-small", "--dataset", "folder", "--data", root.path().to_str().unwrap(), "--epochs",
-        "1", "--batch", "8", "--out", out.to_str().unwrap(),
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "folder",
+        "--data",
+        root.path().to_str().unwrap(),
+        "--epochs",
+        "1",
+        "--batch",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("1 of 121 images") && err.contains("huge.png") && err.contains("more than an image file can hold"), "{err}");
+    assert!(
+        err.contains("1 of 121 images") && err.contains("huge.png") && err.contains("more than an image file can hold"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -124,14 +167,20 @@ fn counts_near_the_integer_limits_are_refused_in_one_line() {
     let half = (1u64 << 63).to_string();
     let bench = |extra: &[&str]| owt(&[&["bench", "--model", "alexnet-small"][..], extra].concat());
     one_line_error(&bench(&["--steps", &max]), &["--steps 18446744073709551615", "at most 100000 steps"]);
-    one_line_error(&bench(&["--warmup", &max, "--steps", "1"]), &["--warmup 18446744073709551615", "at most 100000 steps"]);
+    one_line_error(
+        &bench(&["--warmup", &max, "--steps", "1"]),
+        &["--warmup 18446744073709551615", "at most 100000 steps"],
+    );
     one_line_error(&bench(&["--steps", &half, "--batch", "4"]), &["at most 100000 steps"]);
     one_line_error(&bench(&["--batch", &half]), &["--batch 9223372036854775808"]);
     // `owt plan` said "internal: capacity overflow" and "attempt to multiply with overflow".
     let plan = |extra: &[&str]| owt(&[&["plan", "--model", "alexnet-owt"][..], extra].concat());
     one_line_error(&plan(&["--devices", &half, "--batch", "128"]), &["--batch must be at least --devices"]);
     one_line_error(&plan(&["--devices", "4", "--batch", &max]), &["do not fit in 64 bits"]);
-    one_line_error(&plan(&["--devices", "4", "--batch", &(1u64 << 33).to_string()]), &["the operations of a step do not fit in 64 bits"]);
+    one_line_error(
+        &plan(&["--devices", "4", "--batch", &(1u64 << 33).to_string()]),
+        &["the operations of a step do not fit in 64 bits"],
+    );
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     one_line_error(&train(&run, &["--epochs", &max]), &["--epochs must be at most 10000", "got 18446744073709551615"]);
@@ -140,6 +189,9 @@ fn counts_near_the_integer_limits_are_refused_in_one_line() {
     assert!(!run.exists());
     // A resume to fewer epochs than done said "resuming after epoch 3 of 2".
     ok(&train(&run, &["--epochs", "3"]));
-    one_line_error(&train(&run, &["--resume", "--epochs", "2"]), &["--epochs 2: the checkpoint has already done 3 epochs", "--epochs 4"]);
+    one_line_error(
+        &train(&run, &["--resume", "--epochs", "2"]),
+        &["--epochs 2: the checkpoint has already done 3 epochs", "--epochs 4"],
+    );
     one_line_error(&train(&run, &["--resume", "--epochs", "3"]), &["already done 3 epochs"]);
 }

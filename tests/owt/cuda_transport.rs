@@ -14,7 +14,13 @@ fn a_cuda_mesh_over_distinct_gpus_goes_device_to_device() {
     assert!(caps.device_to_device && caps.device_all_reduce, "{caps:?}");
     let two = vec![CudaDevice { index: 0 }, CudaDevice { index: 1 }];
     assert!(Transport::device_all_reduce(caps, &two));
-    assert_eq!(owt::backends::mesh_over(caps, two, &owt::processes::Processes::solo()).unwrap().transport(), Transport::DeviceToDevice);
+    assert_eq!(
+        owt::backends::mesh_over(caps, two, &owt::processes::Processes::solo()).unwrap().transport(),
+        Transport::DeviceToDevice
+    );
     let virtual_ranks = vec![CudaDevice { index: 0 }; 4];
-    assert_eq!(owt::backends::mesh_over(caps, virtual_ranks, &owt::processes::Processes::solo()).unwrap().transport(), Transport::HostStaged);
+    assert_eq!(
+        owt::backends::mesh_over(caps, virtual_ranks, &owt::processes::Processes::solo()).unwrap().transport(),
+        Transport::HostStaged
+    );
 }

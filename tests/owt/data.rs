@@ -193,7 +193,8 @@ fn images_whose_pixels_fail_are_left_out_not_blank_and_counted() {
     for (class, shade) in [("a", 30u8), ("b", 220)] {
         std::fs::create_dir_all(dir.path().join(class)).unwrap();
         for i in 0..60 {
-            let img = image::GrayImage::from_fn(10, 10, |x, y| image::Luma([shade.wrapping_add((x * 7 + y * 3 + i) as u8)]));
+            let img =
+                image::GrayImage::from_fn(10, 10, |x, y| image::Luma([shade.wrapping_add((x * 7 + y * 3 + i) as u8)]));
             img.save(dir.path().join(class).join(format!("{i:03}.png"))).unwrap();
         }
     }

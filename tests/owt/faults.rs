@@ -311,7 +311,21 @@ fn images_whose_pixels_fail_stop_a_run_beyond_one_percent() {
     }
     let out = root.path().join("run");
     let data = root.path().to_str().unwrap();
-    let o = owt(&["train", "--model", "alexnet-small", "--dataset", "folder", "--data", data, "--epochs", "1", "--batch", "8", "--out", out.to_str().unwrap()]);
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "folder",
+        "--data",
+        data,
+        "--epochs",
+        "1",
+        "--batch",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     failed_run(&o, &["of 40 images", "found while reading their pixels", "more than 1%"]);
     assert!(!out.join("checkpoint.owt").exists(), "nothing was written from the blank-free epoch that did not end");
     let warnings = stderr(&o).lines().filter(|l| l.starts_with("warning: cannot decode")).count();
@@ -327,13 +341,30 @@ fn eval_refuses_classes_train_refuses() {
     let run = root.path().join("run");
     let data = root.path().to_str().unwrap();
     let r = run.to_str().unwrap();
-    ok(&owt(&["train", "--model", "alexnet-small", "--dataset", "folder", "--data", data, "--epochs", "1", "--batch", "4", "--out", r]));
+    ok(&owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "folder",
+        "--data",
+        data,
+        "--epochs",
+        "1",
+        "--batch",
+        "4",
+        "--out",
+        r,
+    ]));
     std::fs::rename(root.path().join("val/b"), root.path().join("val/c")).unwrap();
     let train_says = one_line_error(
         &owt(&["train", "--model", "alexnet-small", "--dataset", "folder", "--data", data, "--out", r, "--overwrite"]),
         &["class folders differ"],
     );
-    let eval_says = one_line_error(&owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", data]), &["class folders differ"]);
+    let eval_says = one_line_error(
+        &owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", data]),
+        &["class folders differ"],
+    );
     assert_eq!(train_says, eval_says);
     let many = root.path().join("many");
     for class in 0..11 {
@@ -471,7 +502,16 @@ fn integer_weights_in_an_import_are_one_line_and_the_process_exits() {
     crate::torchvision::one_tensor_file(&file, "features.0.weight", "I64", &[2], &[1u8; 16]);
     let out = dir.path().join("run");
     let o = owt_within(
-        &["import", "--from", "torchvision", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--model", "alexnet-owt"],
+        &[
+            "import",
+            "--from",
+            "torchvision",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--model",
+            "alexnet-owt",
+        ],
         120,
     );
     one_line_error(&o, &["features.0.weight", "I64", "floating point"]);
@@ -487,7 +527,13 @@ fn integer_weights_in_an_import_are_one_line_and_the_process_exits() {
 fn every_internal_error_exits() {
     let dir = tempfile::tempdir().unwrap();
     let ints = dir.path().join("ints.safetensors");
-    crate::torchvision::one_tensor_file(&ints, "features.0.weight", "I64", &[64, 3, 11, 11], &vec![1u8; 8 * 64 * 3 * 121]);
+    crate::torchvision::one_tensor_file(
+        &ints,
+        "features.0.weight",
+        "I64",
+        &[64, 3, 11, 11],
+        &vec![1u8; 8 * 64 * 3 * 121],
+    );
     for (fault, panics) in [("panic", 1), ("thread", 2), ("burn-dtype", 1), ("burn-store", 1)] {
         let env = [("OWT_FAULT", fault), ("OWT_FAULT_FILE", ints.to_str().unwrap())];
         let o = owt_within_env(&["info", "--model", "alexnet-small"], &env, 60);
@@ -536,7 +582,20 @@ fn export_refuses_to_replace_a_file_and_cleans_up_after_a_killed_export() {
     let run = dir.path().join("run");
     ok(&train(&run, &["--model", "alexnet-owt", "--input", "67"]));
     let export = |out: &Path, extra: &[&str]| {
-        let args = [&["export", "--checkpoint", run.to_str().unwrap(), "--to", "torchvision", "--out", out.to_str().unwrap()][..], extra].concat();
+        let args =
+            [
+                &[
+                    "export",
+                    "--checkpoint",
+                    run.to_str().unwrap(),
+                    "--to",
+                    "torchvision",
+                    "--out",
+                    out.to_str().unwrap(),
+                ][..],
+                extra,
+            ]
+            .concat();
         owt(&args)
     };
     let theirs = dir.path().join("theirs.safetensors");

@@ -65,7 +65,10 @@ fn one_step_each(bytes: &[u8], splits: &owt::data::Splits) -> (LedgerSnapshot, L
 struct Seeded(rand::rngs::StdRng);
 
 impl<B: burn::tensor::backend::Backend> burn::module::ModuleMapper<B> for Seeded {
-    fn map_float<const D: usize>(&mut self, param: burn::module::Param<burn::tensor::Tensor<B, D>>) -> burn::module::Param<burn::tensor::Tensor<B, D>> {
+    fn map_float<const D: usize>(
+        &mut self,
+        param: burn::module::Param<burn::tensor::Tensor<B, D>>,
+    ) -> burn::module::Param<burn::tensor::Tensor<B, D>> {
         use rand::Rng;
         param.map(|t| {
             let values: Vec<f32> = t.to_data().iter::<f32>().collect();
@@ -76,7 +79,11 @@ impl<B: burn::tensor::backend::Backend> burn::module::ModuleMapper<B> for Seeded
             let values: Vec<f32> = (0..t.shape().num_elements()).map(|_| self.0.random_range(-bound..=bound)).collect();
             let fresh = burn::tensor::Tensor::from_data(burn::tensor::TensorData::new(values, t.shape()), &t.device());
             // A new leaf: it takes gradients again, as the parameter it replaces did.
-            if t.is_require_grad() { fresh.require_grad() } else { fresh }
+            if t.is_require_grad() {
+                fresh.require_grad()
+            } else {
+                fresh
+            }
         })
     }
 }

@@ -31,6 +31,18 @@ fn try_measured_step(
     let config = TrainConfig { batch, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
     let layout = MeshLayout::<Flex>::new(MeshDevice::virtual_ranks(Default::default(), k), plan.clone(), scheme);
     check_run(plan, &arch, layout.ranks(), batch)?;
+    Ok(steps_on(&layout, &arch, &config, how))
+}
+
+/// Two training steps on `layout`; the second's ledger (the whole job's on a mesh spanning
+/// processes).
+fn steps_on(
+    layout: &MeshLayout<Flex>,
+    arch: &Architecture,
+    config: &TrainConfig,
+    how: (Head, FcUpdate),
+) -> LedgerSnapshot {
+    let batch = config.batch;
     let device = layout.device().clone();
     let model: AlexNet<H> = arch.try_init(&device).unwrap();
     let mut model = layout.place_module(model).unwrap();
@@ -45,9 +57,68 @@ fn try_measured_step(
         let (x, y) =
             (layout.place_input(Tensor::from_data(x, &device)), layout.place_labels(Tensor::from_data(y, &device)));
         layout.reset_traffic();
-        model = train_step(&layout, model, &mut optim, 0.01, how.0, how.1, DropoutKey::new(0, step as u64), x, y).0;
+        model = train_step(layout, model, &mut optim, 0.01, how.0, how.1, DropoutKey::new(0, step as u64), x, y).0;
     }
-    Ok(layout.traffic().unwrap())
+    layout.traffic().unwrap()
+}
+
+#[test]
+fn the_plan_of_a_job_of_processes_names_the_bytes_that_cross_between_them() {
+    use std::sync::Arc;
+    let spec = ModelSpec::new(ModelKind::AlexNetSmall);
+    let arch = spec.architecture().unwrap();
+    let config =
+        TrainConfig { batch: 16, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
+    let how = (Head::Softmax, FcUpdate::PerStep);
+    for kind in [PlanKind::WeirdTrick, PlanKind::DataParallel] {
+        let plan = kind.plan();
+        let dry = PlanDryRun {
+            arch: &arch,
+            plan: &plan,
+            ranks: 4,
+            batch: 16,
+            scheme: Exchange::Slices,
+            head: how.0,
+            fc_update: how.1,
+        };
+        let preview = dry.run_on_processes(2).unwrap().comm;
+        assert_eq!(dry.run().unwrap().comm.total_cross_process_bytes, 0, "one process: nothing crosses");
+        let all_apart = dry.run_on_processes(4).unwrap().comm;
+        assert!(all_apart.layers.iter().all(|t| t.cross_process_bytes == t.bytes), "a rank per process: all crosses");
+        // The same step as a job of 2 processes of 2 ranks (threads standing in for processes).
+        let jobs = owt_hybrid::ThreadedGroup::run(2, |group| {
+            let mesh =
+                MeshDevice::spanning(vec![Default::default(); 2], owt_hybrid::Transport::HostStaged, Arc::new(group))
+                    .unwrap();
+            steps_on(&MeshLayout::<Flex>::new(mesh, plan.clone(), Exchange::Slices), &arch, &config, how)
+        });
+        assert_eq!(jobs[0], jobs[1], "every process reads the job's ledger");
+        let job = CommPlan::from_ledger(&jobs[0], &owt_hybrid::LayerOrder::default());
+        let mut crossing = 0;
+        for t in &preview.layers {
+            let measured =
+                job.layers.iter().find(|m| (&m.layer, &m.phase, &m.collective) == (&t.layer, &t.phase, &t.collective));
+            let m = measured.unwrap_or_else(|| {
+                panic!("{}: {} {} {} not in the job's ledger", kind.name(), t.layer, t.phase, t.collective)
+            });
+            assert_eq!(
+                (m.bytes, m.cross_process_bytes),
+                (t.bytes, t.cross_process_bytes),
+                "{}: {} {} {}",
+                kind.name(),
+                t.layer,
+                t.phase,
+                t.collective
+            );
+            crossing += (t.cross_process_bytes > 0) as usize;
+        }
+        assert_eq!(job.layers.len(), preview.layers.len(), "{}: the same entries", kind.name());
+        assert!(
+            crossing > 0 && preview.total_cross_process_bytes < preview.total_bytes,
+            "{}: some, not all, cross",
+            kind.name()
+        );
+    }
 }
 
 /// The dry run of one softmax step with per-step FC updates.

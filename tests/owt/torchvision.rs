@@ -177,7 +177,9 @@ fn non_finite_weights_are_refused_naming_the_tensors() {
         assert_eq!(e.lines().count(), 1, "{e}");
     }
     // The untouched file imports: the check sees only what is wrong.
-    assert!(import(architecture().try_init::<Flex>(&Default::default()).unwrap(), &fixture("alexnet.safetensors")).is_ok());
+    assert!(
+        import(architecture().try_init::<Flex>(&Default::default()).unwrap(), &fixture("alexnet.safetensors")).is_ok()
+    );
 }
 
 #[test]

@@ -130,7 +130,12 @@ fn a_wgpu_mesh_stages_through_the_host() {
     use owt_hybrid::Transport;
     let caps = owt::backends::wgpu_capabilities();
     assert!(!caps.device_to_device && !caps.device_all_reduce, "{caps:?}");
-    let mesh = owt::backends::mesh_over(caps, vec![WgpuDevice::DefaultDevice, WgpuDevice::Cpu], &owt::processes::Processes::solo()).unwrap();
+    let mesh = owt::backends::mesh_over(
+        caps,
+        vec![WgpuDevice::DefaultDevice, WgpuDevice::Cpu],
+        &owt::processes::Processes::solo(),
+    )
+    .unwrap();
     assert_eq!(mesh.transport(), Transport::HostStaged);
     assert!(!mesh.has_device_all_reduce());
 }

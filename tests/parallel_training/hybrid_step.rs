@@ -91,7 +91,9 @@ fn run(case: Case) {
     let (x, model) = {
         let _turn = serial();
         <Flex as burn::tensor::backend::Backend>::seed(&rd, 5);
-        let x = Tensor::<Flex, 4>::random([case.batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd).into_data().convert::<f64>();
+        let x = Tensor::<Flex, 4>::random([case.batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd)
+            .into_data()
+            .convert::<f64>();
         let model: AlexNet<Ref> = case.arch.init(&rd);
         (x, model)
     };
@@ -292,7 +294,9 @@ fn two_tower_gaps_over_seeds() {
         let (bytes, x) = {
             let _turn = serial();
             <Flex as burn::tensor::backend::Backend>::seed(&rd, seed);
-            let x = Tensor::<Flex, 4>::random([batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd).into_data().convert::<f64>();
+            let x = Tensor::<Flex, 4>::random([batch, c, h, w], Distribution::Normal(0.0, 1.0), &rd)
+                .into_data()
+                .convert::<f64>();
             let model: AlexNet<Ref> = arch.init(&rd);
             (record_to_bytes::<Ref, _>(model.into_record()).unwrap(), x)
         };

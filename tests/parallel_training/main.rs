@@ -328,8 +328,8 @@ fn checkpoints_resume_on_any_device_count() {
     use owt::train::{load_model, train};
     use std::sync::Arc;
     let _ = initial_weights(&small(2)); // f64 on the Flex device
-    // The trainer seeds the generator and initialises the model itself: the whole test holds
-    // the lock.
+                                        // The trainer seeds the generator and initialises the model itself: the whole test holds
+                                        // the lock.
     let _guard = serial();
     let splits = Splits {
         train: Arc::new(synthetic_images([1, 28, 28], 10, 40, 1)),

@@ -10,4 +10,3 @@ pub fn bias_grad<B: Backend>(grad: Tensor<B, 4>) -> Tensor<B, 1> {
     let [n, o, ho, wo] = grad.dims();
     grad.reshape([n, o, ho * wo]).sum_dim(2).sum_dim(0).reshape([o])
 }
-

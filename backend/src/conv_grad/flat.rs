@@ -53,8 +53,7 @@ impl Geometry {
         let [o, cg, kh, kw] = weight_dims;
         let ([ph, pw], [dh, dw]) = (options.padding, options.dilation);
         let groups = options.groups;
-        if c != groups * cg || o % groups != 0 || options.stride != [1, 1] || ph > dh * (kh - 1) || pw > dw * (kw - 1)
-        {
+        if c != groups * cg || o % groups != 0 || options.stride != [1, 1] || ph > dh * (kh - 1) || pw > dw * (kw - 1) {
             return None;
         }
         let (reach_h, reach_w) = (dh * (kh - 1), dw * (kw - 1));

@@ -43,4 +43,3 @@ pub fn input_grad<B: Backend>(
     let opts = ConvOptions::new([1, 1], [reach_h - ph, reach_w - pw], [dh, dw], g);
     Some(burn::tensor::module::conv2d(grad, kernel, None, opts))
 }
-

@@ -17,7 +17,11 @@ type I<B> = HybridInt<B>;
 type Bo<B> = HybridBool<B>;
 
 /// A float op linear in its one input (a pending sum stays one).
-fn linear<B: Backend>(op: &str, t: F<B>, f: impl Fn(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync) -> F<B> {
+fn linear<B: Backend>(
+    op: &str,
+    t: F<B>,
+    f: impl Fn(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync,
+) -> F<B> {
     common::unary::<B, FloatKind, FloatKind>(op, t, Linearity::Linear, f)
 }
 

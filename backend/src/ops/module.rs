@@ -305,11 +305,12 @@ fn conv_grad<B: Backend>(
     grad: F<B>,
     options: ConvOptions<2>,
     f: impl Fn(
-        B::FloatTensorPrimitive,
-        B::FloatTensorPrimitive,
-        B::FloatTensorPrimitive,
-        ConvOptions<2>,
-    ) -> B::FloatTensorPrimitive + Sync,
+            B::FloatTensorPrimitive,
+            B::FloatTensorPrimitive,
+            B::FloatTensorPrimitive,
+            ConvOptions<2>,
+        ) -> B::FloatTensorPrimitive
+        + Sync,
 ) -> F<B> {
     let ctx = context(&x);
     let (s, layout) = strategy::conv(pass, &spec(&x), &spec(&weight), Some(&spec(&grad)), options.groups, &ctx);

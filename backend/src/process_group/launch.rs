@@ -65,19 +65,28 @@ mod tests {
 
     #[test]
     fn each_launchers_variables_are_read_mpirun_first() {
-        let mpirun = [("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_LOCAL_RANK", "1")];
+        let mpirun =
+            [("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_LOCAL_RANK", "1")];
         assert_eq!(
             Launch::from_vars(vars(&mpirun)).unwrap(),
             Some(Launch { launcher: "Open MPI", rank: 1, size: 4, local_rank: 1 })
         );
         let srun = [("SLURM_PROCID", "5"), ("SLURM_NTASKS", "8"), ("SLURM_LOCALID", "1")];
-        assert_eq!(Launch::from_vars(vars(&srun)).unwrap().map(|l| (l.launcher, l.rank, l.size)), Some(("Slurm", 5, 8)));
+        assert_eq!(
+            Launch::from_vars(vars(&srun)).unwrap().map(|l| (l.launcher, l.rank, l.size)),
+            Some(("Slurm", 5, 8))
+        );
         let torchrun = [("RANK", "0"), ("WORLD_SIZE", "2")];
         assert_eq!(
             Launch::from_vars(vars(&torchrun)).unwrap(),
             Some(Launch { launcher: "torchrun", rank: 0, size: 2, local_rank: 0 })
         );
-        let both = [("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "2"), ("SLURM_PROCID", "3"), ("SLURM_NTASKS", "4")];
+        let both = [
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("SLURM_PROCID", "3"),
+            ("SLURM_NTASKS", "4"),
+        ];
         assert_eq!(Launch::from_vars(vars(&both)).unwrap().map(|l| l.launcher), Some("Open MPI"));
         assert_eq!(Launch::from_vars(vars(&[])).unwrap(), None);
     }

@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
+mod launch;
 #[cfg(feature = "mpi")]
 mod mpi;
-mod launch;
 mod threaded;
 
 #[cfg(feature = "mpi")]
@@ -92,4 +92,3 @@ impl ProcessGroup for Solo {
         "one process".to_string()
     }
 }
-

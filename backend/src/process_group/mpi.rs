@@ -34,6 +34,7 @@ pub struct MpiGroup {
     timeout: Duration,
     requests: Mutex<Option<Sender<Request>>>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    sent: std::sync::atomic::AtomicU64,
 }
 
 impl MpiGroup {
@@ -57,7 +58,14 @@ impl MpiGroup {
             timeout,
             requests: Mutex::new(Some(requests_tx)),
             worker: Mutex::new(Some(worker)),
+            sent: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// Bytes this process has handed MPI for other processes so far (the pieces with their
+    /// headers, against which the ledger's cross-process bytes count the pieces alone).
+    pub fn bytes_sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Waits for every process (a barrier), then ends MPI (`MPI_Finalize`). Later exchanges
@@ -108,7 +116,8 @@ fn serve(started: Sender<Result<(usize, usize, String), GroupError>>, requests: 
 }
 
 fn count(n: usize) -> Result<mpi::Count, GroupError> {
-    mpi::Count::try_from(n).map_err(|_| GroupError::Transport(format!("a buffer of {n} bytes is over MPI's 2 GiB count")))
+    mpi::Count::try_from(n)
+        .map_err(|_| GroupError::Transport(format!("a buffer of {n} bytes is over MPI's 2 GiB count")))
 }
 
 fn displacements(counts: &[mpi::Count]) -> Vec<mpi::Count> {
@@ -165,6 +174,8 @@ impl ProcessGroup for MpiGroup {
 
     fn exchange(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
         let (reply_tx, reply_rx) = mpsc::channel();
+        let to_others: usize = outgoing.iter().enumerate().filter(|(p, _)| *p != self.rank).map(|(_, b)| b.len()).sum();
+        self.sent.fetch_add(to_others as u64, std::sync::atomic::Ordering::Relaxed);
         {
             let requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
             let sender = requests.as_ref().ok_or_else(|| GroupError::Transport("MPI has been finished".into()))?;

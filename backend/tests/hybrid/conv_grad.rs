@@ -133,8 +133,12 @@ fn weight_gap(case: Case, method: conv_grad::Method, dtype: DType, seed: u64) ->
     let x = values([case.n, case.c, case.h, case.w], seed, dtype);
     let w = values([case.o, case.c / case.groups, case.k, case.k], seed + 1, dtype);
     let gy = values([case.n, case.o, ho, wo], seed + 3, dtype);
-    let geo = conv_grad::Geometry::of([case.n, case.c, case.h, case.w], [case.o, case.c / case.groups, case.k, case.k], &case.options())
-        .expect("a stride-1 case with padding within the kernel's reach");
+    let geo = conv_grad::Geometry::of(
+        [case.n, case.c, case.h, case.w],
+        [case.o, case.c / case.groups, case.k, case.k],
+        &case.options(),
+    )
+    .expect("a stride-1 case with padding within the kernel's reach");
     let tensor = |t: FloatTensor<Flex>| Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(t));
     let ours = conv_grad::weight_grad::<Flex>(tensor(x.clone()), tensor(gy.clone()), &geo, method);
     let theirs = Flex::conv2d_weight_backward(x, w, gy, case.options());
@@ -186,14 +190,26 @@ fn alexnet_small_layers_take_the_measured_weight_layouts() {
 /// Stride-1 convolutions whose padding stays within the dilated kernel's reach: the cases the
 /// weight gradient's layouts take.
 fn stride_one_cases() -> impl Strategy<Value = Case> {
-    cases().prop_map(|c| Case { stride: 1, padding: c.padding.min(c.dilation * (c.k - 1)), ..c }).prop_filter(
-        "at least one output position",
-        |c| c.h + 2 * c.padding > c.dilation * (c.k - 1) && c.w + 2 * c.padding > c.dilation * (c.k - 1),
-    )
+    cases()
+        .prop_map(|c| Case { stride: 1, padding: c.padding.min(c.dilation * (c.k - 1)), ..c })
+        .prop_filter("at least one output position", |c| {
+            c.h + 2 * c.padding > c.dilation * (c.k - 1) && c.w + 2 * c.padding > c.dilation * (c.k - 1)
+        })
 }
 
 fn cases() -> impl Strategy<Value = Case> {
-    (1usize..=3, 1usize..=3, 1usize..=3, 1usize..=3, 1usize..=5, 1usize..=3, 0usize..=3, 1usize..=2, 0usize..=7, 0usize..=7)
+    (
+        1usize..=3,
+        1usize..=3,
+        1usize..=3,
+        1usize..=3,
+        1usize..=5,
+        1usize..=3,
+        0usize..=3,
+        1usize..=2,
+        0usize..=7,
+        0usize..=7,
+    )
         .prop_map(|(n, groups, cg, og, k, stride, padding, dilation, eh, ew)| {
             let reach = dilation * (k - 1) + 1;
             // The padded input holds at least one window.
@@ -257,7 +273,8 @@ fn the_wrapper_takes_the_gradients_chosen_for_its_inner_backend() {
     let inner = |t: Tensor<Hybrid<Flex>, 4>| Tensor::<Flex, 4>::from_data(t.into_data(), &Default::default());
     assert_eq!(got(inner(gx)), got(Tensor::from_primitive(TensorPrimitive::Float(want_x))));
     assert_eq!(got(inner(gw)), got(Tensor::from_primitive(TensorPrimitive::Float(want_w))));
-    let want_b: Vec<f32> = Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(want_b)).into_data().to_vec().unwrap();
+    let want_b: Vec<f32> =
+        Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(want_b)).into_data().to_vec().unwrap();
     assert_eq!(gb.into_data().to_vec::<f32>().unwrap(), want_b);
 }
 
@@ -280,16 +297,25 @@ fn ranks_running_side_by_side_compute_each_piece_as_alone() {
     let hg = Tensor::<AH, 4>::from_data(gy.clone().into_data(), &mesh).distribute(Placement::Shard(0));
     let y = burn::tensor::module::conv2d(hx.clone(), hw.clone(), None, case.options());
     let grads = (y.clone() * hg).sum().backward();
-    let bits = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let bits =
+        |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<_>>();
     let inner = |t: Tensor<Hybrid<Flex>, 4>| Tensor::<Flex, 4>::from_data(t.into_data(), &Default::default());
     let prim = |t: Tensor<Flex, 4>| t.into_primitive().tensor();
     let (mut want_y, mut want_x, mut want_w) = (vec![], vec![], None::<Tensor<Flex, 4>>);
     for r in 0..4 {
         let (xr, gr) = (x.clone().slice([2 * r..2 * r + 2]), gy.clone().slice([2 * r..2 * r + 2]));
         want_y.push(data(Flex::conv2d(prim(xr.clone()), prim(w.clone()), None, case.options())));
-        want_x.push(data(conv_grad::conv2d_x_backward::<Flex>(prim(xr.clone()), prim(w.clone()), prim(gr.clone()), case.options())));
+        want_x.push(data(conv_grad::conv2d_x_backward::<Flex>(
+            prim(xr.clone()),
+            prim(w.clone()),
+            prim(gr.clone()),
+            case.options(),
+        )));
         let wr = data(conv_grad::conv2d_weight_backward::<Flex>(prim(xr), prim(w.clone()), prim(gr), case.options()));
-        want_w = Some(match want_w { None => wr, Some(sum) => sum + wr });
+        want_w = Some(match want_w {
+            None => wr,
+            Some(sum) => sum + wr,
+        });
     }
     assert_eq!(bits(inner(y.inner())), bits(Tensor::cat(want_y, 0)));
     assert_eq!(bits(inner(hx.grad(&grads).unwrap())), bits(Tensor::cat(want_x, 0)));

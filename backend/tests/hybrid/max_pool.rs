@@ -17,7 +17,11 @@ fn values(shape: [usize; 4], seed: u64) -> Vec<f64> {
         .map(|_| {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let v = (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
-            if (state >> 7) % 5 == 0 { 0.5 } else { v }
+            if (state >> 7) % 5 == 0 {
+                0.5
+            } else {
+                v
+            }
         })
         .collect()
 }

@@ -126,7 +126,10 @@ fn redistributions_across_processes_equal_one_process_bit_for_bit_and_in_the_led
         let cross: u64 = ledgers.iter().map(|l| l.total().cross_process_bytes).sum();
         // With one rank per process every transfer crosses; with more, some stay inside.
         let total = one.total().bytes;
-        assert!(cross > 0 && (cross < total || local == 1) && cross <= total, "{processes} x {local}: {cross} of {total} bytes crossed");
+        assert!(
+            cross > 0 && (cross < total || local == 1) && cross <= total,
+            "{processes} x {local}: {cross} of {total} bytes crossed"
+        );
     }
 }
 
@@ -155,12 +158,10 @@ fn step(mesh: &Mesh, scheme: Exchange) -> (Vec<TensorData>, LedgerSnapshot) {
     mesh.set_exchange(scheme);
     mesh.reset_ledger();
     let n = 8;
-    let images = TensorData::new((0..n * 2 * 36).map(|i| ((i * 31 % 19) as f32 - 9.0) / 5.0).collect::<Vec<_>>(), [
-        n, 2, 6, 6,
-    ]);
-    let kernel = TensorData::new((0..3 * 2 * 9).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect::<Vec<_>>(), [
-        3, 2, 3, 3,
-    ]);
+    let images =
+        TensorData::new((0..n * 2 * 36).map(|i| ((i * 31 % 19) as f32 - 9.0) / 5.0).collect::<Vec<_>>(), [n, 2, 6, 6]);
+    let kernel =
+        TensorData::new((0..3 * 2 * 9).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect::<Vec<_>>(), [3, 2, 3, 3]);
     let fc = TensorData::new((0..48 * 8).map(|i| ((i * 11 % 29) as f32 - 14.0) / 40.0).collect::<Vec<_>>(), [48, 8]);
     let x = Tensor::<AH, 4>::from_data(images, mesh).distribute(Placement::Shard(0));
     let wc = Tensor::<AH, 4>::from_data(kernel, mesh).require_grad();
