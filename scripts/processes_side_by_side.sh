@@ -28,4 +28,4 @@ for plan in data-parallel weird-trick; do
   echo "$plan medians: 1 process x 2 ranks $(median "${one[@]}"), 2 processes x 1 rank $(median "${two[@]}") images/s"
 done
 echo "one step's traffic, from process 0's report of the whole job:"
-"${MPI[@]}" "$OWT" "${BENCH[@]}" --devices 1 --plan weird-trick --steps 3 2>/dev/null | grep -i "bytes" | head -3
+"${MPI[@]}" "$OWT" "${BENCH[@]}" --devices 1 --plan weird-trick --steps 3 2>/dev/null | grep -o "[0-9]* bytes and.*"

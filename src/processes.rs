@@ -179,6 +179,15 @@ pub fn finish() {
     }
 }
 
+/// Bytes this process has handed MPI so far, in a job joined through MPI (`None` otherwise).
+pub fn mpi_bytes_sent() -> Option<u64> {
+    #[cfg(feature = "mpi")]
+    if let Some(group) = MPI.get() {
+        return Some(group.bytes_sent());
+    }
+    None
+}
+
 /// "process i of P: " in a job of several processes (prefixing their messages), else "".
 pub fn prefix() -> String {
     match JOINED.get() {

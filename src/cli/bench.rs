@@ -109,6 +109,13 @@ pub struct BenchReport {
     pub messages_per_step: f64,
     /// Per collective, bytes and messages per timed step.
     pub by_collective: BTreeMap<String, TrafficPerStep>,
+    /// Of `bytes_per_step`, those between ranks of different processes (a job under mpirun).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_process_bytes_per_step: Option<f64>,
+    /// Bytes process 0 handed MPI per timed step (the pieces for other processes with their
+    /// headers; against its own ranks' share of `cross_process_bytes_per_step`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpi_bytes_per_step: Option<f64>,
     /// Ops that ran gathered for want of a rule, over the timed steps.
     pub fallbacks: u64,
     /// Zero-element pieces over the timed steps (0 on a correct mesh).
@@ -135,7 +142,13 @@ impl BenchReport {
             self.empty_ops,
             self.losses.first().copied().unwrap_or(f64::NAN),
             self.losses.last().copied().unwrap_or(f64::NAN),
-        )
+        ) + &match (self.cross_process_bytes_per_step, self.mpi_bytes_per_step) {
+            (Some(across), Some(mpi)) => {
+                format!("; {across:.0} bytes per step across processes, process 0 handed MPI {mpi:.0}")
+            }
+            (Some(across), None) => format!("; {across:.0} bytes per step across processes"),
+            _ => String::new(),
+        }
     }
 }
 
@@ -230,9 +243,11 @@ impl BenchJob<'_> {
         let mut first_step_ms = 0.0;
         let started = Instant::now();
         let mut timed_from = started;
+        let mut mpi_from = crate::processes::mpi_bytes_sent();
         for step in 0..total {
             if step == args.warmup {
                 layout.reset_traffic();
+                mpi_from = crate::processes::mpi_bytes_sent();
                 timed_from = Instant::now();
             }
             let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
@@ -261,6 +276,9 @@ impl BenchJob<'_> {
             }
         }
         let timed_s = timed_from.elapsed().as_secs_f64();
+        let mpi_bytes_per_step = crate::processes::mpi_bytes_sent()
+            .zip(mpi_from)
+            .map(|(now, from)| (now - from) as f64 / args.steps.max(1) as f64);
         let ledger = layout.traffic().unwrap_or_default();
         let losses = losses
             .into_iter()
@@ -285,6 +303,8 @@ impl BenchJob<'_> {
             first_step_ms,
             bytes_per_step: communication.bytes_per_step,
             messages_per_step: communication.messages_per_step,
+            cross_process_bytes_per_step: communication.cross_process_bytes_per_step,
+            mpi_bytes_per_step,
             by_collective: communication.by_collective,
             fallbacks: ledger.total_fallbacks(),
             empty_ops: ledger.total_empty_ops(),
