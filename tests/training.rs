@@ -331,7 +331,8 @@ fn draws_of(dir: &std::path::Path, epochs: usize, resume: bool) -> Vec<(Vec<usiz
     let c = TrainConfig { epochs, ..config(epochs, Head::Softmax) };
     train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir, resume)).unwrap();
     let log = recording.log.lock().unwrap();
-    log.chunks(2)
+    // One entry per image (each image's crops and flips have their own generator), 64 an epoch.
+    log.chunks(64)
         .map(|e| (e.iter().flat_map(|(i, _)| i.clone()).collect(), e.iter().map(|(_, r)| *r).collect()))
         .collect()
 }

@@ -21,7 +21,8 @@ use crate::mesh::MeshDevice;
 use crate::phases::{phase_label, sync_gradients, LayerLabels};
 use crate::plan::{Plan, PlanError};
 use crate::scheme::Exchange;
-use crate::upload::Upload;
+use crate::upload::{RowSplit, Upload};
+use std::ops::Range;
 
 /// Labels a step's layers as they run (see [`crate::LayerLabels`]); does nothing on one device.
 pub trait StepLabels<B: Backend> {
@@ -121,6 +122,31 @@ pub trait StepLayout<B: AutodiffBackend> {
     /// Host integers (labels, or pixels as bytes with `dtype` `U8`) as the layout's input,
     /// each rank receiving only its piece.
     fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<B, D, Int>;
+
+    /// Which rows of a batch this process uploads (every row but in a job of several
+    /// processes, whose processes each read only their ranks' rows).
+    fn row_split(&self) -> RowSplit {
+        RowSplit::whole()
+    }
+
+    /// [`StepLayout::upload_input`] of rows `rows` of a batch of `total` (those
+    /// [`StepLayout::row_split`] names).
+    fn upload_input_rows<const D: usize>(&self, data: TensorData, rows: Range<usize>, total: usize) -> Tensor<B, D> {
+        assert_eq!(rows, 0..total, "this layout takes whole batches");
+        self.upload_input(data)
+    }
+
+    /// [`StepLayout::upload_labels`] of rows `rows` of a batch of `total`.
+    fn upload_labels_rows<const D: usize>(
+        &self,
+        data: TensorData,
+        dtype: Option<DType>,
+        rows: Range<usize>,
+        total: usize,
+    ) -> Tensor<B, D, Int> {
+        assert_eq!(rows, 0..total, "this layout takes whole batches");
+        self.upload_labels(data, dtype)
+    }
 
     /// Starts labelling one step's layers.
     fn labels(&self) -> Self::Labels;
@@ -283,6 +309,29 @@ impl<IB: Backend> StepLayout<AH<IB>> for MeshLayout<IB> {
 
     fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<AH<IB>, D, Int> {
         Tensor::upload(data, self.plan.input, &self.mesh, dtype)
+    }
+
+    fn row_split(&self) -> RowSplit {
+        RowSplit::of(&self.mesh, self.plan.input)
+    }
+
+    fn upload_input_rows<const D: usize>(
+        &self,
+        data: TensorData,
+        rows: Range<usize>,
+        total: usize,
+    ) -> Tensor<AH<IB>, D> {
+        Tensor::upload_rows(data, rows, total, self.plan.input, &self.mesh, None)
+    }
+
+    fn upload_labels_rows<const D: usize>(
+        &self,
+        data: TensorData,
+        dtype: Option<DType>,
+        rows: Range<usize>,
+        total: usize,
+    ) -> Tensor<AH<IB>, D, Int> {
+        Tensor::upload_rows(data, rows, total, self.plan.input, &self.mesh, dtype)
     }
 
     fn labels(&self) -> LayerLabels<IB> {

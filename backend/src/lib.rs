@@ -53,7 +53,7 @@ pub use process_group::MpiGroup;
 pub use process_group::{GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
 pub use scheme::Exchange;
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
-pub use upload::Upload;
+pub use upload::{RowSplit, Upload};
 
 /// The placement rule table (markdown) as the registry decides it for example inputs: what
 /// `backend/README.md` shows between its `rules` markers (a test keeps them equal).

@@ -49,12 +49,66 @@ fn pieces(data: TensorData, placement: Placement, ranks: usize) -> (Placement, V
     }
 }
 
+/// Which rows of a batch this process's ranks take under an input placement: the rows a
+/// process of a job must read and upload (all of them in a job of one process, or when the
+/// input is not split by rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowSplit {
+    ranks: usize,
+    local: std::ops::Range<usize>,
+    sharded: bool,
+}
+
+impl RowSplit {
+    /// Every row (one process).
+    pub fn whole() -> Self {
+        Self { ranks: 1, local: 0..1, sharded: false }
+    }
+
+    /// The rows of this process's ranks of `mesh` for an input laid out as `placement`.
+    pub fn of<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevice<D>, placement: Placement) -> Self {
+        let sharded = placement == Placement::Shard(0) && mesh.processes() > 1;
+        Self { ranks: mesh.size(), local: mesh.local_ranks(), sharded }
+    }
+
+    /// The rows of a batch of `total` images this process takes.
+    pub fn rows(&self, total: usize) -> std::ops::Range<usize> {
+        if !self.sharded || !can_shard(total, self.ranks) {
+            return 0..total;
+        }
+        let ranges = shard_ranges(total, self.ranks);
+        ranges[self.local.start].start..ranges[self.local.end - 1].end
+    }
+}
+
 fn upload<B: Backend, K: ShardKind<B>>(
     data: TensorData,
+    rows: std::ops::Range<usize>,
+    total: usize,
     placement: Placement,
     mesh: &MeshDevice<B::Device>,
     make: impl Fn(TensorData, &B::Device) -> K::Prim,
 ) -> DTensor<B, K> {
+    if rows != (0..total) {
+        // This process's rows only: each local rank's piece is a block of them.
+        let want = RowSplit::of(mesh, placement).rows(total);
+        assert_eq!(
+            rows, want,
+            "Hybrid: rows {rows:?} of a batch of {total} uploaded; this process's ranks take {want:?}"
+        );
+        assert_eq!(data.shape[0], rows.len(), "Hybrid: {} rows of data for rows {rows:?}", data.shape[0]);
+        let ranges = shard_ranges(total, mesh.size());
+        let (mut shape, dtype) = (data.shape.clone(), data.dtype);
+        shape[0] = total;
+        let shards = mesh
+            .local_ranks()
+            .map(|r| {
+                let piece = host_slice(&data, 0, ranges[r].start - rows.start..ranges[r].end - rows.start);
+                make(piece, mesh.rank_device(r))
+            })
+            .collect();
+        return DTensor::from_parts(mesh.clone(), shape, dtype, placement, shards);
+    }
     let (shape, dtype) = (data.shape.clone(), data.dtype);
     let (placement, pieces) = pieces(data, placement, mesh.size());
     // Only this process's ranks' pieces are uploaded.
@@ -86,35 +140,83 @@ pub trait Upload<D>: Sized {
     /// element type is `dtype`, or the mesh's default for the tensor kind when `None` (so
     /// `DType::U8` images stay bytes on the device). A dimension shorter than the mesh is not
     /// split: such a tensor is `Replicate`.
-    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<D>, dtype: Option<DType>) -> Self;
+    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<D>, dtype: Option<DType>) -> Self {
+        let n = data.shape.first().copied().unwrap_or(1);
+        Self::upload_rows(data, 0..n, n, placement, mesh, dtype)
+    }
+
+    /// [`Upload::upload`] from rows `rows` (along dimension 0) of a tensor of `total` rows:
+    /// the rows this process's ranks take ([`RowSplit::rows`]) in a job of several processes,
+    /// so a process reads and uploads only its share of a batch; all of them otherwise.
+    fn upload_rows(
+        data: TensorData,
+        rows: std::ops::Range<usize>,
+        total: usize,
+        placement: Placement,
+        mesh: &MeshDevice<D>,
+        dtype: Option<DType>,
+    ) -> Self;
 }
 
 impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Hybrid<B>, N> {
-    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
+    fn upload_rows(
+        data: TensorData,
+        rows: std::ops::Range<usize>,
+        total: usize,
+        placement: Placement,
+        mesh: &MeshDevice<B::Device>,
+        dtype: Option<DType>,
+    ) -> Self {
         let dtype = dtype.unwrap_or_else(|| get_device_settings::<Hybrid<B>>(mesh).float_dtype.into());
-        let t = upload::<B, FloatKind>(data.convert_dtype(dtype), placement, mesh, |p, d| B::float_from_data(p, d));
+        let t = upload::<B, FloatKind>(data.convert_dtype(dtype), rows, total, placement, mesh, |p, d| {
+            B::float_from_data(p, d)
+        });
         Tensor::from_primitive(TensorPrimitive::Float(t))
     }
 }
 
 impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Hybrid<B>, N, Int> {
-    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
+    fn upload_rows(
+        data: TensorData,
+        rows: std::ops::Range<usize>,
+        total: usize,
+        placement: Placement,
+        mesh: &MeshDevice<B::Device>,
+        dtype: Option<DType>,
+    ) -> Self {
         let dtype = dtype.unwrap_or_else(|| get_device_settings::<Hybrid<B>>(mesh).int_dtype.into());
-        let t = upload::<B, IntKind>(data.convert_dtype(dtype), placement, mesh, |p, d| B::int_from_data(p, d));
+        let t = upload::<B, IntKind>(data.convert_dtype(dtype), rows, total, placement, mesh, |p, d| {
+            B::int_from_data(p, d)
+        });
         Tensor::from_primitive(t)
     }
 }
 
 impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Autodiff<Hybrid<B>>, N> {
     /// A leaf without gradient tracking (input data).
-    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
-        Tensor::from_inner(Tensor::<Hybrid<B>, N>::upload(data, placement, mesh, dtype))
+    fn upload_rows(
+        data: TensorData,
+        rows: std::ops::Range<usize>,
+        total: usize,
+        placement: Placement,
+        mesh: &MeshDevice<B::Device>,
+        dtype: Option<DType>,
+    ) -> Self {
+        Tensor::from_inner(Tensor::<Hybrid<B>, N>::upload_rows(data, rows, total, placement, mesh, dtype))
     }
 }
 
 impl<B: Backend, const N: usize> Upload<B::Device> for Tensor<Autodiff<Hybrid<B>>, N, Int> {
-    fn upload(data: TensorData, placement: Placement, mesh: &MeshDevice<B::Device>, dtype: Option<DType>) -> Self {
-        Tensor::from_primitive(Tensor::<Hybrid<B>, N, Int>::upload(data, placement, mesh, dtype).into_primitive())
+    fn upload_rows(
+        data: TensorData,
+        rows: std::ops::Range<usize>,
+        total: usize,
+        placement: Placement,
+        mesh: &MeshDevice<B::Device>,
+        dtype: Option<DType>,
+    ) -> Self {
+        let t = Tensor::<Hybrid<B>, N, Int>::upload_rows(data, rows, total, placement, mesh, dtype);
+        Tensor::from_primitive(t.into_primitive())
     }
 }
 

@@ -237,7 +237,15 @@ impl BenchJob<'_> {
         let total = args.warmup + args.steps;
         let order: Vec<usize> =
             (0..total).flat_map(|s| (0..config.batch).map(move |i| (s % 4) * config.batch + i)).collect();
-        let mut batches = Prefetch::start(source, order, config.batch, false, StdRng::seed_from_u64(config.seed), 2);
+        let mut batches = Prefetch::start_rows(
+            source,
+            order,
+            config.batch,
+            false,
+            StdRng::seed_from_u64(config.seed),
+            2,
+            layout.row_split(),
+        );
         let mut losses = Vec::with_capacity(total);
         let mut times = Vec::with_capacity(args.steps);
         let mut first_step_ms = 0.0;

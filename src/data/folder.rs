@@ -298,7 +298,7 @@ impl ImageSource for ImageFolder {
             images.extend(pixels);
             labels.push(class as i64);
         }
-        Batch { images, labels, dims: [indices.len(), self.channels, self.crop, self.crop] }
+        Batch::new(images, labels, [indices.len(), self.channels, self.crop, self.crop])
     }
 
     fn problem(&self) -> Option<OwtError> {

@@ -7,7 +7,9 @@ use burn::tensor::TensorData;
 
 /// One batch as flat host data: `images` is `[n, c, h, w]` row-major bytes, as stored (after
 /// any crop or flip). They travel to the device as bytes, a quarter of the floats' size, and
-/// are normalised there ([`normalise`] is the same map on the host).
+/// are normalised there ([`normalise`] is the same map on the host). In a job of several
+/// processes a process prepares only the rows its ranks take: `rows` of the `total` images
+/// of the batch (all of them otherwise).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// Pixels, `n * c * h * w`.
@@ -16,12 +18,39 @@ pub struct Batch {
     pub labels: Vec<i64>,
     /// `[n, c, h, w]`.
     pub dims: [usize; 4],
+    /// Which rows of the whole batch these are.
+    pub rows: std::ops::Range<usize>,
+    /// Images in the whole batch.
+    pub total: usize,
 }
 
 impl Batch {
-    /// Number of images.
+    /// A whole batch of `dims[0]` images.
+    pub fn new(images: Vec<u8>, labels: Vec<i64>, dims: [usize; 4]) -> Self {
+        Self { images, labels, dims, rows: 0..dims[0], total: dims[0] }
+    }
+
+    /// Rows `rows` of a batch of `total` images, made of the batches of single images
+    /// `parts` (in row order).
+    pub fn rows_of(parts: Vec<Batch>, rows: std::ops::Range<usize>, total: usize, dims: [usize; 3]) -> Self {
+        let mut images = Vec::with_capacity(rows.len() * dims.iter().product::<usize>());
+        let mut labels = Vec::with_capacity(rows.len());
+        for p in parts {
+            images.extend(p.images);
+            labels.extend(p.labels);
+        }
+        let n = labels.len();
+        Self { images, labels, dims: [n, dims[0], dims[1], dims[2]], rows, total }
+    }
+
+    /// Number of images held here.
     pub fn len(&self) -> usize {
         self.labels.len()
+    }
+
+    /// Number of images in the whole batch (every process's rows).
+    pub fn total_len(&self) -> usize {
+        self.total
     }
 
     /// Whether the batch holds no image.
@@ -139,6 +168,6 @@ impl ImageSource for InMemoryImages {
             }
         }
         let labels = indices.iter().map(|&i| self.labels[i] as i64).collect();
-        Batch { images, labels, dims: [indices.len(), c, h, w] }
+        Batch::new(images, labels, [indices.len(), c, h, w])
     }
 }

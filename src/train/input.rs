@@ -25,23 +25,59 @@ pub struct Prefetch {
     worker: Option<JoinHandle<()>>,
 }
 
+/// The generator of the random crop and flip of the image at position `at` of an epoch's
+/// order: a function of the epoch's `base` draw and the position alone, so a process that
+/// prepares only its rows of a batch draws for them what one process preparing the whole
+/// batch would.
+pub fn image_rng(base: u64, at: usize) -> StdRng {
+    use rand::SeedableRng;
+    // SplitMix64's finaliser over the position, mixed into the base.
+    let mut z = base ^ (at as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    StdRng::seed_from_u64(z ^ (z >> 31))
+}
+
 impl Prefetch {
     /// Starts preparing `order` in chunks of `batch` images of `source` (`augment`: random
-    /// crops and flips drawn from `rng`).
+    /// crops and flips, each image's drawn from [`image_rng`] of a base drawn from `rng`).
     pub fn start(
+        source: Arc<dyn ImageSource>,
+        order: Vec<usize>,
+        batch: usize,
+        augment: bool,
+        rng: StdRng,
+        ahead: usize,
+    ) -> Self {
+        Self::start_rows(source, order, batch, augment, rng, ahead, owt_hybrid::RowSplit::whole())
+    }
+
+    /// [`Prefetch::start`] preparing only the rows of each batch that `split` names (a
+    /// process's share in a job of several processes): the same images, crops and flips as
+    /// those rows of the whole batch.
+    pub fn start_rows(
         source: Arc<dyn ImageSource>,
         order: Vec<usize>,
         batch: usize,
         augment: bool,
         mut rng: StdRng,
         ahead: usize,
+        split: owt_hybrid::RowSplit,
     ) -> Self {
+        use rand::RngCore;
+        let base = rng.next_u64();
         let (tx, rx) = sync_channel(ahead.max(1));
         let worker = std::thread::Builder::new()
             .name("owt-batches".into())
             .spawn(move || {
-                for chunk in order.chunks(batch.max(1)) {
-                    let batch = source.batch(chunk, augment, &mut rng);
+                let size = batch.max(1);
+                for (k, chunk) in order.chunks(size).enumerate() {
+                    let rows = split.rows(chunk.len());
+                    let parts = rows
+                        .clone()
+                        .map(|j| source.batch(&chunk[j..j + 1], augment, &mut image_rng(base, k * size + j)))
+                        .collect();
+                    let batch = Batch::rows_of(parts, rows, chunk.len(), source.image_dims());
                     let item = match source.problem() {
                         Some(e) => Err(e),
                         None => Ok(batch),
@@ -109,12 +145,13 @@ pub fn upload_batch<B: AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
     batch: &Batch,
 ) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
+    let (rows, total) = (batch.rows.clone(), batch.total_len());
     let images = if bytes_on_device::<B>(layout.device()) {
-        normalise_on_device(layout.upload_labels::<4>(batch.pixel_data(), Some(DType::U8)))
+        normalise_on_device(layout.upload_labels_rows::<4>(batch.pixel_data(), Some(DType::U8), rows.clone(), total))
     } else {
-        layout.upload_input(batch.normalised_data())
+        layout.upload_input_rows(batch.normalised_data(), rows.clone(), total)
     };
-    (images, layout.upload_labels(batch.label_data(), None))
+    (images, layout.upload_labels_rows(batch.label_data(), None, rows, total))
 }
 
 /// [`upload_batch`] for evaluation: the same tensors without gradient tracking.

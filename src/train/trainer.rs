@@ -111,14 +111,27 @@ pub fn evaluate_with<B: Backend>(
     batch: usize,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
 ) -> Result<Evaluation, OwtError> {
+    evaluate_rows(model, head, source, batch, owt_hybrid::RowSplit::whole(), upload)
+}
+
+/// [`evaluate_with`] preparing only the rows of each batch `split` names (a process's share).
+pub fn evaluate_rows<B: Backend>(
+    model: &AlexNet<B>,
+    head: Head,
+    source: &Arc<dyn ImageSource>,
+    batch: usize,
+    split: owt_hybrid::RowSplit,
+    upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
+) -> Result<Evaluation, OwtError> {
     let indices: Vec<usize> = (0..source.len()).collect();
-    let mut batches = Prefetch::start(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), PREFETCH);
+    let mut batches =
+        Prefetch::start_rows(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), PREFETCH, split);
     let mut tally = Tally::<B>::default();
     while let Some(batch) = batches.next_batch()? {
         let (images, labels) = upload(&batch);
         let logits = model.forward(images);
         let correct = correct_count(head, logits.clone(), labels.clone());
-        tally.add(head.loss(logits, labels), correct, batch.len());
+        tally.add(head.loss(logits, labels), correct, batch.total_len());
     }
     let values = tally.read();
     Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), images: source.len() })
@@ -220,7 +233,9 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let (order, rng) = draws.order(train_set.len());
         let total = order.len();
         let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, verbose);
-        let mut batches = Prefetch::start(train_set.clone(), order, config.batch, true, rng, PREFETCH);
+        // Each process prepares only its ranks' rows of every batch.
+        let mut batches =
+            Prefetch::start_rows(train_set.clone(), order, config.batch, true, rng, PREFETCH, layout.row_split());
         let mut tally = Tally::<B::InnerBackend>::default();
         let mut steps = 0usize;
         layout.reset_traffic();
@@ -266,7 +281,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
         let upload = |batch: &Batch| upload_eval(layout, batch);
-        let test = evaluate_with(&model.valid(), config.head, &splits.test, config.batch, &upload)?;
+        let test = evaluate_rows(&model.valid(), config.head, &splits.test, config.batch, layout.row_split(), &upload)?;
         let m = EpochMetrics {
             epoch: epoch + 1,
             train_loss: values.mean_loss(),

@@ -33,8 +33,19 @@ fn prefetched_batches_are_the_batches_of_a_plain_loop() {
     let source = source();
     let mut order: Vec<usize> = (0..source.len()).collect();
     order.shuffle(&mut StdRng::seed_from_u64(4));
-    let mut rng = StdRng::seed_from_u64(5);
-    let plain: Vec<Batch> = order.chunks(5).map(|c| source.batch(c, true, &mut rng)).collect();
+    // Each image's crops and flips from its own generator: the epoch's base draw and its
+    // position in the order.
+    let base = rand::RngCore::next_u64(&mut StdRng::seed_from_u64(5));
+    let plain: Vec<Batch> = order
+        .chunks(5)
+        .enumerate()
+        .map(|(k, c)| {
+            let parts = (0..c.len())
+                .map(|j| source.batch(&c[j..j + 1], true, &mut owt::train::input::image_rng(base, k * 5 + j)))
+                .collect();
+            Batch::rows_of(parts, 0..c.len(), c.len(), source.image_dims())
+        })
+        .collect();
     let mut prefetch = Prefetch::start(source.clone(), order, 5, true, StdRng::seed_from_u64(5), 2);
     let mut got = Vec::new();
     while let Some(b) = prefetch.next_batch().unwrap() {
@@ -144,4 +155,65 @@ fn device_tallies_read_back_the_host_sums() {
     let v = tally.read();
     assert_eq!((v.loss_sum, v.correct, v.images), (30.0, 9, 12));
     assert_eq!(mesh.ledger_snapshot().by_collective("all_reduce").messages, 4, "two one-number all-reduces at K=2");
+}
+
+/// A source that records every image it is asked for.
+struct Counting {
+    inner: Arc<dyn ImageSource>,
+    asked: std::sync::Mutex<Vec<usize>>,
+}
+
+impl ImageSource for Counting {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn image_dims(&self) -> [usize; 3] {
+        self.inner.image_dims()
+    }
+    fn classes(&self) -> usize {
+        self.inner.classes()
+    }
+    fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch {
+        self.asked.lock().unwrap().extend_from_slice(indices);
+        self.inner.batch(indices, augment, rng)
+    }
+}
+
+#[test]
+fn each_process_of_a_job_reads_only_its_ranks_rows_and_together_they_are_the_whole_batches() {
+    let mut order: Vec<usize> = (0..23).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(2));
+    let drain = |mut p: Prefetch| std::iter::from_fn(move || p.next_batch().unwrap()).collect::<Vec<Batch>>();
+    let whole = drain(Prefetch::start(source(), order.clone(), 8, true, StdRng::seed_from_u64(3), 2));
+    // Two processes of two ranks: 4 ranks, batches of 8 (rows 4 + 4), 8 and the last 7 (rows 4 + 3).
+    let parts = owt_hybrid::ThreadedGroup::run(2, |group| {
+        let mesh: MeshDevice<burn::backend::flex::FlexDevice> =
+            MeshDevice::spanning(vec![Default::default(); 2], owt_hybrid::Transport::HostStaged, Arc::new(group))
+                .unwrap();
+        let counting = Arc::new(Counting { inner: source(), asked: Default::default() });
+        let split = owt_hybrid::RowSplit::of(&mesh, Placement::Shard(0));
+        let batches =
+            drain(Prefetch::start_rows(counting.clone(), order.clone(), 8, true, StdRng::seed_from_u64(3), 2, split));
+        let asked = counting.asked.lock().unwrap().clone();
+        (batches, asked)
+    });
+    let (first, second) = (&parts[0], &parts[1]);
+    assert_eq!(first.0.iter().map(|b| b.rows.clone()).collect::<Vec<_>>(), vec![0..4, 0..4, 0..4]);
+    assert_eq!(second.0.iter().map(|b| b.rows.clone()).collect::<Vec<_>>(), vec![4..8, 4..8, 4..7]);
+    for (k, w) in whole.iter().enumerate() {
+        let (a, b) = (&first.0[k], &second.0[k]);
+        assert_eq!((a.total_len(), b.total_len()), (w.len(), w.len()));
+        assert_eq!(
+            [a.images.clone(), b.images.clone()].concat(),
+            w.images,
+            "batch {k}: the same pixels, flips included"
+        );
+        assert_eq!([a.labels.clone(), b.labels.clone()].concat(), w.labels);
+    }
+    // Each process asked the source for its rows' images only, and between them for all.
+    let want = |rows: fn(usize) -> std::ops::Range<usize>| -> Vec<usize> {
+        order.chunks(8).flat_map(|c| c[rows(c.len())].to_vec()).collect()
+    };
+    assert_eq!(first.1, want(|_| 0..4));
+    assert_eq!(second.1, want(|n| 4..n));
 }
