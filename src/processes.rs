@@ -4,7 +4,6 @@
 //! backend starts; process 0 is the one that prints progress and writes the run directory.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use owt_hybrid::{Launch, ProcessGroup, Solo};
 
@@ -32,14 +31,19 @@ static JOINED: OnceLock<Processes> = OnceLock::new();
 #[cfg(feature = "mpi")]
 static MPI: OnceLock<Arc<owt_hybrid::MpiGroup>> = OnceLock::new();
 
-fn timeout() -> Result<Duration, OwtError> {
+#[cfg(feature = "mpi")]
+fn timeout() -> Result<std::time::Duration, OwtError> {
     match std::env::var("OWT_COLLECTIVE_TIMEOUT") {
-        Err(_) => Ok(Duration::from_secs(DEFAULT_TIMEOUT_S)),
-        Ok(v) => {
-            v.trim().parse::<f64>().ok().filter(|s| *s > 0.0 && s.is_finite()).map(Duration::from_secs_f64).ok_or_else(
-                || OwtError::input(format!("OWT_COLLECTIVE_TIMEOUT={v:?}: expected a number of seconds above 0")),
-            )
-        }
+        Err(_) => Ok(std::time::Duration::from_secs(DEFAULT_TIMEOUT_S)),
+        Ok(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| *s > 0.0 && s.is_finite())
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| {
+                OwtError::input(format!("OWT_COLLECTIVE_TIMEOUT={v:?}: expected a number of seconds above 0"))
+            }),
     }
 }
 
@@ -163,7 +167,6 @@ fn join_mpi(launch: &Launch) -> Result<Arc<dyn ProcessGroup>, OwtError> {
 
 #[cfg(not(feature = "mpi"))]
 fn join_mpi(launch: &Launch) -> Result<Arc<dyn ProcessGroup>, OwtError> {
-    timeout()?;
     Err(OwtError::input(format!(
         "started by {} as process {} of {}, but this owt was built without the `mpi` feature: rebuild with `cargo build --release --features mpi` (needs libopenmpi-dev and libclang-dev)",
         launch.launcher, launch.rank, launch.size
