@@ -8,11 +8,17 @@
 #     and two-tower on AlexNet2012 at K = 2, each with its loss after 5 steps against the
 #     single-device run (relative difference);
 #   - the same AlexNet in PyTorch on the same GPU, strict fp32, when `import torch` works,
-#     and owt's images/s as a ratio of it.
+#     and owt's images/s as a ratio of it;
+#   - two processes under mpirun (one rank each, data-parallel and weird trick a) when a build
+#     with the mpi feature is given (--owt-mpi) and mpirun is on the machine: NCCL across the
+#     processes where each has its own GPU, host staging over MPI where they share one (the
+#     JSON says which ran), losses against the single-device run.
 # `--backend flex` runs the same cases on the CPU at reduced sizes (to try the script itself).
 #
-# Usage: scripts/gpu-check.sh [--owt PATH] [--backend cuda|flex] [--out FILE] [--quick]
+# Usage: scripts/gpu-check.sh [--owt PATH] [--owt-mpi PATH] [--backend cuda|flex] [--out FILE] [--quick]
 #   --owt PATH   the owt binary (default: ./owt, else ./owt.gz unpacked next to it)
+#   --owt-mpi PATH  an owt built with --features cuda,mpi (links libmpi: a separate binary, so
+#                the rest runs where Open MPI is absent); default ./owt-mpi(.gz) if present
 #   --out FILE   where the JSON goes (default: gpu-check.json)
 #   --quick      fewer cases (K = 2 only, scheme a, no two-tower): each new per-rank batch
 #                size is tuned on first use, so on a cold kernel cache the full set takes
@@ -26,6 +32,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 owt=""
+owt_mpi=""
 backend=cuda
 out=gpu-check.json
 quick=0
@@ -41,7 +48,8 @@ while [ $# -gt 0 ]; do
         --case-timeout) case_timeout=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --cache) cache=$2; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        --owt-mpi) owt_mpi=$2; shift 2 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -50,6 +58,11 @@ if [ -z "$owt" ]; then
     if [ -x ./owt ]; then owt=./owt
     elif [ -f ./owt.gz ]; then gunzip -kf ./owt.gz && chmod +x ./owt && owt=./owt
     else echo "gpu-check: no owt binary: pass --owt PATH (a release build with --features cuda)" >&2; exit 2
+    fi
+fi
+if [ -z "$owt_mpi" ]; then
+    if [ -x ./owt-mpi ]; then owt_mpi=./owt-mpi
+    elif [ -f ./owt-mpi.gz ]; then gunzip -kf ./owt-mpi.gz && chmod +x ./owt-mpi && owt_mpi=./owt-mpi
     fi
 fi
 command -v python3 >/dev/null || { echo "gpu-check: python3 is needed to write the JSON" >&2; exit 2; }
@@ -120,6 +133,28 @@ if [ "$quick" = 0 ]; then
         --devices 2 --plan two-tower --virtual-ranks
 fi
 
+# Two processes of one rank each under mpirun (loopback), when an mpi build and mpirun exist.
+run_case_mpi() {
+    local name=$1; shift
+    [[ $name =~ $only ]] || return 0
+    if [ -z "$owt_mpi" ] || ! command -v mpirun >/dev/null; then
+        echo "not run: needs --owt-mpi (a build with --features cuda,mpi) and mpirun on this machine" > "$work/$name.err"
+        echo "$name 0 0 skipped" >> "$work/cases.txt"
+        return 0
+    fi
+    local start=$(date +%s%N)
+    timeout "$case_timeout" mpirun -np 2 --allow-run-as-root --oversubscribe --mca btl self,tcp \
+        --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+        -x OWT_CACHE_DIR -x LD_LIBRARY_PATH -x CUDA_PATH -x RAYON_NUM_THREADS=1 \
+        "$owt_mpi" bench --backend "$backend" --json "$@" > "$work/$name.json" 2> "$work/$name.err"
+    local rc=$?
+    local end=$(date +%s%N)
+    echo "$name $rc $(( (end - start) / 1000000 )) $*" >> "$work/cases.txt"
+    echo "gpu-check: $name rc=$rc" >&2
+}
+run_case_mpi procs2_data_parallel $big --batch "$batch" --warmup "$warm" --steps "$steps" --devices 1 --plan data-parallel
+run_case_mpi procs2_weird_trick_a $big --batch "$batch" --warmup "$warm" --steps "$steps" --devices 1 --plan weird-trick --scheme a
+
 # PyTorch on the same device, when it is installed (case name: torch).
 if ! [[ torch =~ $only ]]; then
     echo "not run (--only $only)" > "$work/torch.err"
@@ -152,7 +187,13 @@ def load(name):
 cases = {}
 for line in open(os.path.join(work, "cases.txt")):
     name, rc, millis, *args = line.split()
+    if args == ["skipped"]:
+        cases[name] = {"skipped": open(os.path.join(work, name + ".err")).read().strip()}
+        continue
     case = load(name)
+    if name.startswith("procs2_"):
+        err = open(os.path.join(work, name + ".err")).read()
+        case["gradients_across_processes"] = "MPI on the host" if "through MPI on the host" in err else 'NCCL'
     case["rc"] = int(rc)
     case["wall_s"] = int(millis) / 1000
     case["args"] = " ".join(args)
@@ -162,10 +203,10 @@ def loss5(case):
     losses = case.get("losses") or []
     return losses[4] if len(losses) >= 5 else None
 
-checks = {"crashes": sorted(n for n, c in cases.items() if c["rc"] != 0 or "error" in c)}
+checks = {"crashes": sorted(n for n, c in cases.items() if "skipped" not in c and (c["rc"] != 0 or "error" in c))}
 mesh = {}
 for name, case in cases.items():
-    if not name.startswith("hybrid_"):
+    if not name.startswith(("hybrid_", "procs2_")) or "skipped" in case:
         continue
     ref = cases.get("tower_single" if "two_tower" in name else "owt_plain", {})
     a, b = loss5(case), loss5(ref)
@@ -173,7 +214,8 @@ for name, case in cases.items():
                   "relative_difference": abs(a - b) / abs(b) if a is not None and b else None,
                   "images_per_s": case.get("images_per_s"), "median_step_ms": case.get("median_step_ms"),
                   "bytes_per_step": case.get("bytes_per_step"), "empty_ops": case.get("empty_ops"),
-                  "fallbacks": case.get("fallbacks")}
+                  "fallbacks": case.get("fallbacks"),
+                  "gradients_across_processes": case.get("gradients_across_processes")}
 diffs = [m["relative_difference"] for m in mesh.values() if m["relative_difference"] is not None]
 checks["mesh_loss_max_relative_difference"] = max(diffs) if diffs else None
 checks["mesh_losses_within_1e-3"] = bool(diffs) and max(diffs) <= 1e-3

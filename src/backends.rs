@@ -223,7 +223,7 @@ mod cuda_backend {
     use std::sync::Arc;
 
     use super::*;
-    use crate::cuda_preflight::{preflight, CudaNeeds, HostSystem};
+    use crate::cuda_preflight::{preflight, CudaNeeds, CudaSystem, HostSystem, NCCL_NAMES};
     use burn::backend::cuda::CudaDevice;
     use cubecl_cuda::CudaRuntime;
 
@@ -251,20 +251,57 @@ mod cuda_backend {
     }
 
     pub fn mesh<J: MeshJob>(request: MeshRequest, job: J) -> Result<J::Output, OwtError> {
-        // A process takes the GPUs of its place on the node: local rank i, L ranks, GPUs
-        // i*L..(i+1)*L (or GPU i*L alone for virtual ranks).
-        let first = request.processes.local_rank() * request.ranks;
+        let visible = HostSystem.count_gpus().ok();
+        let first = first_gpu(request.processes.local_rank(), request.ranks, request.virtual_ranks, visible);
         let devices: Vec<CudaDevice> = (0..request.ranks)
             .map(|index| CudaDevice { index: first + if request.virtual_ranks { 0 } else { index } })
             .collect();
         let caps = capabilities();
         let on_devices = Transport::device_all_reduce(caps, &devices);
-        usable::<Plain>(&devices, Transport::choose(caps, &devices) == Transport::DeviceToDevice)?;
+        // Across processes, one NCCL communicator over every rank's GPU sums the gradients
+        // (virtual ranks share a GPU, which NCCL refuses: they stay on the host path), where
+        // every process can load NCCL (asked of all of them: joining is a collective).
+        let transfers = Transport::choose(caps, &devices) == Transport::DeviceToDevice;
+        usable::<Plain>(&devices, transfers)?;
+        let world = caps.device_all_reduce
+            && request.processes.count() > 1
+            && !request.virtual_ranks
+            && every_process_loads_nccl(&request.processes)?;
+        let gpus: Vec<usize> = devices.iter().map(|d| d.index).collect();
         let mesh = mesh_over(caps, devices, &request.processes)?;
         if on_devices && request.processes.count() == 1 {
             mesh.set_device_all_reduce::<Plain>(Arc::new(crate::nccl::NcclAllReduce));
         }
+        if world {
+            match crate::nccl_world::NcclWorld::join(
+                mesh.group().as_ref(),
+                mesh.local_ranks().start,
+                mesh.size(),
+                &gpus,
+            ) {
+                Ok(nccl) => mesh.set_device_all_reduce::<Plain>(Arc::new(nccl)),
+                Err(why) if request.processes.primary() => {
+                    eprintln!("owt: gradients cross processes through MPI on the host: {why}")
+                }
+                Err(_) => {}
+            }
+        }
         job.run::<Plain>(mesh)
+    }
+
+    /// Whether NCCL loads on every process of the job (a collective; `false` on every
+    /// process, said once by process 0, where one cannot).
+    fn every_process_loads_nccl(processes: &Processes) -> Result<bool, OwtError> {
+        let here = NCCL_NAMES.iter().any(|n| HostSystem.loads(n));
+        let every = processes.group().all_gather(vec![here as u8]).map_err(|e| OwtError::backend(e.to_string()))?;
+        let missing: Vec<usize> = (0..every.len()).filter(|&p| every[p] != [1]).collect();
+        if !missing.is_empty() && processes.primary() {
+            eprintln!(
+                "owt: gradients cross processes through MPI on the host: NCCL does not load on process(es) {missing:?} (tried {})",
+                NCCL_NAMES.join(", ")
+            );
+        }
+        Ok(missing.is_empty())
     }
 
     pub fn single<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
@@ -278,6 +315,19 @@ mod cuda_backend {
         let _ = fusion;
         usable::<Plain>(std::slice::from_ref(&device), false)?;
         job.run::<Autodiff<Plain>>(device)
+    }
+}
+
+/// The first GPU a process takes for its `ranks` ranks: those of its place on the node (local
+/// rank i: GPUs i*L..(i+1)*L, or GPU i*L alone for virtual ranks), unless the process sees too
+/// few GPUs for that but enough for its own ranks (`visible`, where known), as when the
+/// launcher gives each process its own GPUs (`CUDA_VISIBLE_DEVICES` per task): then from GPU 0.
+pub fn first_gpu(local_rank: usize, ranks: usize, virtual_ranks: bool, visible: Option<usize>) -> usize {
+    let first = local_rank * ranks;
+    let needs = if virtual_ranks { 1 } else { ranks };
+    match visible {
+        Some(v) if v < first + needs && v >= needs => 0,
+        _ => first,
     }
 }
 
@@ -330,4 +380,29 @@ fn probe<B: Backend>(device: &B::Device) -> Result<(), String> {
         t.sum().into_scalar()
     })
     .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_gpu;
+
+    #[test]
+    fn each_process_takes_the_gpus_of_its_place_on_the_node() {
+        // 8 GPUs, 4 processes of 2 ranks: GPUs 0-1, 2-3, 4-5, 6-7.
+        let firsts: Vec<usize> = (0..4).map(|i| first_gpu(i, 2, false, Some(8))).collect();
+        assert_eq!(firsts, vec![0, 2, 4, 6]);
+        // Virtual ranks take one GPU each.
+        assert_eq!(first_gpu(3, 2, true, Some(8)), 6);
+        // Unknown count: the place on the node (the preflight then names what is missing).
+        assert_eq!(first_gpu(1, 1, false, None), 1);
+    }
+
+    #[test]
+    fn a_process_given_only_its_own_gpus_starts_at_gpu_0() {
+        // Slurm's --gpus-per-task: each process sees its one GPU as GPU 0.
+        assert_eq!(first_gpu(5, 1, false, Some(1)), 0);
+        assert_eq!(first_gpu(1, 2, false, Some(2)), 0);
+        // Too few for even its own ranks: kept, so the preflight names the missing GPUs.
+        assert_eq!(first_gpu(1, 2, false, Some(1)), 2);
+    }
 }

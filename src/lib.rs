@@ -17,6 +17,9 @@ pub mod exit;
 pub mod kernel_cache;
 #[cfg(feature = "cuda")]
 pub mod nccl;
+pub mod nccl_join;
+#[cfg(feature = "cuda")]
+pub mod nccl_world;
 pub mod panics;
 pub mod parallel;
 pub mod processes;

@@ -224,7 +224,7 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K
     if t.ranks() > 1 && !can_shard(t.shape.num_elements(), t.ranks()) {
         return all_reduce_whole(t, op);
     }
-    let t = if op == ReduceOp::Sum && t.ranks() > 1 && t.mesh.processes() == 1 {
+    let t = if op == ReduceOp::Sum && t.ranks() > 1 {
         match all_reduce_on_devices(t) {
             Ok(done) => return done,
             Err(t) => t,
@@ -252,13 +252,33 @@ fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Resul
     let DTensor { mesh, shape, dtype, placement, shards, kept } = t;
     match K::device_all_reduce(&mesh, shards) {
         Ok(summed) => {
-            let k = mesh.size() as u64;
-            let piece = (shape.num_elements() * dtype.size()) as u64;
-            mesh.record(names::ALL_REDUCE, Traffic::within(2 * (k - 1) * piece, 2 * k * (k - 1)));
+            mesh.record(names::ALL_REDUCE, ring_traffic(&mesh, shape.num_elements(), dtype.size()));
             Ok(DTensor::from_parts(mesh, shape, dtype, Placement::Replicate, summed))
         }
         Err(shards) => Err(DTensor { mesh, shape, dtype, placement, shards, kept }),
     }
+}
+
+/// What this process's ranks send in the ring all-reduce of `elements` values of `size` bytes
+/// (a reduce-scatter of the flattened tensor's K slices, then their all-gather): exactly what
+/// [`all_reduce`]'s own ring records, so a device all-reduce that replaces it leaves the same
+/// ledger, the bytes that cross processes included.
+fn ring_traffic<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevice<D>, elements: usize, size: usize) -> Traffic {
+    let slices = shard_ranges(elements, mesh.size());
+    let mut traffic = Traffic::default();
+    for src in mesh.local_ranks() {
+        for dst in (0..mesh.size()).filter(|&dst| dst != src) {
+            // The reduce-scatter sends dst's slice to dst; the all-gather sends src's own.
+            let bytes = ((slices[dst].len() + slices[src].len()) * size) as u64;
+            traffic.bytes += bytes;
+            traffic.messages += 2;
+            if mesh.process_of(src) != mesh.process_of(dst) {
+                traffic.cross_process_bytes += bytes;
+                traffic.cross_process_messages += 2;
+            }
+        }
+    }
+    traffic
 }
 
 /// The all-reduce of tiny tensors: every summand to every rank, reduced in rank order.

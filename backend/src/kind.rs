@@ -129,8 +129,10 @@ impl<B: Backend> ShardKind<B> for FloatKind {
         pieces: Vec<Self::Prim>,
     ) -> Result<Vec<Self::Prim>, Vec<Self::Prim>> {
         match mesh.device_all_reduce::<B>() {
-            Some(all_reduce) => Ok(all_reduce.all_reduce_sum(pieces)),
-            None => Err(pieces),
+            Some(all_reduce) if mesh.processes() == 1 || all_reduce.spans_processes() => {
+                Ok(all_reduce.all_reduce_sum(pieces))
+            }
+            _ => Err(pieces),
         }
     }
 }

@@ -49,10 +49,20 @@ impl Transport {
 /// An all-reduce (sum) that the inner backend runs across the ranks' devices itself, such as
 /// NCCL's on CUDA. Installed on a mesh with [`crate::MeshDevice::set_device_all_reduce`]; the
 /// collectives use it for float tensors with at least one element per rank, and record the
-/// same bytes as their own ring (NCCL's ring moves the same volume).
+/// same bytes as their own ring (NCCL's ring moves the same volume), those that cross
+/// processes apart as their ring's would.
 pub trait DeviceAllReduce<B: Backend>: Send + Sync + 'static {
-    /// The sum of `pieces` (one per rank, in rank order, same shape), on every rank.
+    /// The sum over every rank of the mesh of `pieces` (one per rank of this process, in rank
+    /// order, same shape), on each of them.
     fn all_reduce_sum(&self, pieces: Vec<B::FloatTensorPrimitive>) -> Vec<B::FloatTensorPrimitive>;
+
+    /// Whether it sums over the ranks of every process of a mesh that spans processes (a
+    /// communicator over all the mesh's ranks, such as NCCL's joined by a unique id sent over
+    /// MPI). One that does not is used only by meshes inside one process; a spanning mesh
+    /// then sums by its own host-staged ring.
+    fn spans_processes(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,22 @@ pub trait ProcessGroup: Send + Sync + 'static {
     fn describe(&self) -> String {
         format!("process {} of {}", self.rank(), self.size())
     }
+
+    /// Process `root`'s `bytes` on every process (`bytes` is `Some` on `root` only): how a
+    /// communicator's unique id (NCCL's) reaches the processes that join it. A collective.
+    fn broadcast(&self, root: usize, bytes: Option<Vec<u8>>) -> Result<Vec<u8>, GroupError> {
+        assert_eq!(bytes.is_some(), self.rank() == root, "broadcast: the bytes are given on process {root} only");
+        let outgoing = match bytes {
+            Some(b) => vec![b; self.size()],
+            None => vec![Vec::new(); self.size()],
+        };
+        Ok(self.exchange(outgoing)?.swap_remove(root))
+    }
+
+    /// Every process's `mine`, on every process, in process order. A collective.
+    fn all_gather(&self, mine: Vec<u8>) -> Result<Vec<Vec<u8>>, GroupError> {
+        self.exchange(vec![mine; self.size()])
+    }
 }
 
 /// Why an exchange across processes failed.
@@ -90,5 +106,29 @@ impl ProcessGroup for Solo {
     }
     fn describe(&self) -> String {
         "one process".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_hands_every_process_the_roots_bytes() {
+        for root in 0..3 {
+            let got = ThreadedGroup::run(3, |g| {
+                let mine = (g.rank() == root).then(|| vec![root as u8 + 7; 128]);
+                g.broadcast(root, mine).unwrap()
+            });
+            assert_eq!(got, vec![vec![root as u8 + 7; 128]; 3], "root {root}");
+        }
+        assert_eq!(Solo.broadcast(0, Some(vec![1, 2])).unwrap(), vec![1, 2]);
+    }
+
+    #[test]
+    fn all_gather_lists_every_process_in_order() {
+        let got = ThreadedGroup::run(4, |g| g.all_gather(vec![g.rank() as u8; g.rank() + 1]).unwrap());
+        let expected: Vec<Vec<u8>> = (0..4u8).map(|p| vec![p; p as usize + 1]).collect();
+        assert!(got.iter().all(|g| g == &expected), "{got:?}");
     }
 }

@@ -218,3 +218,105 @@ fn each_process_holds_and_uploads_only_its_own_ranks_pieces() {
     assert_eq!(shapes[0], (0..2, vec![vec![2, 5], vec![2, 5]]));
     assert_eq!(shapes[1], (2..4, vec![vec![1, 5], vec![1, 5]]));
 }
+
+/// A stand-in for NCCL's communicator over every rank of a spanning mesh, on Flex: each
+/// process's pieces to every process over the group, summed in rank order on the host (the
+/// order the host ring adds in, so its sums are the ring's bit for bit). Counts its calls.
+struct HostWorldAllReduce {
+    group: Arc<dyn owt_hybrid::ProcessGroup>,
+    spans: bool,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl owt_hybrid::DeviceAllReduce<Flex> for HostWorldAllReduce {
+    fn all_reduce_sum(
+        &self,
+        pieces: Vec<burn::tensor::ops::FloatTensor<Flex>>,
+    ) -> Vec<burn::tensor::ops::FloatTensor<Flex>> {
+        use burn::tensor::TensorPrimitive;
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let shape = burn::tensor::TensorMetadata::shape(&pieces[0]);
+        let local = pieces.len();
+        let mut mine = Vec::new();
+        for p in pieces {
+            let values =
+                Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(p)).into_data().to_vec::<f32>().unwrap();
+            mine.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        }
+        let every = self.group.all_gather(mine).expect("the other processes answer");
+        let ranks: Vec<Vec<f32>> = every
+            .iter()
+            .flat_map(|b| {
+                let values: Vec<f32> = b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+                let n = values.len() / local;
+                values.chunks(n).map(<[f32]>::to_vec).collect::<Vec<_>>()
+            })
+            .collect();
+        let mut sum = ranks[0].clone();
+        for r in &ranks[1..] {
+            for (s, v) in sum.iter_mut().zip(r) {
+                *s += v;
+            }
+        }
+        (0..local)
+            .map(|_| {
+                <Flex as burn::tensor::ops::FloatTensorOps<Flex>>::float_from_data(
+                    TensorData::new(sum.clone(), shape.clone()),
+                    &FlexDevice,
+                )
+            })
+            .collect()
+    }
+
+    fn spans_processes(&self) -> bool {
+        self.spans
+    }
+}
+
+/// `body(mesh)` on P threaded processes of L ranks, each mesh with a host stand-in for a
+/// device all-reduce installed (spanning processes or not); how many times each was used.
+fn across_with_world_all_reduce<T: Send>(
+    processes: usize,
+    local: usize,
+    spans: bool,
+    body: impl Fn(&Mesh) -> T + Sync,
+) -> Vec<(T, usize)> {
+    ThreadedGroup::run(processes, |group| {
+        let group: Arc<dyn owt_hybrid::ProcessGroup> = Arc::new(group);
+        let mesh = MeshDevice::spanning(vec![FlexDevice; local], Transport::HostStaged, group.clone()).unwrap();
+        let hook = Arc::new(HostWorldAllReduce { group, spans, calls: Default::default() });
+        mesh.set_device_all_reduce::<Flex>(hook.clone());
+        let out = body(&mesh);
+        (out, hook.calls.load(std::sync::atomic::Ordering::SeqCst))
+    })
+}
+
+#[test]
+fn a_device_all_reduce_over_every_process_leaves_the_rings_values_and_ledger() {
+    // What NCCL across processes replaces: the host-staged ring. The sums, and each process's
+    // ledger (bytes across processes included), are the ring's exactly.
+    for (processes, local) in [(2, 1), (2, 2), (4, 1)] {
+        let ring = across(processes, local, |mesh| (moves_of_every_kind(mesh), step(mesh, Exchange::AllGather)));
+        let world = across_with_world_all_reduce(processes, local, true, |mesh| {
+            (moves_of_every_kind(mesh), step(mesh, Exchange::AllGather))
+        });
+        for (p, ((want_moves, want_step), ((got_moves, got_step), calls))) in ring.iter().zip(&world).enumerate() {
+            // The pending sum of the moves (the tiny one goes whole), and the step's kernel gradient.
+            assert_eq!(*calls, 2, "{processes} x {local}: the device all-reduce ran");
+            assert_eq!(got_moves.0, want_moves.0, "{processes} x {local}: values on process {p}");
+            assert_eq!(got_step.0, want_step.0, "{processes} x {local}: the step on process {p}");
+            assert_eq!(got_moves.1.traffic, want_moves.1.traffic, "{processes} x {local}: ledger of process {p}");
+            assert_eq!(got_step.1.traffic, want_step.1.traffic, "{processes} x {local}: step ledger of process {p}");
+        }
+    }
+}
+
+#[test]
+fn a_device_all_reduce_inside_one_process_is_not_used_by_a_mesh_that_spans_processes() {
+    let ring = across(2, 2, moves_of_every_kind);
+    let local_only = across_with_world_all_reduce(2, 2, false, moves_of_every_kind);
+    for ((want, _), ((got, _), calls)) in ring.iter().zip(&local_only) {
+        assert_eq!(*calls, 0, "a one-process all-reduce cannot sum another process's ranks");
+        assert_eq!(got, want);
+    }
+}
