@@ -174,6 +174,32 @@ pub trait StepLayout<B: AutodiffBackend> {
     fn process(&self) -> usize {
         0
     }
+
+    /// The row of the whole batch where the rows this layout's step computes on start (0 but
+    /// on a 2-D mesh, whose node computes on its block of the batch last placed): what keeps
+    /// per-row randomness (dropout masks) that of the whole batch.
+    fn first_row(&self) -> usize {
+        0
+    }
+
+    /// The sum over the layout's data-parallel outer dimension (the nodes of a 2-D mesh) of a
+    /// per-node value such as a loss or a count; the value itself elsewhere. A collective
+    /// over the nodes.
+    fn sum_over_outer(&self, x: Tensor<B::InnerBackend, 1>) -> Tensor<B::InnerBackend, 1> {
+        x
+    }
+
+    /// The rows of a batch of `total` this layout's step computes on (all of them but on a 2-D
+    /// mesh).
+    fn step_rows(&self, total: usize) -> Range<usize> {
+        0..total
+    }
+
+    /// The rows of the whole batch whose step computes on `rows` of them here (`rows` itself
+    /// but on a 2-D mesh, whose nodes each take a block of the batch last placed).
+    fn whole_batch(&self, rows: usize) -> usize {
+        rows
+    }
 }
 
 /// Everything on one device of an autodiff backend.

@@ -71,6 +71,11 @@ impl RowSplit {
         Self { ranks: mesh.size(), local: mesh.local_ranks(), sharded }
     }
 
+    /// Block `index` of `parts` equal blocks of rows (a node's share on a 2-D mesh).
+    pub fn block(parts: usize, index: usize) -> Self {
+        Self { ranks: parts, local: index..index + 1, sharded: parts > 1 }
+    }
+
     /// The rows of a batch of `total` images this process takes.
     pub fn rows(&self, total: usize) -> std::ops::Range<usize> {
         if !self.sharded || !can_shard(total, self.ranks) {

@@ -118,15 +118,41 @@ pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
 ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     match fc_update {
         FcUpdate::PerStep => {
+            // On a 2-D mesh this node's rows start further into the batch: their masks too.
+            let key = key.from_row(key.first_row + layout.first_row());
             let features = features(layout, &model, images);
             let logits = classifier(layout, &model, features, key);
             let (loss, outcome) = loss_and_outcome(head, logits, labels);
             let grads = layout.backward(loss);
             let grads = layout.sync(&model, grads);
-            (optim.step(lr, model, grads), outcome)
+            (optim.step(lr, model, grads), over_outer(layout, outcome))
         }
-        FcUpdate::PerChunk => per_chunk_step(layout, model, optim, lr, head, key, images, labels),
+        FcUpdate::PerChunk => {
+            let n = labels.dims()[0];
+            assert_eq!(
+                layout.whole_batch(n),
+                n,
+                "per-chunk FC updates run on one device or a 1-D mesh (a 2-D mesh's nodes would each update per chunk of their own rows)"
+            );
+            per_chunk_step(layout, model, optim, lr, head, key, images, labels)
+        }
     }
+}
+
+/// The whole batch's outcome from this node's (on a 2-D mesh: the loss weighted by the
+/// nodes' shares and the counts summed over the nodes); `outcome` itself elsewhere.
+fn over_outer<B: AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    outcome: StepOutcome<B::InnerBackend>,
+) -> StepOutcome<B::InnerBackend> {
+    let total = layout.whole_batch(outcome.images);
+    if total == outcome.images {
+        return outcome;
+    }
+    let share = outcome.images as f64 / total as f64;
+    let loss = layout.sum_over_outer(outcome.loss.mul_scalar(share));
+    let correct = layout.sum_over_outer(outcome.correct.float()).round().int();
+    StepOutcome { loss, correct, images: total }
 }
 
 /// The loss to differentiate and what it and the logits say about the batch (on the device).

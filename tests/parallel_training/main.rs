@@ -445,3 +445,100 @@ fn per_chunk_updates_equal_the_hand_written_reference_element_by_element() {
         }
     }
 }
+
+/// What one node of a 2-D mesh ended with: its weights, losses, the whole mesh's ledger, and
+/// the parameters' placements per dimension.
+type GridOutcome =
+    (Vec<(String, Vec<f64>)>, Vec<f64>, owt_hybrid::LedgerSnapshot, Vec<(String, owt_hybrid::GridPlacement)>);
+
+/// `steps` steps on a (nodes, local) mesh of Flex virtual ranks (each node a thread with its
+/// own local mesh): `plan` inside each node, data-parallel across; every node's outcome.
+fn grid_run(
+    shape: [usize; 2],
+    plan: PlanKind,
+    scheme: Exchange,
+    config: &TrainConfig,
+    weights: &[u8],
+    steps: usize,
+) -> Vec<GridOutcome> {
+    use owt_hybrid::{GridLayout, GridMesh};
+    GridMesh::threaded(
+        shape[0],
+        |_| {
+            let mesh = MeshDevice::virtual_ranks(Default::default(), shape[1]);
+            use_f64::<H>(&mesh);
+            mesh
+        },
+        |grid| {
+            let layout = GridLayout::<Flex>::new(grid, plan.plan(), scheme);
+            let (params, losses) = run::<H, _>(&layout, config, weights, steps);
+            let ledger = layout.traffic().expect("a mesh's ledger");
+            let arch = config.model.architecture().unwrap();
+            let placed = layout.place_module(init_model::<H>(&arch, layout.device())).unwrap();
+            (params, losses, ledger, layout.placements(&placed))
+        },
+    )
+}
+
+#[test]
+fn two_dimensional_meshes_train_to_the_single_device_weights() {
+    // The weird trick inside each node (FC columns split over "local"), data parallelism
+    // across nodes; and plain data parallelism on both dimensions.
+    let spec = small(2);
+    let batch = 16;
+    let steps = 4;
+    let config = config(spec.clone(), batch, FcUpdate::PerStep);
+    let weights = initial_weights(&spec);
+    let (want, want_losses) = run::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, steps);
+    let cases = [
+        ([2, 2], PlanKind::WeirdTrick, Exchange::AllGather),
+        ([2, 2], PlanKind::WeirdTrick, Exchange::Slices),
+        ([2, 2], PlanKind::DataParallel, Exchange::AllGather),
+        ([2, 4], PlanKind::WeirdTrick, Exchange::Broadcast),
+        ([2, 4], PlanKind::DataParallel, Exchange::AllGather),
+    ];
+    for (shape, plan, scheme) in cases {
+        let nodes = grid_run(shape, plan, scheme, &config, &weights, steps);
+        let (got, losses, ledger, placements) = &nodes[0];
+        for (n, other) in nodes.iter().enumerate().skip(1) {
+            assert_eq!(&other.0, got, "{shape:?} {}: node {n} ends with other weights than node 0", plan.name());
+        }
+        let (gap, worst) = relative_gap(got, &want);
+        eprintln!(
+            "{shape:?} {} scheme {}: weight gap {gap:.2e} ({worst}), loss {:.4} -> {:.4}",
+            plan.name(),
+            scheme.letter(),
+            losses[0],
+            losses[steps - 1]
+        );
+        assert!(gap <= 1e-12, "{shape:?} {}: {worst} differs by {gap:e} (relative)", plan.name());
+        for (a, b) in losses.iter().zip(&want_losses) {
+            assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?}: losses {losses:?} vs {want_losses:?}");
+        }
+        // Across nodes every parameter is replicated and its gradient summed on a ring over
+        // the nodes: 2 (N - 1) x each local rank's piece per step, 8 bytes a value (f64), all
+        // of it crossing nodes; the FC columns the plan splits inside a node are 1/L pieces.
+        let [n, l] = shape;
+        let shapes =
+            owt_hybrid::parameter_paths(&init_model::<Ref>(&spec.architecture().unwrap(), &Default::default()));
+        let mut analytic = 0u64;
+        for ((path, dims), (path_p, placement)) in shapes.iter().zip(placements) {
+            assert_eq!(path, path_p);
+            assert_eq!(placement[0], owt_hybrid::Placement::Replicate, "{path}: replicated across nodes");
+            let elements: usize = dims.iter().product();
+            let held = if placement[1] == owt_hybrid::Placement::Replicate { elements * l } else { elements };
+            analytic += (2 * (n - 1) * held * 8) as u64;
+        }
+        let node_sync: u64 = ledger
+            .traffic
+            .iter()
+            .filter(|((phase, collective), _)| collective == "all_reduce[node]" && phase.ends_with(":sync"))
+            .map(|(_, t)| t.bytes)
+            .sum();
+        assert_eq!(node_sync, steps as u64 * analytic, "{shape:?} {}: bytes across nodes", plan.name());
+        if plan == PlanKind::WeirdTrick {
+            let split = placements.iter().filter(|(_, p)| p[1] == owt_hybrid::Placement::Shard(1)).count();
+            assert!(split >= 2, "the weird trick splits FC columns inside a node: {placements:?}");
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Two-dimensional meshes with named dimensions: N nodes x L local ranks, as PyTorch's
+//! `init_device_mesh((nodes, gpus), ("node", "local"))` or Megatron's data-parallel groups
+//! across boxes over tensor-parallel groups inside one.
+//!
+//! The shape is a composition, the way clusters run it: each node is one controller (a
+//! process, or a thread standing in for one) holding a one-dimensional [`MeshDevice`] of its
+//! L local ranks, on which every placement rule, plan and exchange scheme runs unchanged; the
+//! node dimension is data parallelism over a [`ProcessGroup`] of the N nodes (each node takes
+//! its share of the batch; gradients are summed over the nodes, rank by rank, with the ranks
+//! of the same local index: one column of the mesh). So a tensor's placement per dimension
+//! is `[node, local]`: `[Shard(0), Shard(0)]` for the batch, `[Replicate, p]` for a parameter
+//! placed `p` by the plan on the local mesh, `[Partial(sum), p]` for its gradient before the
+//! sum over nodes.
+//!
+//! A 1-D mesh is today's [`MeshDevice`], spelled as before.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use burn::prelude::*;
+use burn::tensor::backend::DeviceOps;
+use burn::tensor::{DType, TensorData, TensorPrimitive};
+
+use crate::backend::Hybrid;
+use crate::kind::{FloatKind, ShardKind};
+use crate::ledger::{LedgerSnapshot, Traffic};
+use crate::mesh::MeshDevice;
+use crate::placement::{shard_ranges, Placement};
+use crate::process_group::{ProcessGroup, ThreadedGroup};
+
+/// The default names of a 2-D mesh's dimensions: across nodes, then inside one.
+pub const DIM_NAMES: [&str; 2] = ["node", "local"];
+
+/// Why a 2-D mesh cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GridError {
+    /// The local mesh itself spans processes; the node dimension is the processes.
+    LocalSpansProcesses {
+        /// How many processes the local mesh spans.
+        processes: usize,
+    },
+    /// Two dimensions with one name.
+    SameNames(String),
+    /// The nodes could not compare their meshes.
+    Group(String),
+    /// Nodes with different numbers of local ranks.
+    UnequalNodes {
+        /// Local ranks per node, in node order.
+        local: Vec<usize>,
+    },
+}
+
+impl std::fmt::Display for GridError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GridError::LocalSpansProcesses { processes } => {
+                write!(f, "a 2-D mesh's local dimension lives in one process (its node); this one spans {processes}")
+            }
+            GridError::Group(e) => write!(f, "the nodes of a 2-D mesh could not agree on its shape: {e}"),
+            GridError::SameNames(n) => write!(f, "a mesh's dimensions need two names, got \"{n}\" twice"),
+            GridError::UnequalNodes { local } => {
+                write!(f, "every node of a 2-D mesh holds the same number of local ranks, got {local:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for GridError {}
+
+/// A mesh of N x L ranks with named dimensions, seen from one node: its L local ranks (a 1-D
+/// mesh) and the group of the N nodes. Global rank of (node n, local l): n x L + l.
+#[derive(Clone)]
+pub struct GridMesh<D> {
+    names: [String; 2],
+    nodes: Arc<dyn ProcessGroup>,
+    local: MeshDevice<D>,
+}
+
+impl<D: DeviceOps> std::fmt::Debug for GridMesh<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GridMesh({}: {}, {}: {}; node {})",
+            self.names[0],
+            self.nodes.size(),
+            self.names[1],
+            self.local.size(),
+            self.node()
+        )
+    }
+}
+
+impl<D: DeviceOps> GridMesh<D> {
+    /// This node's view of a mesh of `nodes.size()` nodes, each holding a mesh like `local`
+    /// (inside one process). A collective: every node makes its own, in the same order.
+    pub fn new(nodes: Arc<dyn ProcessGroup>, local: MeshDevice<D>) -> Result<Self, GridError> {
+        if local.processes() > 1 {
+            return Err(GridError::LocalSpansProcesses { processes: local.processes() });
+        }
+        let counts: Vec<usize> = nodes
+            .all_gather((local.size() as u64).to_le_bytes().to_vec())
+            .map_err(|e| GridError::Group(e.to_string()))?
+            .iter()
+            .map(|b| b.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize))
+            .collect();
+        if counts.iter().any(|&c| c != local.size()) {
+            return Err(GridError::UnequalNodes { local: counts });
+        }
+        Ok(Self { names: DIM_NAMES.map(String::from), nodes, local })
+    }
+
+    /// The same mesh with its dimensions named `outer` (across nodes) and `inner`.
+    pub fn with_names(mut self, outer: &str, inner: &str) -> Result<Self, GridError> {
+        if outer == inner {
+            return Err(GridError::SameNames(outer.to_string()));
+        }
+        self.names = [outer.to_string(), inner.to_string()];
+        Ok(self)
+    }
+
+    /// Runs `body` on each of `nodes` nodes of a mesh inside one process, each node a thread
+    /// holding its own local mesh (`local(n)`, its L ranks): a 2-D mesh without a launcher.
+    /// Results in node order.
+    pub fn threaded<T: Send>(
+        nodes: usize,
+        local: impl Fn(usize) -> MeshDevice<D> + Sync,
+        body: impl Fn(GridMesh<D>) -> T + Sync,
+    ) -> Vec<T> {
+        ThreadedGroup::run(nodes, |group| {
+            let n = group.rank();
+            let grid = GridMesh::new(Arc::new(group), local(n)).expect("every node holds the same local mesh");
+            body(grid)
+        })
+    }
+
+    /// `[N, L]`.
+    pub fn shape(&self) -> [usize; 2] {
+        [self.nodes.size(), self.local.size()]
+    }
+
+    /// All N x L ranks.
+    pub fn size(&self) -> usize {
+        self.nodes.size() * self.local.size()
+    }
+
+    /// The dimensions' names, outer first.
+    pub fn names(&self) -> [&str; 2] {
+        [&self.names[0], &self.names[1]]
+    }
+
+    /// The index of the dimension called `name`.
+    pub fn dim(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+
+    /// The size of the dimension called `name`.
+    pub fn dim_size(&self, name: &str) -> Option<usize> {
+        self.dim(name).map(|d| self.shape()[d])
+    }
+
+    /// This node's index along the outer dimension.
+    pub fn node(&self) -> usize {
+        self.nodes.rank()
+    }
+
+    /// The global rank at `[node, local]`.
+    pub fn rank_at(&self, coordinates: [usize; 2]) -> usize {
+        coordinates[0] * self.local.size() + coordinates[1]
+    }
+
+    /// The `[node, local]` coordinates of global rank `rank`.
+    pub fn coordinates(&self, rank: usize) -> [usize; 2] {
+        [rank / self.local.size(), rank % self.local.size()]
+    }
+
+    /// This node's global ranks.
+    pub fn node_ranks(&self) -> Range<usize> {
+        let l = self.local.size();
+        self.node() * l..(self.node() + 1) * l
+    }
+
+    /// The sub-mesh along the inner dimension: this node's ranks, a 1-D mesh on which plans run.
+    pub fn local(&self) -> &MeshDevice<D> {
+        &self.local
+    }
+
+    /// The sub-mesh along the outer dimension, as the group of nodes (this node's rank l is
+    /// with the ranks l of every other node: one column).
+    pub fn nodes(&self) -> &Arc<dyn ProcessGroup> {
+        &self.nodes
+    }
+
+    /// The rows of a batch of `total` this node takes (its block, in node order).
+    pub fn node_rows(&self, total: usize) -> Range<usize> {
+        shard_ranges(total, self.nodes.size())[self.node()].clone()
+    }
+
+    /// What moved between the ranks of the whole mesh since the last reset: every node's
+    /// ledger summed (a collective over the nodes). Traffic along the outer dimension is
+    /// recorded under the collective's name with the dimension's, e.g. `all_reduce[node]`.
+    pub fn ledger_snapshot(&self) -> LedgerSnapshot {
+        let mine = self.local.job_ledger_snapshot();
+        if self.nodes.size() == 1 {
+            return mine;
+        }
+        let every = self
+            .nodes
+            .all_gather(mine.to_bytes())
+            .unwrap_or_else(|e| panic!("Hybrid: {e} ({}, gathering the ledgers of the nodes)", self.nodes.describe()));
+        let mut sum = LedgerSnapshot::default();
+        for bytes in every {
+            sum.add(&LedgerSnapshot::from_bytes(&bytes));
+        }
+        sum
+    }
+
+    /// The name a collective along the outer dimension is recorded under.
+    pub fn outer_collective(&self, collective: &str) -> String {
+        format!("{collective}[{}]", self.names[0])
+    }
+
+    /// The sum over the nodes of `t`, weighted (`weights[n]` for node n's; 1 each by
+    /// default): each local rank's piece summed with the pieces of the same local rank on
+    /// every node (a column of the mesh), in node order, so every node computes the same
+    /// values. A ring's volume (a reduce-scatter then an all-gather over the N nodes: 2(N-1)/N
+    /// of each piece per rank), recorded in the local mesh's ledger as
+    /// [`GridMesh::outer_collective`] of `all_reduce`, every byte across nodes. A collective
+    /// over the nodes; the placement on the local mesh stays.
+    pub fn all_reduce_over_nodes<B: Backend<Device = D>, const N: usize>(
+        &self,
+        t: Tensor<Hybrid<B>, N>,
+        weights: Option<&[f64]>,
+    ) -> Tensor<Hybrid<B>, N> {
+        let nodes = self.nodes.size();
+        if nodes == 1 && weights.is_none() {
+            return t;
+        }
+        let d = t.into_primitive().tensor();
+        let pieces: Vec<TensorData> =
+            d.shards.iter().map(|p| <FloatKind as ShardKind<B>>::into_host(p.clone())).collect();
+        let dtype = pieces.first().map_or(DType::F32, |p| p.dtype);
+        let values: Vec<Vec<f64>> = pieces.iter().map(host_values).collect();
+        let lens: Vec<usize> = values.iter().map(Vec::len).collect();
+        let slices: Vec<Vec<Range<usize>>> = lens.iter().map(|&n| shard_ranges(n, nodes)).collect();
+        let weight = |n: usize| weights.map_or(1.0, |w| w[n]);
+        // Reduce-scatter: slice j of every local piece to node j.
+        let outgoing: Vec<Vec<u8>> = (0..nodes)
+            .map(|j| {
+                let mut bytes = Vec::new();
+                for (v, s) in values.iter().zip(&slices) {
+                    bytes.extend(v[s[j].clone()].iter().flat_map(|x| x.to_le_bytes()));
+                }
+                bytes
+            })
+            .collect();
+        let failed = |e: crate::process_group::GroupError| -> ! {
+            panic!("Hybrid: {e} ({}, all-reduce over the nodes)", self.nodes.describe())
+        };
+        let incoming = self.nodes.exchange(outgoing).unwrap_or_else(|e| failed(e));
+        let me = self.node();
+        let mut owned: Vec<Vec<f64>> = slices.iter().map(|s| vec![0.0; s[me].len()]).collect();
+        for (n, buffer) in incoming.iter().enumerate() {
+            let got = f64s(buffer);
+            let mut at = 0;
+            for o in owned.iter_mut() {
+                for x in o.iter_mut() {
+                    *x += weight(n) * got[at];
+                    at += 1;
+                }
+            }
+        }
+        // All-gather: each node's summed slices to every node.
+        let mine: Vec<u8> = owned.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
+        let summed = self.nodes.all_gather(mine).unwrap_or_else(|e| failed(e));
+        let mut whole: Vec<Vec<f64>> = lens.iter().map(|&n| vec![0.0; n]).collect();
+        for (j, buffer) in summed.iter().enumerate() {
+            let got = f64s(buffer);
+            let mut at = 0;
+            for (w, s) in whole.iter_mut().zip(&slices) {
+                let len = s[j].len();
+                w[s[j].clone()].copy_from_slice(&got[at..at + len]);
+                at += len;
+            }
+        }
+        let size = dtype.size();
+        let mut traffic = Traffic::default();
+        if nodes > 1 {
+            for (s, &len) in slices.iter().zip(&lens) {
+                let bytes = ((len - s[me].len()) + (nodes - 1) * s[me].len()) * size;
+                traffic += Traffic {
+                    bytes: bytes as u64,
+                    messages: 2 * (nodes as u64 - 1),
+                    cross_process_bytes: bytes as u64,
+                    cross_process_messages: 2 * (nodes as u64 - 1),
+                };
+            }
+            self.local.record(&self.outer_collective(crate::ledger::names::ALL_REDUCE), traffic);
+        }
+        let devices = self.local.rank_devices().to_vec();
+        let shards = whole
+            .into_iter()
+            .zip(&pieces)
+            .zip(&devices)
+            .map(|((v, p), device)| {
+                <FloatKind as ShardKind<B>>::from_host(TensorData::new(v, p.shape.clone()).convert_dtype(dtype), device)
+            })
+            .collect();
+        let summed = crate::dtensor::DTensor::from_parts(d.mesh.clone(), d.shape.clone(), d.dtype, d.placement, shards);
+        Tensor::from_primitive(TensorPrimitive::Float(summed))
+    }
+}
+
+/// A float piece's values, widened to f64 (exact for f32 and f64).
+fn host_values(p: &TensorData) -> Vec<f64> {
+    p.clone().convert::<f64>().to_vec::<f64>().expect("a float piece reads as f64")
+}
+
+fn f64s(bytes: &[u8]) -> Vec<f64> {
+    bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+}
+
+/// The placement of a tensor along each dimension of a 2-D mesh, outer first.
+pub type GridPlacement = [Placement; 2];
+
+/// A parameter's placement on a 2-D mesh whose nodes are data-parallel: replicated across
+/// nodes, placed by the plan inside each.
+pub fn parameter_placement(local: Placement) -> GridPlacement {
+    [Placement::Replicate, local]
+}
+
+/// A placement per dimension as `owt plan` prints it: `[Replicate, Shard(1)]`.
+pub fn describe(p: &GridPlacement) -> String {
+    format!("[{:?}, {:?}]", p[0], p[1])
+}
