@@ -22,7 +22,7 @@ use burn::tensor::backend::DeviceOps;
 use burn::tensor::{DType, TensorData, TensorPrimitive};
 
 use crate::backend::Hybrid;
-use crate::kind::{FloatKind, ShardKind};
+use crate::kind::{FloatKind, IntKind, ShardKind};
 use crate::ledger::{LedgerSnapshot, Traffic};
 use crate::mesh::MeshDevice;
 use crate::placement::{shard_ranges, Placement};
@@ -231,13 +231,31 @@ impl<D: DeviceOps> GridMesh<D> {
         t: Tensor<Hybrid<B>, N>,
         weights: Option<&[f64]>,
     ) -> Tensor<Hybrid<B>, N> {
-        let nodes = self.nodes.size();
-        if nodes == 1 && weights.is_none() {
+        if self.nodes.size() == 1 && weights.is_none() {
             return t;
         }
-        let d = t.into_primitive().tensor();
-        let pieces: Vec<TensorData> =
-            d.shards.iter().map(|p| <FloatKind as ShardKind<B>>::into_host(p.clone())).collect();
+        let summed = self.over_nodes::<B, FloatKind>(t.into_primitive().tensor(), weights);
+        Tensor::from_primitive(TensorPrimitive::Float(summed))
+    }
+
+    /// [`GridMesh::all_reduce_over_nodes`] of an int tensor (counts), unweighted.
+    pub fn all_reduce_ints_over_nodes<B: Backend<Device = D>, const N: usize>(
+        &self,
+        t: Tensor<Hybrid<B>, N, Int>,
+    ) -> Tensor<Hybrid<B>, N, Int> {
+        if self.nodes.size() == 1 {
+            return t;
+        }
+        Tensor::from_primitive(self.over_nodes::<B, IntKind>(t.into_primitive(), None))
+    }
+
+    fn over_nodes<B: Backend<Device = D>, K: ShardKind<B>>(
+        &self,
+        d: crate::dtensor::DTensor<B, K>,
+        weights: Option<&[f64]>,
+    ) -> crate::dtensor::DTensor<B, K> {
+        let nodes = self.nodes.size();
+        let pieces: Vec<TensorData> = d.shards.iter().map(|p| K::into_host(p.clone())).collect();
         let dtype = pieces.first().map_or(DType::F32, |p| p.dtype);
         let values: Vec<Vec<f64>> = pieces.iter().map(host_values).collect();
         let lens: Vec<usize> = values.iter().map(Vec::len).collect();
@@ -301,16 +319,13 @@ impl<D: DeviceOps> GridMesh<D> {
             .into_iter()
             .zip(&pieces)
             .zip(&devices)
-            .map(|((v, p), device)| {
-                <FloatKind as ShardKind<B>>::from_host(TensorData::new(v, p.shape.clone()).convert_dtype(dtype), device)
-            })
+            .map(|((v, p), device)| K::from_host(TensorData::new(v, p.shape.clone()).convert_dtype(dtype), device))
             .collect();
-        let summed = crate::dtensor::DTensor::from_parts(d.mesh.clone(), d.shape.clone(), d.dtype, d.placement, shards);
-        Tensor::from_primitive(TensorPrimitive::Float(summed))
+        crate::dtensor::DTensor::from_parts(d.mesh.clone(), d.shape.clone(), d.dtype, d.placement, shards)
     }
 }
 
-/// A float piece's values, widened to f64 (exact for f32 and f64).
+/// A piece's values, widened to f64 (exact for f32, f64 and counts below 2^53).
 fn host_values(p: &TensorData) -> Vec<f64> {
     p.clone().convert::<f64>().to_vec::<f64>().expect("a float piece reads as f64")
 }
@@ -330,5 +345,5 @@ pub fn parameter_placement(local: Placement) -> GridPlacement {
 
 /// A placement per dimension as `owt plan` prints it: `[Replicate, Shard(1)]`.
 pub fn describe(p: &GridPlacement) -> String {
-    format!("[{:?}, {:?}]", p[0], p[1])
+    format!("[{}, {}]", p[0], p[1])
 }

@@ -260,8 +260,12 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         self.grid.node_rows(self.total.load(Ordering::SeqCst)).start
     }
 
-    fn sum_over_outer(&self, x: Tensor<Hybrid<IB>, 1>) -> Tensor<Hybrid<IB>, 1> {
-        self.grid.all_reduce_over_nodes(x, None)
+    fn mean_over_outer(&self, x: Tensor<Hybrid<IB>, 1>) -> Tensor<Hybrid<IB>, 1> {
+        self.grid.all_reduce_over_nodes(x, Some(&self.node_weights()))
+    }
+
+    fn sum_over_outer(&self, x: Tensor<Hybrid<IB>, 1, Int>) -> Tensor<Hybrid<IB>, 1, Int> {
+        self.grid.all_reduce_ints_over_nodes(x)
     }
 
     fn step_rows(&self, total: usize) -> Range<usize> {

@@ -182,10 +182,15 @@ pub trait StepLayout<B: AutodiffBackend> {
         0
     }
 
-    /// The sum over the layout's data-parallel outer dimension (the nodes of a 2-D mesh) of a
-    /// per-node value such as a loss or a count; the value itself elsewhere. A collective
-    /// over the nodes.
-    fn sum_over_outer(&self, x: Tensor<B::InnerBackend, 1>) -> Tensor<B::InnerBackend, 1> {
+    /// The whole batch's mean from each node's mean over its rows (weighted by the nodes'
+    /// shares of the batch), over the layout's data-parallel outer dimension (the nodes of a
+    /// 2-D mesh); `x` itself elsewhere. A collective over the nodes.
+    fn mean_over_outer(&self, x: Tensor<B::InnerBackend, 1>) -> Tensor<B::InnerBackend, 1> {
+        x
+    }
+
+    /// The sum of per-node counts over the outer dimension; `x` itself elsewhere.
+    fn sum_over_outer(&self, x: Tensor<B::InnerBackend, 1, Int>) -> Tensor<B::InnerBackend, 1, Int> {
         x
     }
 

@@ -17,9 +17,13 @@ pub struct PlanArgs {
     /// The model.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Ranks of the mesh.
-    #[arg(long)]
-    pub devices: usize,
+    /// Ranks of the mesh (N x L with --mesh).
+    #[arg(long, required_unless_present = "mesh")]
+    pub devices: Option<usize>,
+    /// A 2-D mesh of N nodes x L local ranks ("N,L"): the plan inside each node, data-parallel
+    /// across nodes; shows each parameter's placement per dimension and the bytes across nodes.
+    #[arg(long, value_parser = parse_mesh)]
+    pub mesh: Option<[usize; 2]>,
     /// Processes the ranks are spread over (`mpirun -np P`, --devices / P ranks each): shows
     /// which entries cross between processes.
     #[arg(long, default_value_t = 1)]
@@ -64,8 +68,22 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     if args.batch == 0 {
         return Err(OwtError::input("--batch must be at least 1, got 0"));
     }
-    if args.devices == 0 {
+    let devices = match (args.devices, args.mesh) {
+        (Some(d), Some([n, l])) if d != n * l => {
+            return Err(OwtError::input(format!("--mesh {n},{l} has {} ranks, --devices says {d}", n * l)))
+        }
+        (_, Some(_)) if args.processes > 1 => {
+            return Err(OwtError::input("--mesh with --processes: a 2-D mesh across processes is not built yet"))
+        }
+        (Some(d), _) => d,
+        (None, Some([n, l])) => n * l,
+        (None, None) => unreachable!("clap requires --devices or --mesh"),
+    };
+    if devices == 0 {
         return Err(OwtError::input("--devices must be at least 1, got 0"));
+    }
+    if let Some(shape) = args.mesh {
+        return run_grid(args, shape);
     }
     let profile =
         profile_from_args(args.profile.as_deref(), args.tflops, args.mem_gbps, args.link_gbps, args.latency_us)?;
@@ -74,7 +92,7 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     let report = PlanDryRun {
         arch: &arch,
         plan: &layout,
-        ranks: args.devices,
+        ranks: devices,
         batch: args.batch,
         scheme: args.scheme,
         head: args.head,
@@ -89,7 +107,7 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     println!(
         "{} on {} devices, plan {}, scheme {}, global batch {} (f32, {} head, FC update {}): one training step, from a dry run on shape-only devices ({} ms)",
         arch.name,
-        args.devices,
+        devices,
         args.plan.name(),
         args.scheme.letter(),
         args.batch,
@@ -102,7 +120,7 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         println!(
             "ranks over {} processes of {} (mpirun -np {}): the last column is what crosses between them",
             args.processes,
-            args.devices / args.processes,
+            devices / args.processes,
             args.processes
         );
     }
@@ -132,8 +150,67 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     }
     if let Some(profile) = profile {
         print_prediction(&report.predict(&profile), &profile);
-        print_speedups(args, &arch, &layout, &profile)?;
+        print_speedups(args, devices, &arch, &layout, &profile)?;
     }
+    Ok(())
+}
+
+/// `N,L`: a 2-D mesh's shape.
+fn parse_mesh(s: &str) -> Result<[usize; 2], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let dims: Vec<usize> = parts.iter().filter_map(|p| p.parse().ok()).collect();
+    match (parts.len(), dims.as_slice()) {
+        (2, &[n, l]) if n > 0 && l > 0 => Ok([n, l]),
+        _ => Err(format!("expected N,L (nodes, local ranks, both at least 1), got {s:?}")),
+    }
+}
+
+/// `owt plan --mesh N,L`: placements per dimension and the step's traffic on the 2-D mesh.
+fn run_grid(args: &PlanArgs, shape: [usize; 2]) -> Result<(), OwtError> {
+    let arch = args.model.spec().architecture()?;
+    let plan = args.plan.plan();
+    let (report, placements) = PlanDryRun {
+        arch: &arch,
+        plan: &plan,
+        ranks: shape[0] * shape[1],
+        batch: args.batch,
+        scheme: args.scheme,
+        head: args.head,
+        fc_update: args.fc_update,
+    }
+    .run_on_grid(shape)?;
+    if args.json {
+        let placements: Vec<serde_json::Value> = placements
+            .iter()
+            .map(
+                |(path, p)| serde_json::json!({"parameter": path, "node": p[0].to_string(), "local": p[1].to_string()}),
+            )
+            .collect();
+        let out = serde_json::json!({"mesh": {"node": shape[0], "local": shape[1]}, "placements": placements, "traffic": report.comm});
+        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| OwtError::io(e.to_string()))?);
+        return Ok(());
+    }
+    let [n, l] = shape;
+    println!(
+        "{} on a 2-D mesh of {n} nodes x {l} local ranks, plan {} inside each node and data-parallel across, scheme {}, global batch {} ({} per node): one training step, from a dry run ({} ms)",
+        arch.name,
+        args.plan.name(),
+        args.scheme.letter(),
+        args.batch,
+        args.batch / n,
+        report.elapsed.as_millis()
+    );
+    println!("{:<14} {}", "parameter", "placement [node, local]");
+    for (path, p) in &placements {
+        println!("{path:<14} {}", owt_hybrid::grid::describe(p));
+    }
+    println!();
+    println!("{:<6} {:<9} {:<17} {:>15} {:>9}", "layer", "phase", "collective", "bytes", "messages");
+    for t in &report.comm.layers {
+        println!("{:<6} {:<9} {:<17} {:>15} {:>9}", t.layer, t.phase, t.collective, t.bytes, t.messages);
+    }
+    println!("{:<34} {:>15} {:>9}", "total", report.comm.total_bytes, report.comm.total_messages);
+    println!("across nodes (the [node] entries): {} bytes", report.comm.total_cross_process_bytes);
     Ok(())
 }
 
@@ -164,11 +241,12 @@ fn print_prediction(p: &StepPrediction, profile: &DeviceProfile) {
 /// Throughput over one device at the same per-rank batch, K = 1, 2, 4, 8.
 fn print_speedups(
     args: &PlanArgs,
+    devices: usize,
     arch: &owt_models::Architecture,
     layout: &Plan,
     profile: &DeviceProfile,
 ) -> Result<(), OwtError> {
-    let per_rank = (args.batch / args.devices).max(1);
+    let per_rank = (args.batch / devices).max(1);
     println!();
     println!("speedup over one device, {per_rank} images per rank (throughput ratio K x T1 / TK):");
     println!("{:>2} {:>12} {:>14} {:>9} {:>11}", "K", "step ms", "overlapped ms", "speedup", "overlapped");

@@ -7,7 +7,10 @@
 use burn::backend::Autodiff;
 use burn::prelude::*;
 
-use owt_hybrid::{DryRun, DryRunReport, Exchange, Hybrid, MeshLayout, Plan, StepLayout};
+use owt_hybrid::{
+    layer_of, parameter_paths, phase_label, CommPlan, DryRun, DryRunReport, Exchange, GridPlacement, Hybrid,
+    MeshLayout, Placement, Plan, StepLayout, Traffic, UNLABELLED,
+};
 use owt_meta::Meta;
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
 
@@ -82,5 +85,68 @@ impl PlanDryRun<'_> {
                     .0;
         }
         Ok(dry.report())
+    }
+}
+
+impl PlanDryRun<'_> {
+    /// The step on a 2-D mesh of `shape` = [N nodes, L local ranks] (`--mesh N,L`): the plan
+    /// inside each node on its N-th of the batch (a dry run on L ranks, the same on every
+    /// node), and across the nodes the sums a [`owt_hybrid::GridLayout`] makes: every
+    /// parameter's gradient on a ring over the nodes (2 (N - 1) x each local rank's piece, as
+    /// `all_reduce[node]` in the layer's sync phase) and the step's loss and correct count.
+    /// The report is the whole mesh's (every node's entries summed); with it, every
+    /// parameter's placement per dimension.
+    pub fn run_on_grid(&self, shape: [usize; 2]) -> Result<(DryRunReport, Vec<(String, GridPlacement)>), OwtError> {
+        let [nodes, local] = shape;
+        if nodes == 0 || local == 0 {
+            return Err(OwtError::input(format!("--mesh {nodes},{local}: both dimensions need at least 1 rank")));
+        }
+        if self.batch % nodes != 0 {
+            return Err(OwtError::input(format!(
+                "--batch {}: a 2-D mesh's {nodes} nodes each take the same share of the batch, so it must be a multiple of {nodes}",
+                self.batch
+            )));
+        }
+        if self.fc_update == FcUpdate::PerChunk {
+            return Err(OwtError::input(
+                "--fc-update per-chunk runs on one device or a 1-D mesh; a 2-D mesh updates per step",
+            ));
+        }
+        let node = PlanDryRun { ranks: local, batch: self.batch / nodes, ..self.clone() };
+        let mut report = node.run()?;
+        let mut ledger = owt_hybrid::LedgerSnapshot::default();
+        for _ in 0..nodes {
+            ledger.add(&report.ledger);
+        }
+        // The parameters as the plan places them on a node's local mesh.
+        let dry = DryRun::new(local);
+        let model: AlexNet<H> = self.arch.try_init(dry.mesh()).map_err(|e| OwtError::input(e.0))?;
+        let mut placements = Vec::new();
+        let ring = |held: usize, size: usize| {
+            let bytes = (2 * (nodes - 1) * held * size) as u64;
+            let messages = (nodes * local * 2 * (nodes - 1)) as u64;
+            Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages }
+        };
+        let collective = format!("{}[{}]", owt_hybrid::collectives::names::ALL_REDUCE, owt_hybrid::grid::DIM_NAMES[0]);
+        for (path, dims) in parameter_paths(&model) {
+            let p = self.plan.placement_of(&path);
+            placements.push((path.clone(), owt_hybrid::grid::parameter_placement(p)));
+            if nodes > 1 {
+                let elements: usize = dims.iter().product();
+                let held = if p == Placement::Replicate { elements * local } else { elements };
+                let key = (phase_label(layer_of(&path), "sync"), collective.clone());
+                *ledger.traffic.entry(key).or_default() += ring(held, 4);
+            }
+        }
+        if nodes > 1 {
+            // The step's mean loss and correct count, one value on each local rank.
+            let key = (UNLABELLED.to_string(), collective.clone());
+            let mut outcome = ring(local, 4);
+            outcome += ring(local, 4);
+            *ledger.traffic.entry(key).or_default() += outcome;
+        }
+        report.comm = CommPlan::from_ledger(&ledger, &report.order);
+        report.ledger = ledger;
+        Ok((report, placements))
     }
 }

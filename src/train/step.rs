@@ -149,9 +149,8 @@ fn over_outer<B: AutodiffBackend, L: StepLayout<B>>(
     if total == outcome.images {
         return outcome;
     }
-    let share = outcome.images as f64 / total as f64;
-    let loss = layout.sum_over_outer(outcome.loss.mul_scalar(share));
-    let correct = layout.sum_over_outer(outcome.correct.float()).round().int();
+    let loss = layout.mean_over_outer(outcome.loss);
+    let correct = layout.sum_over_outer(outcome.correct);
     StepOutcome { loss, correct, images: total }
 }
 

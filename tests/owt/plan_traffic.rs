@@ -36,8 +36,8 @@ fn try_measured_step(
 
 /// Two training steps on `layout`; the second's ledger (the whole job's on a mesh spanning
 /// processes).
-fn steps_on(
-    layout: &MeshLayout<Flex>,
+fn steps_on<L: StepLayout<H>>(
+    layout: &L,
     arch: &Architecture,
     config: &TrainConfig,
     how: (Head, FcUpdate),
@@ -119,6 +119,60 @@ fn the_plan_of_a_job_of_processes_names_the_bytes_that_cross_between_them() {
             kind.name()
         );
     }
+}
+
+#[test]
+fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_on_it() {
+    // owt plan --mesh 2,2: a node's dry run, times the nodes, plus the sums across nodes;
+    // against two threaded nodes of two Flex ranks each running the real step.
+    use owt_hybrid::{GridLayout, GridMesh};
+    let spec = ModelSpec::new(ModelKind::AlexNetSmall);
+    let arch = spec.architecture().unwrap();
+    let config =
+        TrainConfig { batch: 16, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
+    let how = (Head::Softmax, FcUpdate::PerStep);
+    for kind in [PlanKind::WeirdTrick, PlanKind::DataParallel] {
+        let plan = kind.plan();
+        let dry = PlanDryRun {
+            arch: &arch,
+            plan: &plan,
+            ranks: 4,
+            batch: 16,
+            scheme: Exchange::AllGather,
+            head: how.0,
+            fc_update: how.1,
+        };
+        let (report, placements) = dry.run_on_grid([2, 2]).unwrap();
+        let jobs = GridMesh::threaded(
+            2,
+            |_| MeshDevice::virtual_ranks(Default::default(), 2),
+            |grid| {
+                let layout = GridLayout::<Flex>::new(grid, plan.clone(), Exchange::AllGather);
+                let ledger = steps_on(&layout, &arch, &config, how);
+                let model = layout.place_module(arch.try_init::<H>(layout.device()).unwrap()).unwrap();
+                (ledger, layout.placements(&model))
+            },
+        );
+        assert_eq!(jobs[0], jobs[1], "every node reads the mesh's ledger");
+        assert_eq!(jobs[0].1, placements, "{}: placements per dimension", kind.name());
+        assert_matches(&jobs[0].0, &report.comm, &format!("{} on a (2, 2) mesh", kind.name()));
+        let across: u64 =
+            jobs[0].0.traffic.iter().filter(|((_, c), _)| c == "all_reduce[node]").map(|(_, t)| t.bytes).sum();
+        assert_eq!(across, report.comm.total_cross_process_bytes, "{}: bytes across nodes", kind.name());
+        assert!(across > 0);
+    }
+    let e = PlanDryRun {
+        arch: &arch,
+        plan: &PlanKind::WeirdTrick.plan(),
+        ranks: 4,
+        batch: 15,
+        scheme: Exchange::AllGather,
+        head: how.0,
+        fc_update: how.1,
+    }
+    .run_on_grid([2, 2])
+    .unwrap_err();
+    assert!(e.to_string().contains("--batch 15") && e.to_string().contains("multiple of 2"), "{e}");
 }
 
 /// The dry run of one softmax step with per-step FC updates.
