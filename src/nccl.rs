@@ -13,6 +13,18 @@ use owt_hybrid::DeviceAllReduce;
 /// The plain CubeCL CUDA backend meshes run on.
 type Plain = burn_cubecl::CubeBackend<CudaRuntime, f32, i32, u8>;
 
+/// A contiguous copy of each piece in a buffer of its own, for NCCL to sum in place (the
+/// pieces themselves may be views, or shared with the autodiff graph).
+pub(crate) fn fresh_copies(pieces: Vec<CubeTensor<CudaRuntime>>) -> Vec<CubeTensor<CudaRuntime>> {
+    pieces
+        .into_iter()
+        .map(|t| {
+            let zeros = numeric::zeros_client::<CudaRuntime>(t.client.clone(), t.device.clone(), t.shape(), t.dtype());
+            numeric::add(zeros, t)
+        })
+        .collect()
+}
+
 /// NCCL's all-reduce (sum) over the GPUs of a mesh's ranks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NcclAllReduce;
@@ -20,14 +32,7 @@ pub struct NcclAllReduce;
 impl DeviceAllReduce<Plain> for NcclAllReduce {
     fn all_reduce_sum(&self, pieces: Vec<CubeTensor<CudaRuntime>>) -> Vec<CubeTensor<CudaRuntime>> {
         let ids: Vec<_> = pieces.iter().map(|t| t.device.to_id()).collect();
-        let sums: Vec<CubeTensor<CudaRuntime>> = pieces
-            .into_iter()
-            .map(|t| {
-                let zeros =
-                    numeric::zeros_client::<CudaRuntime>(t.client.clone(), t.device.clone(), t.shape(), t.dtype());
-                numeric::add(zeros, t)
-            })
-            .collect();
+        let sums = fresh_copies(pieces);
         for sum in &sums {
             let mut client = sum.client.clone();
             client.all_reduce(

@@ -13,7 +13,6 @@ use std::sync::Mutex;
 
 use burn::tensor::DType;
 use burn::tensor::TensorMetadata;
-use burn_cubecl::ops::numeric;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl_cuda::CudaRuntime;
 use cudarc::driver::result as driver;
@@ -171,14 +170,7 @@ impl DeviceAllReduce<Plain> for NcclWorld {
         assert_eq!(pieces.len(), comms.len(), "NCCL world: one piece per rank of this process");
         // Contiguous copies that NCCL sums in place, each finished on its GPU before NCCL
         // (on its own stream) reads it.
-        let sums: Vec<CubeTensor<CudaRuntime>> = pieces
-            .into_iter()
-            .map(|t| {
-                let zeros =
-                    numeric::zeros_client::<CudaRuntime>(t.client.clone(), t.device.clone(), t.shape(), t.dtype());
-                numeric::add(zeros, t)
-            })
-            .collect();
+        let sums = crate::nccl::fresh_copies(pieces);
         for sum in &sums {
             cubecl_common::future::block_on(sum.client.sync())
                 .unwrap_or_else(|e| panic!("Hybrid: NCCL world: the GPU failed before the all-reduce: {e:?}"));

@@ -347,3 +347,37 @@ pub fn parameter_placement(local: Placement) -> GridPlacement {
 pub fn describe(p: &GridPlacement) -> String {
     format!("[{}, {}]", p[0], p[1])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::flex::FlexDevice;
+
+    #[test]
+    fn ranks_coordinates_and_names_agree() {
+        let seen = GridMesh::<FlexDevice>::threaded(
+            3,
+            |_| MeshDevice::virtual_ranks(FlexDevice, 2),
+            |grid| {
+                assert_eq!((grid.shape(), grid.size()), ([3, 2], 6));
+                for r in 0..6 {
+                    assert_eq!(grid.rank_at(grid.coordinates(r)), r);
+                }
+                let named = grid.clone().with_names("dp", "tp").unwrap();
+                assert_eq!((named.dim("tp"), named.dim_size("dp"), named.dim("node")), (Some(1), Some(3), None));
+                assert_eq!(grid.clone().with_names("x", "x").unwrap_err(), GridError::SameNames("x".into()));
+                (grid.node(), grid.node_ranks(), grid.node_rows(10))
+            },
+        );
+        assert_eq!(seen, vec![(0, 0..2, 0..4), (1, 2..4, 4..7), (2, 4..6, 7..10)]);
+    }
+
+    #[test]
+    fn nodes_with_different_local_meshes_refuse_naming_the_counts() {
+        let outcomes = crate::process_group::ThreadedGroup::run(2, |group| {
+            let local = MeshDevice::virtual_ranks(FlexDevice, 1 + group.rank());
+            GridMesh::new(Arc::new(group), local).map(|_| ()).unwrap_err()
+        });
+        assert!(outcomes.iter().all(|e| *e == GridError::UnequalNodes { local: vec![1, 2] }), "{outcomes:?}");
+    }
+}

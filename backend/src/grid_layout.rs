@@ -268,10 +268,6 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         self.grid.all_reduce_ints_over_nodes(x)
     }
 
-    fn step_rows(&self, total: usize) -> Range<usize> {
-        self.grid.node_rows(total)
-    }
-
     fn whole_batch(&self, rows: usize) -> usize {
         let total = self.total.load(Ordering::SeqCst);
         if self.grid.node_rows(total).len() == rows {

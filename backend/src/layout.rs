@@ -194,12 +194,6 @@ pub trait StepLayout<B: AutodiffBackend> {
         x
     }
 
-    /// The rows of a batch of `total` this layout's step computes on (all of them but on a 2-D
-    /// mesh).
-    fn step_rows(&self, total: usize) -> Range<usize> {
-        0..total
-    }
-
     /// The rows of the whole batch whose step computes on `rows` of them here (`rows` itself
     /// but on a 2-D mesh, whose nodes each take a block of the batch last placed).
     fn whole_batch(&self, rows: usize) -> usize {
