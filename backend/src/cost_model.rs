@@ -2,8 +2,9 @@
 //! shape-only `Meta` devices, labelled with the same layer and phase as the traffic) and each
 //! collective's bytes and messages (the ledger), priced by a device profile. Compute is a
 //! roofline per op (the slower of arithmetic and memory), per rank, the slowest rank setting
-//! the pace; communication is bytes over the link plus a latency per message, every rank
-//! sending at once. Without overlap a step is their sum; with overlap each layer phase costs
+//! the pace; communication is priced on the profile's links as a tree of shared uplinks
+//! ([`crate::topology`]): each collective's bytes over the busiest link it crosses, plus a
+//! latency per round. Without overlap a step is their sum; with overlap each layer phase costs
 //! the larger of its compute and its communication.
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use owt_meta::OpCost;
 
 use crate::ledger::{LedgerSnapshot, UNLABELLED};
 use crate::phases::{split_label, PHASES};
+use crate::topology::{collective_seconds, groups_of, Pattern, Uplink};
 
 /// What a device and its links can do.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,33 +24,64 @@ pub struct DeviceProfile {
     pub tflops: f64,
     /// Memory bandwidth, GB/s.
     pub mem_gbps: f64,
-    /// Bandwidth of one rank's link to the others, GB/s (each direction).
+    /// Bandwidth of one rank's own link, GB/s (each direction).
     pub link_gbps: f64,
-    /// Latency of one message, microseconds.
+    /// Latency of one message on a rank's own link, microseconds.
     pub latency_us: f64,
+    /// The shared links above the ranks' own, narrowest span first (a PCIe switch per pair,
+    /// a node's network card per 8 GPUs); empty for a machine whose ranks all meet in one
+    /// switch of full bandwidth (NVSwitch, or virtual ranks in one memory).
+    pub uplinks: Vec<Uplink>,
+    /// Devices in one node (server): a 2-D mesh's local dimension in the nodes table of
+    /// `owt plan --profile`; the uplink of that span, if any, is the network between nodes.
+    pub node_devices: usize,
 }
 
 impl DeviceProfile {
     /// The built-in profiles' names.
-    pub const PRESETS: [&'static str; 3] = ["gtx580-pcie", "h200-nvlink", "cpu"];
+    pub const PRESETS: [&'static str; 5] = ["gtx580-pcie", "gtx580-pcie-10gbe", "h200-nvlink", "h200-nvlink-ib", "cpu"];
 
     /// A built-in profile:
     /// - `gtx580-pcie`: the 2012/2014 papers' GPU (1.58 TFLOP/s peak, of which cuda-convnet
-    ///   sustains about 60% on AlexNet's convolutions; 192 GB/s) on PCIe 2.0 x16 (about 6 GB/s
-    ///   each way in practice, 10 us a message);
+    ///   sustains about 60% on AlexNet's convolutions; 192 GB/s) in the 2014 paper's 8-GPU
+    ///   server, assumed built as such servers were: PCIe 2.0 x16 from each GPU to a switch
+    ///   (about 6 GB/s each way in practice, 10 us a message), one switch per pair of GPUs on
+    ///   one x16 link upstream (6 GB/s, shared by the pair), two switches per CPU socket, and
+    ///   between the sockets no peer-to-peer: a copy goes through host memory and QPI, two
+    ///   PCIe copies in series (3 GB/s, 20 us);
+    /// - `gtx580-pcie-10gbe`: nodes of that server joined by 10 Gigabit Ethernet (1.1 GB/s
+    ///   each way of the 1.25 line rate, 30 us through the TCP stack), one card per node of 8;
     /// - `h200-nvlink`: H200 SXM (67 TFLOP/s FP32 without tensor cores, 4.8 TB/s HBM3e) on
-    ///   NVLink 4 (450 GB/s each way, 5 us);
+    ///   NVLink 4 through NVSwitch (450 GB/s each way, 5 us; full bandwidth between any pair,
+    ///   so no shared link inside the node);
+    /// - `h200-nvlink-ib`: nodes of 8 of those joined by InfiniBand NDR, one 400 Gb/s card per
+    ///   GPU (the node's uplink 8 x 50 GB/s each way, 10 us);
     /// - `cpu`: Burn's Flex backend on the owt project's 2-core CI machine, calibrated from
     ///   `owt bench` (see owt's README, cost model section); ranks are virtual, so "links" are
     ///   memory copies.
     pub fn preset(name: &str) -> Option<Self> {
-        let (tflops, mem_gbps, link_gbps, latency_us) = match name {
-            "gtx580-pcie" => (0.95, 192.0, 6.0, 10.0),
-            "h200-nvlink" => (67.0, 4800.0, 450.0, 5.0),
-            "cpu" => (CPU_TFLOPS, CPU_MEM_GBPS, CPU_MEM_GBPS, 1.0),
+        let up =
+            |name: &str, span: usize, gbps: f64, latency_us: f64| Uplink { name: name.into(), span, gbps, latency_us };
+        let pcie = || vec![up("PCIe switch upstream", 2, 6.0, 10.0), up("QPI, host-staged", 4, 3.0, 20.0)];
+        let (tflops, mem_gbps, link_gbps, latency_us, uplinks) = match name {
+            "gtx580-pcie" => (0.95, 192.0, 6.0, 10.0, pcie()),
+            "gtx580-pcie-10gbe" => {
+                let mut u = pcie();
+                u.push(up("10 GbE", 8, 1.1, 30.0));
+                (0.95, 192.0, 6.0, 10.0, u)
+            }
+            "h200-nvlink" => (67.0, 4800.0, 450.0, 5.0, vec![]),
+            "h200-nvlink-ib" => (67.0, 4800.0, 450.0, 5.0, vec![up("InfiniBand NDR", 8, 400.0, 10.0)]),
+            "cpu" => (CPU_TFLOPS, CPU_MEM_GBPS, CPU_MEM_GBPS, 1.0, vec![]),
             _ => return None,
         };
-        Some(Self { name: name.into(), tflops, mem_gbps, link_gbps, latency_us })
+        Some(Self { name: name.into(), tflops, mem_gbps, link_gbps, latency_us, uplinks, node_devices: 8 })
+    }
+
+    /// The link between nodes: the uplink whose span is a node's devices, if the profile has
+    /// one (a profile of a single server has none).
+    pub fn between_nodes(&self) -> Option<&Uplink> {
+        self.uplinks.iter().find(|u| u.span == self.node_devices)
     }
 
     /// Seconds one op takes: the slower of its arithmetic and its memory traffic.
@@ -58,11 +91,20 @@ impl DeviceProfile {
         compute.max(memory)
     }
 
-    /// Seconds a collective takes that lands `bytes` in `messages` pieces on `ranks` ranks,
-    /// every rank receiving its share at once.
-    pub fn comm_seconds(&self, bytes: u64, messages: u64, ranks: usize) -> f64 {
-        let k = ranks.max(1) as f64;
-        bytes as f64 / k / (self.link_gbps * 1e9) + messages as f64 / k * self.latency_us * 1e-6
+    /// Seconds one ledger entry's collective (`all_gather`, `all_reduce[node]`, ...) takes,
+    /// `bytes` in `messages` on a mesh of `shape` = [nodes, local ranks] ([1, K] for a 1-D
+    /// mesh), its ranks placed in order on this profile's links.
+    pub fn comm_seconds(&self, collective: &str, bytes: u64, messages: u64, shape: [usize; 2]) -> f64 {
+        let groups = groups_of(collective, shape);
+        collective_seconds(
+            Pattern::of(collective),
+            &groups,
+            bytes,
+            messages,
+            self.link_gbps,
+            self.latency_us,
+            &self.uplinks,
+        )
     }
 }
 
@@ -78,7 +120,7 @@ pub const CPU_TFLOPS: f64 = 0.06;
 pub const CPU_MEM_GBPS: f64 = 5.0;
 
 /// Predicted time of one layer phase (`conv1:forward`, `fc6:sync`, ...).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PhaseTime {
     /// `layer:phase` as the ledger labels it (`-` for ops outside any phase).
     pub label: String,
@@ -91,7 +133,7 @@ pub struct PhaseTime {
 }
 
 /// The predicted time of one training step.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StepPrediction {
     /// Per layer phase, in the order of the network.
     pub phases: Vec<PhaseTime>,
@@ -123,6 +165,18 @@ pub struct StepPrediction {
 /// assert!(step.overlapped_s <= step.serial_s);
 /// ```
 pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceProfile) -> StepPrediction {
+    predict_on_mesh(costs, ledger, profile, [1, costs.len().max(1)])
+}
+
+/// [`predict`] on a mesh of `shape` = [nodes, local ranks]: `costs` holds one node's ranks
+/// (every node runs the same ops), `ledger` the whole mesh's traffic, each entry priced over
+/// the groups its collective ran on (the columns for `...[node]` entries, the rows otherwise).
+pub fn predict_on_mesh(
+    costs: &[Vec<OpCost>],
+    ledger: &LedgerSnapshot,
+    profile: &DeviceProfile,
+    shape: [usize; 2],
+) -> StepPrediction {
     let ranks = costs.len().max(1);
     // Per label: each rank's seconds and flops.
     let mut compute: BTreeMap<String, Vec<(f64, u64)>> = BTreeMap::new();
@@ -135,8 +189,8 @@ pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceP
         }
     }
     let mut comm: BTreeMap<String, f64> = BTreeMap::new();
-    for ((label, _), t) in &ledger.traffic {
-        *comm.entry(label.clone()).or_default() += profile.comm_seconds(t.bytes, t.messages, ranks);
+    for ((label, collective), t) in &ledger.traffic {
+        *comm.entry(label.clone()).or_default() += profile.comm_seconds(collective, t.bytes, t.messages, shape);
     }
     let order = LayerOrder::of(costs);
     let mut labels: Vec<String> = compute.keys().chain(comm.keys()).cloned().collect();
@@ -212,7 +266,15 @@ mod tests {
 
     #[test]
     fn the_slowest_rank_sets_the_pace_and_overlap_takes_the_larger_side() {
-        let p = DeviceProfile { name: "t".into(), tflops: 1.0, mem_gbps: 1000.0, link_gbps: 1.0, latency_us: 0.0 };
+        let p = DeviceProfile {
+            name: "t".into(),
+            tflops: 1.0,
+            mem_gbps: 1000.0,
+            link_gbps: 1.0,
+            latency_us: 0.0,
+            uplinks: vec![],
+            node_devices: 8,
+        };
         // Rank 1 has twice rank 0's work in fc6:forward; 1e12 flops at 1 TFLOP/s is 1 s.
         let costs = vec![vec![op("fc6:forward", 500_000_000_000, 0)], vec![op("fc6:forward", 1_000_000_000_000, 0)]];
         let mut ledger = LedgerSnapshot::default();

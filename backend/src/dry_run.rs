@@ -127,6 +127,13 @@ impl DryRunReport {
     pub fn predict(&self, profile: &DeviceProfile) -> StepPrediction {
         predict(&self.costs, &self.ledger, profile)
     }
+
+    /// The step's time on `profile` for a report of a 2-D mesh of `shape` = [nodes, local
+    /// ranks] (`costs` one node's ranks, the ledger the whole mesh's; see
+    /// [`crate::cost_model::predict_on_mesh`]).
+    pub fn predict_on_mesh(&self, profile: &DeviceProfile, shape: [usize; 2]) -> StepPrediction {
+        crate::cost_model::predict_on_mesh(&self.costs, &self.ledger, profile, shape)
+    }
 }
 
 /// A mesh of `ranks` shape-only devices on which a caller runs training steps; every op is

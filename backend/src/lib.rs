@@ -32,13 +32,14 @@ pub mod process_group;
 mod quantization;
 mod scheme;
 mod strategy;
+pub mod topology;
 mod transport;
 mod upload;
 mod wire;
 
 pub use api::{partial_from_summands, Distributed};
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-pub use cost_model::{DeviceProfile, LayerOrder, PhaseTime, StepPrediction};
+pub use cost_model::{predict_on_mesh, DeviceProfile, LayerOrder, PhaseTime, StepPrediction};
 pub use dry_run::{CommPlan, DryRun, DryRunReport, LayerTraffic};
 pub use dtensor::DTensor;
 pub use grid::{GridError, GridMesh, GridPlacement};
@@ -56,6 +57,7 @@ pub use plan::{pattern_matches, Plan, PlanError, PlanKind, PlanRule};
 pub use process_group::MpiGroup;
 pub use process_group::{GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
 pub use scheme::Exchange;
+pub use topology::{Pattern, Uplink};
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
 pub use upload::{RowSplit, Upload};
 

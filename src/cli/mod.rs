@@ -5,6 +5,7 @@ pub mod eval;
 pub mod import;
 pub mod info;
 pub mod plan;
+pub mod plan_cost;
 pub mod profile;
 pub mod report;
 pub mod train;

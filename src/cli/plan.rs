@@ -3,9 +3,10 @@
 
 use clap::Args;
 
-use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, StepPrediction};
+use owt_hybrid::{DeviceProfile, Exchange, PlanKind, Uplink};
 use owt_models::Head;
 
+use crate::cli::plan_cost::{self, parse_uplink, profile_from_args, CostReport, ProfileFigures, StepShape};
 use crate::cli::{fc_update_parser, parse_head, parse_scheme, plan_kind_parser, ModelArgs};
 use crate::error::OwtError;
 use crate::parallel::PlanDryRun;
@@ -43,7 +44,8 @@ pub struct PlanArgs {
     /// When FC weights are updated, as `owt train --fc-update`.
     #[arg(long, default_value = "per-step", value_parser = fc_update_parser())]
     pub fc_update: FcUpdate,
-    /// Device profile for predicted times: gtx580-pcie, h200-nvlink or cpu.
+    /// Device profile for predicted times: gtx580-pcie, gtx580-pcie-10gbe, h200-nvlink,
+    /// h200-nvlink-ib or cpu.
     #[arg(long)]
     pub profile: Option<String>,
     /// Custom profile: sustained TFLOP/s (with --mem-gbps, --link-gbps, --latency-us).
@@ -58,7 +60,12 @@ pub struct PlanArgs {
     /// Custom profile: latency of one message, microseconds.
     #[arg(long)]
     pub latency_us: Option<f64>,
-    /// Print JSON: {"total_bytes":..,"total_messages":..,"layers":[..]}.
+    /// Custom profile: a link shared by each block of SPAN consecutive ranks ("SPAN,GBPS,US",
+    /// e.g. "8,1.25,30" for a node's 10 GbE card); repeat for more tiers.
+    #[arg(long, value_parser = parse_uplink)]
+    pub uplink: Vec<Uplink>,
+    /// Print JSON: {"total_bytes":..,"total_messages":..,"layers":[..]}, with --profile also
+    /// "cost" (the profile, the prediction per layer phase and the speedup tables).
     #[arg(long)]
     pub json: bool,
 }
@@ -82,11 +89,14 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     if devices == 0 {
         return Err(OwtError::input("--devices must be at least 1, got 0"));
     }
+    let profile = profile_from_args(
+        args.profile.as_deref(),
+        [args.tflops, args.mem_gbps, args.link_gbps, args.latency_us],
+        &args.uplink,
+    )?;
     if let Some(shape) = args.mesh {
-        return run_grid(args, shape);
+        return run_grid(args, shape, profile.as_ref());
     }
-    let profile =
-        profile_from_args(args.profile.as_deref(), args.tflops, args.mem_gbps, args.link_gbps, args.latency_us)?;
     let arch = args.model.spec().architecture()?;
     let layout = args.plan.plan();
     let report = PlanDryRun {
@@ -100,8 +110,27 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     }
     .run_on_processes(args.processes)?;
     let plan = report.comm.clone();
+    let shape = StepShape {
+        arch: &arch,
+        per_rank: (args.batch / devices).max(1),
+        scheme: args.scheme,
+        head: args.head,
+        fc_update: args.fc_update,
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&plan).map_err(|e| OwtError::io(e.to_string()))?);
+        let mut out = serde_json::to_value(&plan).map_err(|e| OwtError::io(e.to_string()))?;
+        if let Some(profile) = &profile {
+            let local = profile.node_devices;
+            let cost = CostReport {
+                profile: ProfileFigures::from(profile),
+                prediction: report.predict(profile),
+                speedups: plan_cost::device_speedups(&shape, &layout, profile),
+                node_devices: local,
+                nodes: plan_cost::node_speedups(&shape, local, profile),
+            };
+            out["cost"] = serde_json::to_value(&cost).map_err(|e| OwtError::io(e.to_string()))?;
+        }
+        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| OwtError::io(e.to_string()))?);
         return Ok(());
     }
     println!(
@@ -149,10 +178,34 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         println!("fallback: {op} ran on gathered inputs {count} time(s) (no placement rule for its inputs)");
     }
     if let Some(profile) = profile {
-        print_prediction(&report.predict(&profile), &profile);
-        print_speedups(args, devices, &arch, &layout, &profile)?;
+        plan_cost::print_prediction(&report.predict(&profile), &profile);
+        plan_cost::print_device_speedups(&plan_cost::device_speedups(&shape, &layout, &profile), shape.per_rank);
+        print_nodes(&shape, &profile);
     }
     Ok(())
+}
+
+/// The 1..8 nodes table on `profile`.
+fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
+    let local = profile.node_devices;
+    if profile.between_nodes().is_none() {
+        let with: Vec<&str> = DeviceProfile::PRESETS
+            .into_iter()
+            .filter(|p| DeviceProfile::preset(p).is_some_and(|d| d.between_nodes().is_some()))
+            .collect();
+        println!(
+            "\n{} is one server of {local} devices with no link between nodes; for 1..8 nodes, a profile with one: {}",
+            profile.name,
+            with.join(", ")
+        );
+        return;
+    }
+    plan_cost::print_node_speedups(
+        &plan_cost::node_speedups(shape, local, profile),
+        local,
+        shape.per_rank,
+        shape.scheme,
+    );
 }
 
 /// `N,L`: a 2-D mesh's shape.
@@ -166,7 +219,7 @@ fn parse_mesh(s: &str) -> Result<[usize; 2], String> {
 }
 
 /// `owt plan --mesh N,L`: placements per dimension and the step's traffic on the 2-D mesh.
-fn run_grid(args: &PlanArgs, shape: [usize; 2]) -> Result<(), OwtError> {
+fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>) -> Result<(), OwtError> {
     let arch = args.model.spec().architecture()?;
     let plan = args.plan.plan();
     let (report, placements) = PlanDryRun {
@@ -186,7 +239,23 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2]) -> Result<(), OwtError> {
                 |(path, p)| serde_json::json!({"parameter": path, "node": p[0].to_string(), "local": p[1].to_string()}),
             )
             .collect();
-        let out = serde_json::json!({"mesh": {"node": shape[0], "local": shape[1]}, "placements": placements, "traffic": report.comm});
+        let mut out = serde_json::json!({"mesh": {"node": shape[0], "local": shape[1]}, "placements": placements, "traffic": report.comm});
+        if let Some(profile) = profile {
+            let step = StepShape {
+                arch: &arch,
+                per_rank: (args.batch / (shape[0] * shape[1])).max(1),
+                scheme: args.scheme,
+                head: args.head,
+                fc_update: args.fc_update,
+            };
+            let local = profile.node_devices;
+            out["cost"] = serde_json::json!({
+                "profile": ProfileFigures::from(profile),
+                "prediction": report.predict_on_mesh(profile, shape),
+                "node_devices": local,
+                "nodes": plan_cost::node_speedups(&step, local, profile),
+            });
+        }
         println!("{}", serde_json::to_string_pretty(&out).map_err(|e| OwtError::io(e.to_string()))?);
         return Ok(());
     }
@@ -211,133 +280,16 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2]) -> Result<(), OwtError> {
     }
     println!("{:<34} {:>15} {:>9}", "total", report.comm.total_bytes, report.comm.total_messages);
     println!("across nodes (the [node] entries): {} bytes", report.comm.total_cross_process_bytes);
-    Ok(())
-}
-
-fn ms(s: f64) -> String {
-    format!("{:.2}", s * 1e3)
-}
-
-/// Compute, communication and step time per layer phase on `profile`.
-fn print_prediction(p: &StepPrediction, profile: &DeviceProfile) {
-    println!();
-    println!(
-        "predicted on {} ({} TFLOP/s, {} GB/s memory, {} GB/s links, {} us/message), ms:",
-        profile.name, profile.tflops, profile.mem_gbps, profile.link_gbps, profile.latency_us
-    );
-    println!("{:<16} {:>10} {:>10} {:>14}", "layer:phase", "compute", "comm", "GFLOP/rank");
-    for t in &p.phases {
-        println!("{:<16} {:>10} {:>10} {:>14.3}", t.label, ms(t.compute_s), ms(t.comm_s), t.flops as f64 / 1e9);
-    }
-    println!(
-        "step: compute {} + comm {} = {} ms serial; {} ms with each phase's communication overlapped",
-        ms(p.compute_s),
-        ms(p.comm_s),
-        ms(p.serial_s),
-        ms(p.overlapped_s)
-    );
-}
-
-/// Throughput over one device at the same per-rank batch, K = 1, 2, 4, 8.
-fn print_speedups(
-    args: &PlanArgs,
-    devices: usize,
-    arch: &owt_models::Architecture,
-    layout: &Plan,
-    profile: &DeviceProfile,
-) -> Result<(), OwtError> {
-    let per_rank = (args.batch / devices).max(1);
-    println!();
-    println!("speedup over one device, {per_rank} images per rank (throughput ratio K x T1 / TK):");
-    println!("{:>2} {:>12} {:>14} {:>9} {:>11}", "K", "step ms", "overlapped ms", "speedup", "overlapped");
-    let mut one: Option<StepPrediction> = None;
-    for k in [1usize, 2, 4, 8] {
-        let run = PlanDryRun {
-            arch,
-            plan: layout,
-            ranks: k,
-            batch: per_rank * k,
+    if let Some(profile) = profile {
+        plan_cost::print_prediction(&report.predict_on_mesh(profile, shape), profile);
+        let step = StepShape {
+            arch: &arch,
+            per_rank: (args.batch / (n * l)).max(1),
             scheme: args.scheme,
             head: args.head,
             fc_update: args.fc_update,
-        }
-        .run();
-        match run {
-            Ok(report) => {
-                let p = report.predict(profile);
-                if k == 1 {
-                    one = Some(p.clone());
-                }
-                let (serial, overlapped) = match &one {
-                    Some(base) => (
-                        format!("{:.2}x", k as f64 * base.serial_s / p.serial_s),
-                        format!("{:.2}x", k as f64 * base.overlapped_s / p.overlapped_s),
-                    ),
-                    None => ("-".into(), "-".into()),
-                };
-                println!("{k:>2} {:>12} {:>14} {serial:>9} {overlapped:>11}", ms(p.serial_s), ms(p.overlapped_s));
-            }
-            Err(e) => println!("{k:>2} n/a: {e}"),
-        }
+        };
+        print_nodes(&step, profile);
     }
     Ok(())
-}
-
-/// A profile from `--profile` or the four explicit figures (all of which must then be given
-/// and positive).
-pub fn profile_from_args(
-    preset: Option<&str>,
-    tflops: Option<f64>,
-    mem_gbps: Option<f64>,
-    link_gbps: Option<f64>,
-    latency_us: Option<f64>,
-) -> Result<Option<DeviceProfile>, OwtError> {
-    let explicit = [tflops, mem_gbps, link_gbps, latency_us];
-    match (preset, explicit.iter().any(Option::is_some)) {
-        (Some(_), true) => {
-            Err(OwtError::input("give either --profile or --tflops/--mem-gbps/--link-gbps/--latency-us, not both"))
-        }
-        (Some(name), false) => DeviceProfile::preset(name).map(Some).ok_or_else(|| {
-            OwtError::input(format!(
-                "unknown --profile {name:?}; expected one of {}",
-                DeviceProfile::PRESETS.join(", ")
-            ))
-        }),
-        (None, false) => Ok(None),
-        (None, true) => {
-            let names = ["--tflops", "--mem-gbps", "--link-gbps", "--latency-us"];
-            let mut values = [0.0; 4];
-            for ((v, name), out) in explicit.iter().zip(names).zip(&mut values) {
-                match v {
-                    Some(x) if x.is_finite() && (*x > 0.0 || (name == "--latency-us" && *x == 0.0)) => *out = *x,
-                    Some(x) => return Err(OwtError::input(format!("{name} must be positive, got {x}"))),
-                    None => {
-                        return Err(OwtError::input(format!(
-                            "{name} is missing: a custom profile needs all four figures"
-                        )))
-                    }
-                }
-            }
-            let [tflops, mem_gbps, link_gbps, latency_us] = values;
-            Ok(Some(DeviceProfile { name: "custom".into(), tflops, mem_gbps, link_gbps, latency_us }))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn profiles_are_named_or_complete() {
-        assert!(profile_from_args(Some("h200-nvlink"), None, None, None, None).unwrap().is_some());
-        let e = profile_from_args(Some("tpu"), None, None, None, None).unwrap_err();
-        assert!(e.to_string().contains("gtx580-pcie"), "{e}");
-        let e = profile_from_args(None, Some(1.0), None, Some(2.0), Some(1.0)).unwrap_err();
-        assert!(e.to_string().contains("--mem-gbps is missing"), "{e}");
-        let e = profile_from_args(Some("cpu"), Some(1.0), None, None, None).unwrap_err();
-        assert!(e.to_string().contains("not both"), "{e}");
-        let e = profile_from_args(None, Some(-1.0), Some(1.0), Some(1.0), Some(1.0)).unwrap_err();
-        assert!(e.to_string().contains("--tflops must be positive"), "{e}");
-    }
 }

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use owt::data::{encode_idx, IdxArray};
+use owt_models::{ModelKind, ModelSpec};
 
 /// Runs `owt` in a directory of its own: a command without `--out` writes `runs/latest` there,
 /// not into the checkout beside another test's (one writer per run directory refuses that).
@@ -555,6 +556,49 @@ fn plan_predicts_times_on_a_profile_and_refuses_half_a_profile() {
         &owt(&["plan", "--model", "alexnet-small", "--devices", "2", "--batch", "16", "--profile", "tpu"]),
         &["unknown --profile", "h200-nvlink"],
     );
+}
+
+/// `owt plan --profile --json` carries the cost model's figures: the profile, the step's
+/// prediction (equal to the library's on the same dry run), the 1, 2, 4, 8 devices table and
+/// the 1..8 nodes table; on a 2-D mesh too.
+#[test]
+fn plan_json_carries_the_cost_models_figures() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let o = owt(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let base = ["plan", "--model", "alexnet-small", "--batch", "16", "--profile", "h200-nvlink-ib", "--json"];
+    let flat = json(&[&base[..], &["--devices", "2"]].concat());
+    let cost = &flat["cost"];
+    assert_eq!(cost["profile"]["name"], "h200-nvlink-ib");
+    assert_eq!(cost["profile"]["uplinks"][0][1], 8, "{cost}");
+    let arch = ModelSpec::new(ModelKind::AlexNetSmall).architecture().unwrap();
+    let plan = owt_hybrid::PlanKind::WeirdTrick.plan();
+    let dry = owt::parallel::PlanDryRun {
+        arch: &arch,
+        plan: &plan,
+        ranks: 2,
+        batch: 16,
+        scheme: owt_hybrid::Exchange::AllGather,
+        head: owt_models::Head::Softmax,
+        fc_update: owt::train::FcUpdate::PerStep,
+    };
+    let want = dry.run().unwrap().predict(&owt_hybrid::DeviceProfile::preset("h200-nvlink-ib").unwrap());
+    let serial = cost["prediction"]["serial_s"].as_f64().unwrap();
+    assert!((serial - want.serial_s).abs() <= 1e-12 * want.serial_s, "{serial} vs {}", want.serial_s);
+    assert_eq!(cost["prediction"]["phases"].as_array().unwrap().len(), want.phases.len());
+    let ks: Vec<u64> = cost["speedups"].as_array().unwrap().iter().map(|r| r["devices"].as_u64().unwrap()).collect();
+    assert_eq!(ks, [1, 2, 4, 8]);
+    assert!((cost["speedups"][0]["speedup"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+    let nodes = cost["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 8);
+    assert_eq!(nodes[7]["grid_weird_trick"]["devices"], 64);
+    // On one node the 2-D mesh is the flat one.
+    assert_eq!(nodes[0]["grid_weird_trick"]["step_ms"], nodes[0]["flat_weird_trick"]["step_ms"]);
+    let grid = json(&[&base[..], &["--mesh", "2,2"]].concat());
+    assert!(grid["cost"]["prediction"]["comm_s"].as_f64().unwrap() > 0.0, "{grid}");
+    assert!(grid["traffic"]["total_bytes"].as_u64().unwrap() > 0);
 }
 
 #[test]

@@ -8,6 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bounded_inputs;
 mod cli;
+mod cost_tiers;
 mod cuda_transport;
 mod data;
 mod dropout_masks;
