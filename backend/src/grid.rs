@@ -337,6 +337,18 @@ fn f64s(bytes: &[u8]) -> Vec<f64> {
 /// The placement of a tensor along each dimension of a 2-D mesh, outer first.
 pub type GridPlacement = [Placement; 2];
 
+/// Whether a gradient of `placement` on the local mesh, `rows` long in its first dimension,
+/// is summed over the nodes of a mesh of `shape` by slices: a replicated gradient (already
+/// summed inside the node, so equal on every local rank) is cut locally into one slice per
+/// local rank (`Shard(0)`, free), each local rank sums only its slice over the nodes, and
+/// the slices are all-gathered inside the node, as NCCL's hierarchical all-reduce does. The
+/// bytes across nodes are then the gradient's once, not once per local rank. Not where a
+/// slice would be empty (fewer rows than local ranks), nor on one node or one local rank.
+pub fn sums_by_slices(placement: Placement, rows: usize, shape: [usize; 2]) -> bool {
+    let [nodes, local] = shape;
+    placement == Placement::Replicate && nodes > 1 && local > 1 && rows >= local
+}
+
 /// A parameter's placement on a 2-D mesh whose nodes are data-parallel: replicated across
 /// nodes, placed by the plan inside each.
 pub fn parameter_placement(local: Placement) -> GridPlacement {

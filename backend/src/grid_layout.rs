@@ -1,7 +1,9 @@
 //! A training step on a 2-D mesh ([`GridMesh`]): the plan on each node's local mesh (its L
 //! ranks: the weird trick's column split, the conv layers' batch split), data parallelism
 //! across the nodes (each node its block of the batch; every gradient summed over the nodes,
-//! weighted by the nodes' shares of the batch, so the update is the whole batch's mean).
+//! weighted by the nodes' shares of the batch, so the update is the whole batch's mean; a
+//! gradient replicated inside the node by slices, one per local rank, then all-gathered in
+//! the node, so each crosses the nodes once: [`crate::grid::sums_by_slices`]).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +18,7 @@ use burn::tensor::{DType, TensorData};
 
 use crate::api::Distributed;
 use crate::backend::Hybrid;
-use crate::grid::{parameter_placement, GridMesh, GridPlacement};
+use crate::grid::{parameter_placement, sums_by_slices, GridMesh, GridPlacement};
 use crate::layout::{MeshLayout, StepLayout};
 use crate::ledger::LedgerSnapshot;
 use crate::phases::{layer_of, phase_label, LayerLabels};
@@ -138,7 +140,12 @@ impl<IB: Backend> ModuleVisitor<AH<IB>> for NodeSum<'_, IB> {
         let Some(grad) = self.grads.remove::<Hybrid<IB>, D>(param.id) else { return };
         let path = self.path.join(".");
         self.grid.local().set_phase(Some(&phase_label(layer_of(&path), "sync")));
-        let grad = self.grid.all_reduce_over_nodes(grad, Some(self.weights));
+        let grad = if sums_by_slices(grad.placement(), grad.dims()[0], self.grid.shape()) {
+            let slice = grad.distribute(Placement::Shard(0));
+            self.grid.all_reduce_over_nodes(slice, Some(self.weights)).distribute(Placement::Replicate)
+        } else {
+            self.grid.all_reduce_over_nodes(grad, Some(self.weights))
+        };
         self.grads.register::<Hybrid<IB>, D>(param.id, grad);
     }
 }

@@ -93,7 +93,9 @@ impl PlanDryRun<'_> {
     /// inside each node on its N-th of the batch (a dry run on L ranks, the same on every
     /// node), and across the nodes the sums a [`owt_hybrid::GridLayout`] makes: every
     /// parameter's gradient on a ring over the nodes (2 (N - 1) x each local rank's piece, as
-    /// `all_reduce[node]` in the layer's sync phase) and the step's loss and correct count.
+    /// `all_reduce[node]` in the layer's sync phase; a replicated gradient by slices, then
+    /// all-gathered in the node: [`owt_hybrid::grid::sums_by_slices`]) and the step's loss and
+    /// correct count.
     /// The report is the whole mesh's (every node's entries summed); with it, every
     /// parameter's placement per dimension.
     pub fn run_on_grid(&self, shape: [usize; 2]) -> Result<(DryRunReport, Vec<(String, GridPlacement)>), OwtError> {
@@ -133,9 +135,21 @@ impl PlanDryRun<'_> {
             placements.push((path.clone(), owt_hybrid::grid::parameter_placement(p)));
             if nodes > 1 {
                 let elements: usize = dims.iter().product();
-                let held = if p == Placement::Replicate { elements * local } else { elements };
-                let key = (phase_label(layer_of(&path), "sync"), collective.clone());
-                *ledger.traffic.entry(key).or_default() += ring(held, 4);
+                let sync = phase_label(layer_of(&path), "sync");
+                let sliced = owt_hybrid::grid::sums_by_slices(p, dims[0], shape);
+                let held = match p {
+                    _ if sliced => elements,
+                    Placement::Replicate => elements * local,
+                    _ => elements,
+                };
+                *ledger.traffic.entry((sync.clone(), collective.clone())).or_default() += ring(held, 4);
+                if sliced {
+                    // The summed slices all-gathered inside every node.
+                    let gather = owt_hybrid::collectives::names::ALL_GATHER.to_string();
+                    let bytes = (nodes * (local - 1) * elements * 4) as u64;
+                    let messages = (nodes * local * (local - 1)) as u64;
+                    *ledger.traffic.entry((sync, gather)).or_default() += Traffic::within(bytes, messages);
+                }
             }
         }
         if nodes > 1 {

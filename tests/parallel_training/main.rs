@@ -517,18 +517,32 @@ fn two_dimensional_meshes_train_to_the_single_device_weights() {
         }
         // Across nodes every parameter is replicated and its gradient summed on a ring over
         // the nodes: 2 (N - 1) x each local rank's piece per step, 8 bytes a value (f64), all
-        // of it crossing nodes; the FC columns the plan splits inside a node are 1/L pieces.
+        // of it crossing nodes; the FC columns the plan splits inside a node are 1/L pieces,
+        // and so are the slices of a gradient replicated inside the node (at least L rows),
+        // the summed slices then all-gathered inside each node.
         let [n, l] = shape;
         let shapes =
             owt_hybrid::parameter_paths(&init_model::<Ref>(&spec.architecture().unwrap(), &Default::default()));
-        let mut analytic = 0u64;
+        let (mut analytic, mut gathered) = (0u64, 0u64);
         for ((path, dims), (path_p, placement)) in shapes.iter().zip(placements) {
             assert_eq!(path, path_p);
             assert_eq!(placement[0], owt_hybrid::Placement::Replicate, "{path}: replicated across nodes");
             let elements: usize = dims.iter().product();
-            let held = if placement[1] == owt_hybrid::Placement::Replicate { elements * l } else { elements };
+            let whole_copies = placement[1] == owt_hybrid::Placement::Replicate && dims[0] < l;
+            let held = if whole_copies { elements * l } else { elements };
             analytic += (2 * (n - 1) * held * 8) as u64;
+            if placement[1] == owt_hybrid::Placement::Replicate && !whole_copies {
+                gathered += (n * (l - 1) * elements * 8) as u64;
+            }
         }
+        let sync_gathers: u64 = ledger
+            .traffic
+            .iter()
+            .filter(|((phase, collective), _)| collective == "all_gather" && phase.ends_with(":sync"))
+            .map(|(_, t)| t.bytes)
+            .sum();
+        assert_eq!(sync_gathers, steps as u64 * gathered, "{shape:?} {}: summed slices gathered", plan.name());
+        assert!(gathered > 0);
         let node_sync: u64 = ledger
             .traffic
             .iter()
