@@ -60,12 +60,25 @@ pub struct MeshRequest {
     pub virtual_ranks: bool,
     /// The job's processes.
     pub processes: Processes,
+    /// Whether the mesh spans the processes (one mesh of P x L ranks); a 2-D mesh across
+    /// processes has a mesh of its own on each (one node per process, the nodes joined by
+    /// the process group instead).
+    pub spans: bool,
 }
 
 impl MeshRequest {
     /// `ranks` ranks in a job of one process.
     pub fn local(ranks: usize, virtual_ranks: bool) -> Self {
-        Self { ranks, virtual_ranks, processes: Processes::solo() }
+        Self { ranks, virtual_ranks, processes: Processes::solo(), spans: true }
+    }
+
+    /// The processes the mesh spans: the job's, or this one alone where it does not span.
+    pub fn spanned(&self) -> Processes {
+        if self.spans {
+            self.processes.clone()
+        } else {
+            Processes::solo()
+        }
     }
 
     /// Ranks of the whole mesh (K = P x L).
@@ -102,7 +115,7 @@ pub fn run_on_mesh<J: MeshJob>(kind: BackendKind, request: MeshRequest, job: J) 
     match kind {
         BackendKind::Flex => {
             let cpu = vec![Default::default(); request.ranks];
-            job.run::<Flex>(mesh_over(RuntimeCapabilities::default(), cpu, &request.processes)?)
+            job.run::<Flex>(mesh_over(RuntimeCapabilities::default(), cpu, &request.spanned())?)
         }
         BackendKind::Wgpu => mesh_wgpu(request, job),
         BackendKind::Cuda => mesh_cuda(request, job),
@@ -178,7 +191,7 @@ mod wgpu_backend {
         let devices = (0..request.ranks)
             .map(|r| if r == 1 && !request.virtual_ranks { WgpuDevice::Cpu } else { WgpuDevice::DefaultDevice })
             .collect::<Vec<_>>();
-        job.run::<Plain>(mesh_over(capabilities(), devices, &request.processes)?)
+        job.run::<Plain>(mesh_over(capabilities(), devices, &request.spanned())?)
     }
 
     pub fn single<J: BackendJob>(fusion: bool, job: J) -> Result<J::Output, OwtError> {
@@ -263,13 +276,14 @@ mod cuda_backend {
         // every process can load NCCL (asked of all of them: joining is a collective).
         let transfers = Transport::choose(caps, &devices) == Transport::DeviceToDevice;
         usable::<Plain>(&devices, transfers)?;
+        let spanned = request.spanned();
         let world = caps.device_all_reduce
-            && request.processes.count() > 1
+            && spanned.count() > 1
             && !request.virtual_ranks
-            && every_process_loads_nccl(&request.processes)?;
+            && every_process_loads_nccl(&spanned)?;
         let gpus: Vec<usize> = devices.iter().map(|d| d.index).collect();
-        let mesh = mesh_over(caps, devices, &request.processes)?;
-        if on_devices && request.processes.count() == 1 {
+        let mesh = mesh_over(caps, devices, &spanned)?;
+        if on_devices && spanned.count() == 1 {
             mesh.set_device_all_reduce::<Plain>(Arc::new(crate::nccl::NcclAllReduce));
         }
         if world {

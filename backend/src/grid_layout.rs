@@ -161,6 +161,10 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         self.grid.size()
     }
 
+    fn plan_mesh(&self, batch: usize) -> (usize, usize) {
+        (self.grid.local().size(), self.grid.node_rows(batch).len())
+    }
+
     fn describe(&self) -> String {
         let [n, l] = self.grid.shape();
         let [outer, inner] = self.grid.names();
@@ -221,7 +225,9 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         rows: Range<usize>,
         total: usize,
     ) -> Tensor<AH<IB>, D, Int> {
-        assert_eq!(rows, self.grid.node_rows(total), "node {} uploads its own rows", self.grid.node());
+        // Pixels may come this way too (bytes normalised on the device): either upload says
+        // what the whole batch is, for the nodes' weights and the step's outcome.
+        assert_eq!(rows, self.remember(total), "node {} uploads its own rows", self.grid.node());
         self.inner.upload_labels(data, dtype)
     }
 

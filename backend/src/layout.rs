@@ -101,6 +101,13 @@ pub trait StepLayout<B: AutodiffBackend> {
     /// Ranks the batch is split over (1 on one device).
     fn ranks(&self) -> usize;
 
+    /// The ranks and batch the plan itself runs on, for a global batch of `batch`: the whole
+    /// mesh and batch on a 1-D mesh; one node's local ranks and its share on a 2-D mesh (what
+    /// a plan's checks must hold for).
+    fn plan_mesh(&self, batch: usize) -> (usize, usize) {
+        (self.ranks(), batch)
+    }
+
     /// One line saying where the step runs.
     fn describe(&self) -> String;
 

@@ -126,6 +126,16 @@ impl<D: DeviceOps> MeshDevice<D> {
         registry().create(ranks, transport)
     }
 
+    /// This mesh's ranks cut into `parts` meshes of consecutive ranks, each with its own
+    /// ledger and this mesh's transport: the nodes of a 2-D mesh held in one process. Panics
+    /// unless `parts` divides the ranks, or on a mesh spanning processes.
+    pub fn split(&self, parts: usize) -> Vec<MeshDevice<D>> {
+        assert!(self.processes() == 1, "a mesh spanning processes cannot be cut into nodes");
+        let ranks = self.rank_devices();
+        assert!(parts > 0 && ranks.len() % parts == 0, "{} ranks do not cut into {parts} equal meshes", ranks.len());
+        ranks.chunks(ranks.len() / parts).map(|c| Self::with_transport(c.to_vec(), self.inner.transport)).collect()
+    }
+
     /// `k` virtual ranks all on `device` (how tests and CPU runs get a K-rank mesh).
     ///
     /// ```

@@ -112,6 +112,11 @@ pub struct ParallelArgs {
     /// with cuda, GPU i for rank i.
     #[arg(long, default_value_t = 1)]
     pub devices: usize,
+    /// A 2-D mesh of N nodes x L local ranks ("N,L"): the plan inside each node, data
+    /// parallelism across the nodes. In one process, N x L ranks (the nodes as threads);
+    /// under `mpirun -np N`, one node per process with L ranks each.
+    #[arg(long, value_parser = parse_mesh, conflicts_with = "devices")]
+    pub mesh: Option<[usize; 2]>,
     /// Put every rank on the first device (as Flex always does): K ranks of one GPU.
     #[arg(long)]
     pub virtual_ranks: bool,
@@ -131,7 +136,32 @@ pub struct ParallelArgs {
 impl ParallelArgs {
     /// Whether the run goes on a mesh (more than one rank, or a plan asked for).
     pub fn on_mesh(&self) -> bool {
-        self.devices != 1 || self.plan.is_some()
+        self.devices != 1 || self.plan.is_some() || self.mesh.is_some()
+    }
+
+    /// Where the nodes of `--mesh N,L` run in a job of `processes` (None without --mesh).
+    pub fn grid(
+        &self,
+        processes: &crate::processes::Processes,
+    ) -> Result<Option<crate::parallel::GridNodes>, OwtError> {
+        self.mesh.map(|shape| crate::parallel::GridNodes::of(shape, processes, self.fc_update)).transpose()
+    }
+
+    /// Ranks of the whole mesh in a job of `processes`.
+    pub fn mesh_ranks(&self, processes: &crate::processes::Processes) -> usize {
+        match self.mesh {
+            Some([n, l]) => n * l,
+            None => self.devices * processes.count(),
+        }
+    }
+
+    /// The ranks and global batch a plan's checks must hold for: the whole mesh's, or one
+    /// node's local ranks and share on a 2-D mesh.
+    pub fn plan_mesh(&self, processes: &crate::processes::Processes, batch: usize) -> (usize, usize) {
+        match self.mesh {
+            Some([n, l]) => (l, batch / n.max(1)),
+            None => (self.mesh_ranks(processes), batch),
+        }
     }
 
     /// The plan of a mesh run.
@@ -141,7 +171,18 @@ impl ParallelArgs {
 
     /// The mesh these flags ask for, spanning the job's `processes` (`--devices` ranks each).
     pub fn request(&self, processes: &crate::processes::Processes) -> MeshRequest {
-        MeshRequest { processes: processes.clone(), ..MeshRequest::local(self.devices, self.virtual_ranks) }
+        match self.mesh {
+            // One node per process (or all of them in one): the mesh stays in the process.
+            Some([n, l]) => MeshRequest {
+                ranks: if processes.count() == 1 { n * l } else { l },
+                processes: processes.clone(),
+                spans: false,
+                ..MeshRequest::local(l, self.virtual_ranks)
+            },
+            None => {
+                MeshRequest { processes: processes.clone(), ..MeshRequest::local(self.devices, self.virtual_ranks) }
+            }
+        }
     }
 
     /// Whether a job of `processes` runs on a mesh: always when it spans several.
@@ -153,6 +194,7 @@ impl ParallelArgs {
     pub fn settings(&self) -> serde_json::Value {
         serde_json::json!({
             "devices": self.devices,
+            "mesh": self.mesh,
             "virtual_ranks": self.virtual_ranks,
             "plan": self.plan.map(|p| p.name()),
             "scheme": self.scheme.letter().to_string(),
@@ -179,4 +221,14 @@ pub(crate) fn parse_scheme(s: &str) -> Result<Exchange, String> {
 /// `--head`: softmax or logistic.
 pub(crate) fn parse_head(s: &str) -> Result<Head, String> {
     s.parse()
+}
+
+/// `N,L`: a 2-D mesh's shape (`--mesh`).
+pub(crate) fn parse_mesh(s: &str) -> Result<[usize; 2], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let dims: Vec<usize> = parts.iter().filter_map(|p| p.parse().ok()).collect();
+    match (parts.len(), dims.as_slice()) {
+        (2, &[n, l]) if n > 0 && l > 0 => Ok([n, l]),
+        _ => Err(format!("expected N,L (nodes, local ranks, both at least 1), got {s:?}")),
+    }
 }

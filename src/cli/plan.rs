@@ -7,7 +7,7 @@ use owt_hybrid::{DeviceProfile, Exchange, PlanKind, Uplink};
 use owt_models::Head;
 
 use crate::cli::plan_cost::{self, parse_uplink, profile_from_args, CostReport, ProfileFigures, StepShape};
-use crate::cli::{fc_update_parser, parse_head, parse_scheme, plan_kind_parser, ModelArgs};
+use crate::cli::{fc_update_parser, parse_head, parse_mesh, parse_scheme, plan_kind_parser, ModelArgs};
 use crate::error::OwtError;
 use crate::parallel::PlanDryRun;
 use crate::train::FcUpdate;
@@ -206,16 +206,6 @@ fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
         shape.per_rank,
         shape.scheme,
     );
-}
-
-/// `N,L`: a 2-D mesh's shape.
-fn parse_mesh(s: &str) -> Result<[usize; 2], String> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    let dims: Vec<usize> = parts.iter().filter_map(|p| p.parse().ok()).collect();
-    match (parts.len(), dims.as_slice()) {
-        (2, &[n, l]) if n > 0 && l > 0 => Ok([n, l]),
-        _ => Err(format!("expected N,L (nodes, local ranks, both at least 1), got {s:?}")),
-    }
 }
 
 /// `owt plan --mesh N,L`: placements per dimension and the step's traffic on the 2-D mesh.

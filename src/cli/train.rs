@@ -112,6 +112,8 @@ impl TrainArgs {
 struct TrainJob<'a> {
     args: &'a TrainArgs,
     config: TrainConfig,
+    /// Where the nodes of a 2-D mesh run (`--mesh`), else a 1-D mesh or one device.
+    grid: Option<crate::parallel::GridNodes>,
 }
 
 impl TrainJob<'_> {
@@ -129,7 +131,7 @@ impl TrainJob<'_> {
         Ok(splits)
     }
 
-    fn train<B: AutodiffBackend, L: StepLayout<B>>(self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
+    fn train<B: AutodiffBackend, L: StepLayout<B>>(&self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
         let splits = self.splits()?;
         let primary = layout.primary();
         if primary {
@@ -169,8 +171,11 @@ impl BackendJob for TrainJob<'_> {
 impl MeshJob for TrainJob<'_> {
     type Output = Vec<EpochMetrics>;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError> {
-        let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.plan().plan(), self.args.parallel.scheme);
-        self.train(&layout)
+        let (plan, scheme) = (self.args.parallel.plan().plan(), self.args.parallel.scheme);
+        match &self.grid {
+            Some(nodes) => nodes.run::<IB, _>(mesh, &plan, scheme, |layout| self.train(layout)),
+            None => self.train(&MeshLayout::<IB>::new(mesh, plan, scheme)),
+        }
     }
 }
 
@@ -240,11 +245,13 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     check_memory(&config, args.backend)?;
     let metrics = if args.parallel.on_mesh_of(&processes) {
         let request = args.parallel.request(&processes);
+        let grid = args.parallel.grid(&processes)?;
         // Refuse an impossible plan before any data is read or backend started.
-        crate::parallel::check_run(&args.parallel.plan().plan(), &arch, request.mesh_ranks(), config.batch)?;
-        run_on_mesh(args.backend, request, TrainJob { args, config })?
+        let (ranks, batch) = args.parallel.plan_mesh(&processes, config.batch);
+        crate::parallel::check_run(&args.parallel.plan().plan(), &arch, ranks, batch)?;
+        run_on_mesh(args.backend, request, TrainJob { args, config, grid })?
     } else {
-        run_on(args.backend, true, TrainJob { args, config })?
+        run_on(args.backend, true, TrainJob { args, config, grid: None })?
     };
     if let Some(last) = metrics.last().filter(|_| processes.primary()) {
         println!(

@@ -127,9 +127,11 @@ impl EpochMetrics {
             .communication
             .as_ref()
             .map(|c| {
+                // On a 2-D mesh what crosses is what the node dimension moves (`...[node]`).
+                let tier = if c.by_collective.keys().any(|k| k.ends_with("[node]")) { "nodes" } else { "processes" };
                 let across = c
                     .cross_process_bytes_per_step
-                    .map(|b| format!(" ({b:.0} bytes across processes)"))
+                    .map(|b| format!(" ({b:.0} bytes across {tier})"))
                     .unwrap_or_default();
                 format!(", {:.0} bytes / {:.0} messages per step between ranks{across}", c.bytes_per_step, c.messages_per_step)
             })

@@ -32,6 +32,11 @@ use crate::train::progress::Progress;
 use crate::train::run_dir::{self, Existing};
 use crate::train::step::{correct_count, train_step};
 
+/// Held while a run seeds the backend (and draws its initial weights after the first seed),
+/// so that the nodes of a 2-D mesh run as threads never reseed a generator another is drawing
+/// from (see [`train`]).
+static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Batch size of `owt eval` and [`evaluate`] (no gradients, so larger is fine). A training
 /// run evaluates at its own batch size instead, so evaluation reuses the kernels (and on GPUs
 /// the autotune results) of the training steps' forward passes.
@@ -111,10 +116,15 @@ pub fn evaluate_with<B: Backend>(
     batch: usize,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
 ) -> Result<Evaluation, OwtError> {
-    evaluate_rows(model, head, source, batch, owt_hybrid::RowSplit::whole(), upload)
+    evaluate_rows(model, head, source, batch, owt_hybrid::RowSplit::whole(), upload, &|loss, correct| (loss, correct))
 }
 
-/// [`evaluate_with`] preparing only the rows of each batch `split` names (a process's share).
+/// How a batch's loss and correct count here become the whole batch's: themselves, or over
+/// the nodes of a 2-D mesh (each node evaluates its block of every batch).
+pub type OverNodes<'a, B> = &'a dyn Fn(Tensor<B, 1>, Tensor<B, 1, Int>) -> (Tensor<B, 1>, Tensor<B, 1, Int>);
+
+/// [`evaluate_with`] preparing only the rows of each batch `split` names (a process's or a
+/// node's share), each batch's loss and count made the whole batch's by `whole`.
 pub fn evaluate_rows<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
@@ -122,6 +132,7 @@ pub fn evaluate_rows<B: Backend>(
     batch: usize,
     split: owt_hybrid::RowSplit,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
+    whole: OverNodes<'_, B>,
 ) -> Result<Evaluation, OwtError> {
     let indices: Vec<usize> = (0..source.len()).collect();
     let mut batches =
@@ -131,7 +142,8 @@ pub fn evaluate_rows<B: Backend>(
         let (images, labels) = upload(&batch);
         let logits = model.forward(images);
         let correct = correct_count(head, logits.clone(), labels.clone());
-        tally.add(head.loss(logits, labels), correct, batch.total_len());
+        let (loss, correct) = whole(head.loss(logits, labels), correct);
+        tally.add(loss, correct, batch.total_len());
     }
     let values = tally.read();
     Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), images: source.len() })
@@ -194,12 +206,19 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     arch.check_input([0, c, h, w])?;
     check_classes(splits.train.classes(), &arch, &format!("pass --classes {}", splits.train.classes()))?;
     if let Some(plan) = layout.plan() {
-        check_run(plan, &arch, layout.ranks(), config.batch)?;
+        let (ranks, batch) = layout.plan_mesh(config.batch);
+        check_run(plan, &arch, ranks, batch)?;
     }
     let device = layout.device();
     let mut optim = sgd::<B>(config);
-    B::seed(device, config.seed);
-    let mut model: AlexNet<B> = arch.try_init(device)?;
+    let mut model: AlexNet<B> = {
+        // One at a time: the nodes of a 2-D mesh run as threads of one process share the
+        // backend's generator where it is process-wide (Flex's), so each seeds and draws its
+        // initial weights alone, exactly what a process of its own would draw.
+        let _alone = INIT.lock().unwrap_or_else(|e| e.into_inner());
+        B::seed(device, config.seed);
+        arch.try_init(device)?
+    };
     let mut metrics = Vec::new();
     let mut start_epoch = 0;
     let mut imported_from = None;
@@ -229,7 +248,10 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let test_losses: Vec<f64> = metrics.iter().map(|m: &EpochMetrics| m.test_loss).collect();
         let lr = config.epoch_lr(epoch, &test_losses);
         let draws = EpochDraws::new(config.seed, epoch);
-        B::seed(device, draws.seed);
+        {
+            let _alone = INIT.lock().unwrap_or_else(|e| e.into_inner());
+            B::seed(device, draws.seed);
+        }
         let (order, rng) = draws.order(train_set.len());
         let total = order.len();
         let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, verbose);
@@ -281,7 +303,16 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
         let upload = |batch: &Batch| upload_eval(layout, batch);
-        let test = evaluate_rows(&model.valid(), config.head, &splits.test, config.batch, layout.row_split(), &upload)?;
+        let whole = |loss, correct| (layout.mean_over_outer(loss), layout.sum_over_outer(correct));
+        let test = evaluate_rows(
+            &model.valid(),
+            config.head,
+            &splits.test,
+            config.batch,
+            layout.row_split(),
+            &upload,
+            &whole,
+        )?;
         let m = EpochMetrics {
             epoch: epoch + 1,
             train_loss: values.mean_loss(),

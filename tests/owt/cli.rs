@@ -310,6 +310,72 @@ fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() 
     assert_one_line_error(&o, &["cannot resume", "--fc-update per-chunk", "--fc-update per-step"]);
 }
 
+/// `owt train --mesh 2,2`: two nodes of two ranks (threads of one process) train exactly as
+/// the flat mesh of 4 (same losses and accuracies), record the sums across nodes per
+/// dimension, and the run resumes on one device; per-chunk updates and a --devices beside it
+/// are refused.
+#[test]
+fn a_two_dimensional_mesh_trains_like_the_flat_mesh_and_resumes_on_one_device() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 48, 20);
+    let d = data.path().to_str().unwrap();
+    let run = |extra: &[&str]| -> (tempfile::TempDir, serde_json::Value) {
+        let out = tempfile::tempdir().unwrap();
+        let o_ = out.path().to_str().unwrap();
+        let base =
+            ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16", "--out", o_];
+        let o = owt(&[&base[..], extra].concat());
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let metrics = serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+        (out, metrics)
+    };
+    // f32 sums in another order (the nodes' gradients are summed weighted, on the host, in
+    // f64) move the losses by about 1e-5 after a few steps: wiring faults (a node's rows
+    // dropped, weights drawn apart, the test counts of one node only) move them by percents.
+    // The exact equality is the f64 test's (tests/parallel_training).
+    let close = |a: &serde_json::Value, b: &serde_json::Value, what: &str| {
+        for (x, y) in a.as_array().unwrap().iter().zip(b.as_array().unwrap()) {
+            for key in ["train_loss", "test_loss"] {
+                let (p, q) = (x[key].as_f64().unwrap(), y[key].as_f64().unwrap());
+                assert!((p - q).abs() <= 1e-3 * q.abs(), "{what}: epoch {} {key} {p} vs {q}", x["epoch"]);
+            }
+            for (key, images) in [("train_accuracy", 48.0), ("test_accuracy", 20.0)] {
+                let (p, q) = (x[key].as_f64().unwrap(), y[key].as_f64().unwrap());
+                assert!((p - q).abs() <= 1.0 / images + 1e-9, "{what}: epoch {} {key} {p} vs {q}", x["epoch"]);
+            }
+        }
+    };
+    for plan in ["weird-trick", "data-parallel"] {
+        let (_g, grid) = run(&["--epochs", "2", "--mesh", "2,2", "--plan", plan]);
+        let (_f, flat) = run(&["--epochs", "2", "--devices", "4", "--plan", plan]);
+        close(&grid, &flat, plan);
+        let layout = grid[0]["layout"].as_str().unwrap();
+        assert!(layout.starts_with("2-D mesh (node 2 x local 2)") && layout.contains(plan), "{layout}");
+        let by = &grid[0]["communication"]["by_collective"];
+        assert!(by["all_reduce[node]"]["bytes"].as_f64().unwrap() > 0.0, "{by}");
+        if plan == "weird-trick" {
+            // Resumed on one device after the first epoch, the run ends as the 2-D one did.
+            let (out, _) = run(&["--epochs", "1", "--mesh", "2,2", "--plan", plan]);
+            let o_ = out.path().to_str().unwrap();
+            let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16"];
+            let o = owt(&[&base[..], &["--out", o_, "--epochs", "2", "--plan", plan, "--resume"]].concat());
+            assert!(o.status.success(), "{}", stderr(&o));
+            let resumed: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+            close(&resumed, &grid, "resumed on one device");
+        }
+    }
+    let train = |extra: &[&str]| {
+        owt(&[&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1"][..], extra].concat())
+    };
+    assert_one_line_error(&train(&["--mesh", "2,2", "--fc-update", "per-chunk"]), &["per-chunk", "2-D mesh"]);
+    assert_one_line_error(&train(&["--mesh", "2,2", "--batch", "2"]), &["--batch", "at least", "got 1"]);
+    let o = train(&["--mesh", "2,2", "--devices", "4"]);
+    assert!(!o.status.success() && stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+    let o = train(&["--mesh", "2,0"]);
+    assert!(!o.status.success() && stderr(&o).contains("expected N,L"), "{}", stderr(&o));
+}
+
 #[test]
 fn impossible_plans_are_one_line() {
     let train = |extra: &[&str]| {
