@@ -191,6 +191,8 @@ struct BenchJob<'a> {
     args: &'a BenchArgs,
     /// The exchange scheme of a mesh run.
     scheme: Exchange,
+    /// Where the nodes of a 2-D mesh run (`--mesh`).
+    grid: Option<crate::parallel::GridNodes>,
 }
 
 /// The training settings of a benchmark's synthetic steps.
@@ -216,7 +218,7 @@ fn print_report<T: Serialize>(value: &T, json: bool, text: impl FnOnce() -> Stri
 
 impl BenchJob<'_> {
     fn run_layout<B: AutodiffBackend, L: StepLayout<B>>(
-        self,
+        &self,
         layout: &L,
         devices: Option<usize>,
     ) -> Result<BenchReport, OwtError> {
@@ -224,11 +226,11 @@ impl BenchJob<'_> {
         let config = bench_config(args);
         let arch = config.model.architecture()?;
         if let Some(plan) = layout.plan() {
-            check_run(plan, &arch, layout.ranks(), config.batch)?;
+            let (ranks, batch) = layout.plan_mesh(config.batch);
+            check_run(plan, &arch, ranks, batch)?;
         }
         let device = layout.device();
-        B::seed(device, config.seed);
-        let model: AlexNet<B> = arch.try_init(device)?;
+        let model: AlexNet<B> = crate::train::trainer::init_model(&arch, device, config.seed)?;
         let mut model = layout.place_module(model)?;
         let mut optim = sgd::<B>(&config);
         // Four batches of distinct images, cycled.
@@ -358,9 +360,17 @@ impl BackendJob for ProfileJob<'_> {
 impl MeshJob for BenchJob<'_> {
     type Output = BenchReport;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
-        let devices = mesh.size();
-        let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.plan().plan(), self.scheme);
-        self.run_layout(&layout, Some(devices))
+        let plan = self.args.parallel.plan().plan();
+        match &self.grid {
+            Some(nodes) => {
+                let devices = self.args.parallel.mesh.map(|[n, l]| n * l);
+                nodes.run::<IB, _>(mesh, &plan, self.scheme, |layout| self.run_layout(layout, devices))
+            }
+            None => {
+                let devices = mesh.size();
+                self.run_layout(&MeshLayout::<IB>::new(mesh, plan, self.scheme), Some(devices))
+            }
+        }
     }
 }
 
@@ -381,7 +391,8 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     let processes = crate::processes::Processes::join()?;
     processes.check_same(&serde_json::json!({ "flags": format!("{args:?}") }))?;
     let arch = args.model.spec().architecture()?;
-    let job = BenchJob { args, scheme: args.parallel.scheme };
+    let grid = args.parallel.grid(&processes)?;
+    let job = BenchJob { args, scheme: args.parallel.scheme, grid: grid.clone() };
     let mut config = bench_config(args);
     let images = args.batch.checked_mul(4).ok_or_else(|| {
         OwtError::input(format!(
@@ -400,19 +411,24 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         let profile = run_on(args.backend, !args.no_fusion, ProfileJob { args })?;
         return print_report(&profile, args.json, || profile.table());
     }
-    if args.compare_schemes && (!args.parallel.on_mesh() || args.parallel.devices < 2) {
+    if args.compare_schemes && (!args.parallel.on_mesh() || args.parallel.plan_mesh(&processes, args.batch).0 < 2) {
         return Err(OwtError::input(format!(
-            "--compare-schemes compares how ranks exchange activities: give --devices 2 or more, got --devices {}",
-            args.parallel.devices
+            "--compare-schemes compares how ranks exchange activities: give --devices 2 or more (or --mesh N,L with L 2 or more), got {}",
+            match args.parallel.mesh {
+                Some([n, l]) => format!("--mesh {n},{l}"),
+                None => format!("--devices {}", args.parallel.devices),
+            }
         )));
     }
     if args.parallel.on_mesh_of(&processes) {
-        check_run(&args.parallel.plan().plan(), &arch, args.parallel.request(&processes).mesh_ranks(), args.batch)?;
+        let (ranks, batch) = args.parallel.plan_mesh(&processes, args.batch);
+        check_run(&args.parallel.plan().plan(), &arch, ranks, batch)?;
     }
     if args.compare_schemes {
         let mut reports = Vec::new();
         for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
-            reports.push(run_on_mesh(args.backend, args.parallel.request(&processes), BenchJob { args, scheme })?);
+            let job = BenchJob { args, scheme, grid: grid.clone() };
+            reports.push(run_on_mesh(args.backend, args.parallel.request(&processes), job)?);
         }
         if !processes.primary() {
             return Ok(());

@@ -32,6 +32,15 @@ use crate::train::progress::Progress;
 use crate::train::run_dir::{self, Existing};
 use crate::train::step::{correct_count, train_step};
 
+/// `arch`'s initial weights on `device` from `seed`, drawn alone: the nodes of a 2-D mesh run
+/// as threads of one process share the backend's generator where it is process-wide
+/// (Flex's), so each seeds and draws by itself, exactly what a process of its own would draw.
+pub fn init_model<B: Backend>(arch: &Architecture, device: &B::Device, seed: u64) -> Result<AlexNet<B>, OwtError> {
+    let _alone = INIT.lock().unwrap_or_else(|e| e.into_inner());
+    B::seed(device, seed);
+    Ok(arch.try_init(device)?)
+}
+
 /// Held while a run seeds the backend (and draws its initial weights after the first seed),
 /// so that the nodes of a 2-D mesh run as threads never reseed a generator another is drawing
 /// from (see [`train`]).
@@ -211,14 +220,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     }
     let device = layout.device();
     let mut optim = sgd::<B>(config);
-    let mut model: AlexNet<B> = {
-        // One at a time: the nodes of a 2-D mesh run as threads of one process share the
-        // backend's generator where it is process-wide (Flex's), so each seeds and draws its
-        // initial weights alone, exactly what a process of its own would draw.
-        let _alone = INIT.lock().unwrap_or_else(|e| e.into_inner());
-        B::seed(device, config.seed);
-        arch.try_init(device)?
-    };
+    let mut model: AlexNet<B> = init_model(&arch, device, config.seed)?;
     let mut metrics = Vec::new();
     let mut start_epoch = 0;
     let mut imported_from = None;

@@ -376,6 +376,33 @@ fn a_two_dimensional_mesh_trains_like_the_flat_mesh_and_resumes_on_one_device() 
     assert!(!o.status.success() && stderr(&o).contains("expected N,L"), "{}", stderr(&o));
 }
 
+/// `owt bench --mesh 2,2` measures the 2-D step: its ledger per step is exactly what
+/// `owt plan --mesh 2,2` predicts (bytes, messages, bytes across nodes), and its losses are
+/// the flat mesh's.
+#[test]
+fn bench_on_a_two_dimensional_mesh_moves_what_the_plan_says() {
+    let bench = bench_json(&["--batch", "16", "--mesh", "2,2", "--warmup", "1", "--steps", "2"]);
+    assert_eq!(bench["devices"], 4);
+    assert!(bench["layout"].as_str().unwrap().starts_with("2-D mesh (node 2 x local 2)"), "{bench}");
+    let o = owt(&["plan", "--model", "alexnet-small", "--mesh", "2,2", "--batch", "16", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let traffic = &plan["traffic"];
+    assert_eq!(bench["bytes_per_step"].as_f64().unwrap(), traffic["total_bytes"].as_f64().unwrap(), "{bench}");
+    assert_eq!(bench["messages_per_step"].as_f64().unwrap(), traffic["total_messages"].as_f64().unwrap());
+    assert_eq!(
+        bench["cross_process_bytes_per_step"].as_f64().unwrap(),
+        traffic["total_cross_process_bytes"].as_f64().unwrap()
+    );
+    let flat = bench_json(&["--batch", "16", "--devices", "4", "--warmup", "1", "--steps", "2"]);
+    let losses = |r: &serde_json::Value| -> Vec<f64> {
+        r["losses"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
+    };
+    for (a, b) in losses(&bench).iter().zip(losses(&flat)) {
+        assert!((a - b).abs() <= 1e-5 * b.abs(), "{:?} vs {:?}", losses(&bench), losses(&flat));
+    }
+}
+
 #[test]
 fn impossible_plans_are_one_line() {
     let train = |extra: &[&str]| {
