@@ -19,6 +19,7 @@ use burn::tensor::{DType, TensorData};
 use crate::api::Distributed;
 use crate::backend::Hybrid;
 use crate::grid::{parameter_placement, sums_by_slices, GridMesh, GridPlacement};
+use crate::grid_plan::GridPlan;
 use crate::layout::{MeshLayout, StepLayout};
 use crate::ledger::LedgerSnapshot;
 use crate::phases::{layer_of, phase_label, LayerLabels};
@@ -50,6 +51,12 @@ impl<IB: Backend> GridLayout<IB> {
     pub fn new(grid: GridMesh<IB::Device>, plan: Plan, scheme: Exchange) -> Self {
         let inner = MeshLayout::new(grid.local().clone(), plan, scheme);
         Self { grid, inner, total: Arc::new(AtomicUsize::new(0)) }
+    }
+
+    /// The layout of a 2-D plan on `grid` (see [`GridPlan::local_plan`] for what runs),
+    /// exchanging activities by `scheme` inside each node.
+    pub fn with_plan(grid: GridMesh<IB::Device>, plan: &GridPlan, scheme: Exchange) -> Result<Self, PlanError> {
+        Ok(Self::new(grid, plan.local_plan()?, scheme))
     }
 
     /// The mesh.

@@ -26,7 +26,7 @@ pub struct PlanArgs {
     #[arg(long, value_parser = parse_mesh)]
     pub mesh: Option<[usize; 2]>,
     /// Processes the ranks are spread over (`mpirun -np P`, --devices / P ranks each): shows
-    /// which entries cross between processes.
+    /// which entries cross between processes. With --mesh N,L: 1, or N (a node per process).
     #[arg(long, default_value_t = 1)]
     pub processes: usize,
     /// Global batch (all ranks together), as `owt train --batch`.
@@ -79,8 +79,11 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         (Some(d), Some([n, l])) if d != n * l => {
             return Err(OwtError::input(format!("--mesh {n},{l} has {} ranks, --devices says {d}", n * l)))
         }
-        (_, Some(_)) if args.processes > 1 => {
-            return Err(OwtError::input("--mesh with --processes: a 2-D mesh across processes is not built yet"))
+        (_, Some([n, l])) if args.processes != 1 && args.processes != n => {
+            return Err(OwtError::input(format!(
+                "--mesh {n},{l} over {} processes: a 2-D mesh runs in one process or in {n} (one node each)",
+                args.processes
+            )))
         }
         (Some(d), _) => d,
         (None, Some([n, l])) => n * l,
@@ -269,7 +272,8 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
         println!("{:<6} {:<9} {:<17} {:>15} {:>9}", t.layer, t.phase, t.collective, t.bytes, t.messages);
     }
     println!("{:<34} {:>15} {:>9}", "total", report.comm.total_bytes, report.comm.total_messages);
-    println!("across nodes (the [node] entries): {} bytes", report.comm.total_cross_process_bytes);
+    let tier = if args.processes > 1 { "across nodes, each a process of its own" } else { "across nodes" };
+    println!("{tier} (the [node] entries): {} bytes", report.comm.total_cross_process_bytes);
     if let Some(profile) = profile {
         plan_cost::print_prediction(&report.predict_on_mesh(profile, shape), profile);
         let step = StepShape {

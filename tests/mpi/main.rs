@@ -227,3 +227,44 @@ fn a_plan_the_whole_mesh_cannot_take_is_the_one_line_error_of_one_process() {
         "the job's error ({many}) is one process's ({single})"
     );
 }
+
+/// `owt train --mesh 2,2` (flags as [`train_args`], with `--mesh` instead of `--devices`).
+fn grid_args(out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = train_args(out, 1, extra);
+    let at = args.iter().position(|a| a == "--devices").expect("--devices");
+    args.splice(at..at + 2, ["--mesh".to_string(), "2,2".to_string()]);
+    args
+}
+
+/// A 2-D mesh across processes, one node per process (`mpirun -np 2 owt train --mesh 2,2`):
+/// the nodes' group is MPI instead of threads, and nothing else changes: the same weights bit
+/// for bit as the two nodes run as threads of one process (whose f64 equality to one device
+/// is `tests/parallel_training`'s), the same ledger entry by entry, the same bytes across
+/// nodes. Any other process count is refused in one line.
+#[test]
+fn a_two_dimensional_mesh_across_processes_trains_as_its_nodes_in_one_process() {
+    for (name, flags) in
+        [("grid-wt-b", &["--plan", "weird-trick", "--scheme", "b"][..]), ("grid-dp", &["--plan", "data-parallel"])]
+    {
+        let extra = [flags, &["--epochs", "1"]].concat();
+        let (one, many) = (dir(&format!("{name}-threads")), dir(&format!("{name}-processes")));
+        let threads = Command::new(OWT).args(grid_args(&one, &extra)).env("RAYON_NUM_THREADS", "1").output().unwrap();
+        check(threads, "owt train --mesh 2,2 in one process");
+        check(mpirun(2).arg(OWT).args(grid_args(&many, &extra)).output().unwrap(), "mpirun -np 2 owt train --mesh 2,2");
+        let gap = weight_gap(&one, &many);
+        assert_eq!(gap, 0.0, "{name}: the weights differ by {gap:e} (relative)");
+        for (x, y) in metrics(&one).iter().zip(&metrics(&many)) {
+            let (cx, cy) = (x.communication.as_ref().unwrap(), y.communication.as_ref().unwrap());
+            assert_eq!(cx.by_collective, cy.by_collective, "{name}: traffic by collective");
+            assert_eq!(cx.by_phase, cy.by_phase, "{name}: traffic by layer and phase");
+            assert_eq!(cx.cross_process_bytes_per_step, cy.cross_process_bytes_per_step, "{name}: bytes across nodes");
+            assert!(cx.by_collective["all_reduce[node]"].bytes > 0.0);
+            assert_eq!((x.train_loss, x.test_accuracy), (y.train_loss, y.test_accuracy), "{name}");
+            assert!(x.layout.as_deref().unwrap().starts_with("2-D mesh (node 2 x local 2)"));
+        }
+        eprintln!("{name}: 2 processes as nodes of a (2, 2) mesh, the same weights bit for bit as threads");
+    }
+    let run = mpirun(4).arg(OWT).args(grid_args(&dir("grid-4"), &["--epochs", "1"])).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && stderr.contains("--mesh 2,2 over 4 processes"), "{stderr}");
+}
