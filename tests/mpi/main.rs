@@ -268,3 +268,66 @@ fn a_two_dimensional_mesh_across_processes_trains_as_its_nodes_in_one_process() 
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success() && stderr.contains("--mesh 2,2 over 4 processes"), "{stderr}");
 }
+
+#[path = "../common/f64_steps.rs"]
+mod f64_steps;
+
+/// The child of [`a_two_dimensional_mesh_across_processes_is_exact_in_f64`]: run by it under
+/// `mpirun -np 2` (this test binary itself, with `OWT_F64_GRID_CHILD` set), each process one
+/// node of a (2, 2) mesh of f64 Flex ranks joined by MPI, 4 SGD steps of the weird trick
+/// inside each node; prints its weights' gap to one device's, which it also trains.
+#[test]
+#[ignore = "a child process: run under mpirun by a_two_dimensional_mesh_across_processes_is_exact_in_f64"]
+fn f64_grid_child() {
+    use burn::backend::Flex;
+    use f64_steps::*;
+    use owt_hybrid::{Exchange, GridLayout, GridMesh, MeshDevice, PlanKind, SingleDevice};
+    if std::env::var_os("OWT_F64_GRID_CHILD").is_none() {
+        return;
+    }
+    let processes = owt::processes::Processes::join().unwrap();
+    let spec = small(2);
+    let config = config(spec.clone(), 16, owt::train::FcUpdate::PerStep);
+    let weights = initial_weights(&spec);
+    let (want, want_losses) = run::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, 4);
+    let local = MeshDevice::virtual_ranks(Default::default(), 2);
+    use_f64::<H>(&local);
+    let grid = GridMesh::new(processes.group(), local).unwrap();
+    let node = grid.node();
+    let layout = GridLayout::<Flex>::new(grid, PlanKind::WeirdTrick.plan(), Exchange::Broadcast);
+    let (got, losses) = run::<H, _>(&layout, &config, &weights, 4);
+    let (gap, worst) = relative_gap(&got, &want);
+    let loss_gap = losses.iter().zip(&want_losses).map(|(a, b)| (a - b).abs() / b.abs()).fold(0.0, f64::max);
+    println!("OWT_GRID_GAP node={node} gap={gap:e} worst={worst} loss_gap={loss_gap:e}");
+    // Both processes end MPI together, as the owt binary does on success.
+    owt::processes::finish();
+}
+
+/// A (2, 2) mesh across 2 processes, one node each, joined by MPI: the weights after 4 f64
+/// SGD steps under the weird trick (scheme b inside the nodes) are within 1e-12 of one
+/// device's on both processes (tests/parallel_training does the same for nodes as threads).
+#[test]
+fn a_two_dimensional_mesh_across_processes_is_exact_in_f64() {
+    let exe = std::env::current_exe().unwrap();
+    let out = mpirun(2)
+        .args(["-x", "OWT_F64_GRID_CHILD=1"])
+        .arg(exe)
+        .args(["--exact", "f64_grid_child", "--ignored", "--nocapture", "--test-threads", "1"])
+        .output()
+        .unwrap();
+    let out = check(out, "mpirun -np 2 (the f64 child)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let gaps: Vec<(String, f64, f64)> = stdout
+        .lines()
+        .filter_map(|l| l.split_once("OWT_GRID_GAP ").map(|(_, rest)| rest.to_string()))
+        .map(|l| {
+            let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k)).unwrap().to_string();
+            (field("node="), field("gap=").parse().unwrap(), field("loss_gap=").parse().unwrap())
+        })
+        .collect();
+    assert_eq!(gaps.len(), 2, "one line per process:\n{stdout}");
+    for (node, gap, loss_gap) in &gaps {
+        assert!(*gap <= 1e-12 && *loss_gap <= 1e-12, "node {node}: weights {gap:e}, losses {loss_gap:e}\n{stdout}");
+        eprintln!("node {node} of a (2, 2) mesh across 2 processes: weight gap {gap:.2e} to one device (f64)");
+    }
+}

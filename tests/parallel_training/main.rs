@@ -21,15 +21,15 @@
 
 mod hybrid_step;
 
-use burn::backend::{Autodiff, Flex};
+use burn::backend::Flex;
 use burn::module::Module;
 use burn::prelude::*;
-use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
+use owt::train::checkpoint::record_from_bytes;
 use owt::train::{sgd, train_step, upload_batch, FcUpdate, TrainConfig};
 use owt_hybrid::{parameter_values, PlanKind};
 use owt_hybrid::{Exchange, MeshDevice};
 use owt_hybrid::{MeshLayout, SingleDevice, StepLayout};
-use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelKind, ModelSpec};
+use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelSpec};
 
 fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
     owt::train::RunOptions { resume, ..owt::train::RunOptions::new(dir) }
@@ -42,120 +42,9 @@ fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-type Ref = Autodiff<Flex>;
-type H = Autodiff<owt_hybrid::Hybrid<Flex>>;
-
-/// Flex's random generator is process-global: every draw from it (a model's initialisation)
-/// happens under this lock, so a seeded sequence (seed, then initialise) is never broken into
-/// by another test's draw. The training steps draw nothing (dropout masks are counter-based),
-/// so the long equivalence runs go on side by side.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn config(model: ModelSpec, batch: usize, fc_update: FcUpdate) -> TrainConfig {
-    TrainConfig { batch, seed: 3, fc_update, ..TrainConfig::new(model, owt::data::DatasetKind::Synthetic) }
-}
-
-fn small(towers: usize) -> ModelSpec {
-    ModelSpec { towers: Some(towers), dropout: Some(0.5), ..ModelSpec::new(ModelKind::AlexNetSmall) }
-}
-
-fn owt_reduced() -> ModelSpec {
-    ModelSpec { input: Some(67), classes: Some(16), dropout: Some(0.5), ..ModelSpec::new(ModelKind::AlexNetOwt) }
-}
-
-/// Batch `step` of a deterministic stream: smooth images with a class-dependent pattern.
-fn batch(step: usize, n: usize, dims: [usize; 3], classes: usize) -> (TensorData, TensorData) {
-    let [c, h, w] = dims;
-    let labels: Vec<i64> = (0..n).map(|i| ((i * 7 + step * 3) % classes) as i64).collect();
-    let mut images = Vec::with_capacity(n * c * h * w);
-    for (i, &y) in labels.iter().enumerate() {
-        for ch in 0..c {
-            for r in 0..h {
-                for col in 0..w {
-                    let phase = (step * 13 + i * 5 + ch) as f32 * 0.37;
-                    let v = ((r as f32 * 0.3 + y as f32).sin() + (col as f32 * 0.2 + phase).cos()) * 0.5;
-                    images.push(v);
-                }
-            }
-        }
-    }
-    let images: Vec<f64> = images.into_iter().map(f64::from).collect();
-    (TensorData::new(images, [n, c, h, w]), TensorData::new(labels, [n]))
-}
-
-/// Makes f64 the default float type of `device` (before its first tensor; later calls for the
-/// same device are no-ops).
-pub(crate) fn use_f64<B: Backend>(device: &B::Device) {
-    let _ = burn::tensor::backend::set_default_float_dtype::<B>(device, burn::tensor::FloatDType::F64);
-}
-
-/// A model of `arch` on `device` whose weights are loaded next (its initialisation draws from
-/// the shared generator, so it takes the lock).
-fn init_model<B: Backend>(arch: &owt_models::Architecture, device: &B::Device) -> AlexNet<B> {
-    let _guard = serial();
-    arch.try_init(device).unwrap()
-}
-
-/// The starting weights of a run, as checkpoint bytes (drawn once on Flex, seeded).
-fn initial_weights(spec: &ModelSpec) -> Vec<u8> {
-    let _guard = serial();
-    let arch = spec.architecture().unwrap();
-    let device = Default::default();
-    use_f64::<Ref>(&device);
-    <Ref as Backend>::seed(&device, 11);
-    let model: AlexNet<Ref> = arch.try_init(&device).unwrap();
-    record_to_bytes::<Ref, _>(model.into_record()).unwrap()
-}
-
-/// Trains `steps` steps from `weights` with `layout`; returns every parameter's final values.
-fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
-    layout: &L,
-    config: &TrainConfig,
-    weights: &[u8],
-    steps: usize,
-) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
-    let arch = config.model.architecture().unwrap();
-    if let Some(plan) = layout.plan() {
-        owt::parallel::check_run(plan, &arch, layout.ranks(), config.batch).unwrap();
-    }
-    let device = layout.device();
-    let model: AlexNet<B> = init_model(&arch, device);
-    let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
-    let mut model = layout.place_module(model).unwrap();
-    let mut optim = sgd::<B>(config);
-    let mut losses = Vec::new();
-    for step in 0..steps {
-        let (x, y) = batch(step, config.batch, arch.input, arch.classes);
-        let (x, y) =
-            (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
-        let key = DropoutKey::new(config.seed, step as u64);
-        let (next, outcome) =
-            train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
-        model = next;
-        losses.push(outcome.read().0);
-    }
-    (parameter_values(&model), losses)
-}
-
-/// Largest over parameters of max |a - b| / max |b|, at f64 precision.
-fn relative_gap(a: &[(String, Vec<f64>)], b: &[(String, Vec<f64>)]) -> (f64, String) {
-    assert_eq!(a.len(), b.len());
-    let mut worst = (0.0f64, String::new());
-    for ((name, x), (name_b, y)) in a.iter().zip(b) {
-        assert_eq!(name, name_b);
-        assert_eq!(x.len(), y.len(), "{name}: lengths");
-        let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
-        let diff = x.iter().zip(y).fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
-        if diff / scale >= worst.0 {
-            worst = (diff / scale, name.clone());
-        }
-    }
-    worst
-}
+#[path = "../common/f64_steps.rs"]
+mod f64_steps;
+pub(crate) use f64_steps::*;
 
 fn mesh_run(
     k: usize,
