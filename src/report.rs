@@ -23,6 +23,8 @@ pub const TRAIN_COLOR: RGBColor = RGBColor(31, 119, 180);
 pub const TEST_COLOR: RGBColor = RGBColor(214, 39, 40);
 /// The learning rate's colour.
 pub const LR_COLOR: RGBColor = RGBColor(44, 160, 44);
+/// The test top-5 accuracy curve.
+pub const TOP5_COLOR: RGBColor = RGBColor(140, 86, 75);
 /// Each phase's bar colour in the traffic chart.
 /// (`other` is traffic recorded outside any labelled layer.)
 pub const PHASE_COLORS: [(&str, RGBColor); 4] = [
@@ -126,16 +128,16 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, epochs: 
         // Losses fall and accuracies rise: the legends go where the curves are not.
         SeriesLabelPosition::UpperRight,
     )?;
-    curves(
-        &panels[1],
-        "accuracy",
-        "%",
-        &[
-            ("train (dropout on)", TRAIN_COLOR, at(|m| 100.0 * m.train_accuracy)),
-            ("test", TEST_COLOR, at(|m| 100.0 * m.test_accuracy)),
-        ],
-        SeriesLabelPosition::LowerRight,
-    )?;
+    let mut accuracy = vec![
+        ("train (dropout on)", TRAIN_COLOR, at(|m| 100.0 * m.train_accuracy)),
+        ("test", TEST_COLOR, at(|m| 100.0 * m.test_accuracy)),
+    ];
+    let top5: Vec<(f64, f64)> =
+        epochs.iter().filter_map(|m| m.test_top5_accuracy.map(|t| (m.epoch as f64, 100.0 * t))).collect();
+    if !top5.is_empty() {
+        accuracy.push(("test top-5", TOP5_COLOR, top5));
+    }
+    curves(&panels[1], "accuracy", "%", &accuracy, SeriesLabelPosition::LowerRight)?;
     learning_rate(&panels[2], epochs)?;
     traffic(&panels[3], epochs)
 }
@@ -385,6 +387,7 @@ mod tests {
                 train_accuracy: 0.5,
                 test_loss: loss,
                 test_accuracy: 0.5,
+                test_top5_accuracy: None,
                 lr: Some(lr),
                 images_per_second: 1.0,
                 seconds: 1.0,

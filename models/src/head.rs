@@ -70,6 +70,35 @@ impl Head {
         }
     }
 
+    /// The head's probabilities: softmax over the classes, or each unit's sigmoid. What
+    /// ten-crop testing averages over an image's patches.
+    pub fn probabilities<B: Backend>(self, logits: Tensor<B, 2>) -> Tensor<B, 2> {
+        match self {
+            Head::Softmax => burn::tensor::activation::softmax(logits, 1),
+            Head::Logistic => burn::tensor::activation::sigmoid(logits),
+        }
+    }
+
+    /// [`Head::loss`] of `probabilities` (as [`Head::probabilities`] gives them, or averages
+    /// of them): `-ln p(label)` for softmax, the binary cross-entropies summed over the units
+    /// for the logistic head; probabilities are kept within 1e-12 of 0 and 1.
+    pub fn loss_of_probabilities<B: Backend>(
+        self,
+        probabilities: Tensor<B, 2>,
+        targets: Tensor<B, 1, Int>,
+    ) -> Tensor<B, 1> {
+        let [batch, classes] = probabilities.dims();
+        let p = probabilities.clamp(1e-12, 1.0 - 1e-12);
+        match self {
+            Head::Softmax => p.gather(1, targets.reshape([batch, 1])).log().neg().mean(),
+            Head::Logistic => {
+                let y = targets.one_hot::<2>(classes).float();
+                let not = p.clone().neg().add_scalar(1.0).log() * (y.clone().neg().add_scalar(1.0));
+                (p.log() * y + not).sum_dim(1).neg().mean()
+            }
+        }
+    }
+
     /// Predicted class per image (the largest logit, for either head).
     pub fn predict<B: Backend>(self, logits: Tensor<B, 2>) -> Tensor<B, 1, Int> {
         let [batch, _] = logits.dims();

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::backends::{run_on, BackendJob, BackendKind};
-use crate::data::{open_test_split, DataRequest, DatasetKind};
+use crate::data::{open_ten_crop_split, open_test_split, DataRequest, DatasetKind, ImageSource};
 use crate::error::OwtError;
+use crate::train::ten_crop::evaluate_ten_crop;
 use crate::train::{evaluate, load_model, Evaluation};
 
 /// Arguments of `owt eval`.
@@ -24,6 +25,10 @@ pub struct EvalArgs {
     /// Compute backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Flex)]
     pub backend: BackendKind,
+    /// Test as the 2012 paper did: each image's four corner and centre patches and their
+    /// mirror images, the probabilities averaged over the ten (image folders only).
+    #[arg(long)]
+    pub ten_crop: bool,
 }
 
 struct EvalJob<'a>(&'a EvalArgs);
@@ -34,13 +39,23 @@ impl BackendJob for EvalJob<'_> {
         let args = self.0;
         let (model, state) = load_model::<B::InnerBackend>(&args.checkpoint, &device)?;
         let arch = &model.architecture;
-        let test = open_test_split(&DataRequest {
+        let request = DataRequest {
             kind: args.dataset,
             dir: args.data.clone(),
             limit: None,
             model_input: arch.input,
             seed: state.config.seed,
-        })?;
+        };
+        if args.ten_crop {
+            let test = std::sync::Arc::new(open_ten_crop_split(&request)?);
+            crate::train::trainer::check_classes(
+                test.classes(),
+                arch,
+                "evaluate a checkpoint trained on these classes",
+            )?;
+            return evaluate_ten_crop(&model, state.config.head, test, &device);
+        }
+        let test = open_test_split(&request)?;
         let [c, h, w] = test.image_dims();
         arch.check_input([0, c, h, w])?;
         let advice = "evaluate a checkpoint trained on these classes";
@@ -59,6 +74,8 @@ pub fn run(args: &EvalArgs) -> Result<(), OwtError> {
             e.loss
         )));
     }
-    println!("test accuracy {:.2}% ({} images), test loss {:.4}", 100.0 * e.accuracy, e.images, e.loss);
+    let top5 = e.top5_accuracy.map(|t| format!(", top-5 {:.2}%", 100.0 * t)).unwrap_or_default();
+    let how = if args.ten_crop { ", ten patches each" } else { "" };
+    println!("test accuracy {:.2}%{top5} ({} images{how}), test loss {:.4}", 100.0 * e.accuracy, e.images, e.loss);
     Ok(())
 }

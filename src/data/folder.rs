@@ -151,11 +151,24 @@ impl ImageFolder {
     /// (files found undecodable are recorded, warned about once, and skipped from then on),
     /// with its class. `None` when no file of the split decodes.
     fn load_or_next(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Option<(Vec<u8>, usize)> {
+        self.first_decodable(index, |j| self.load(j, augment, rng))
+    }
+
+    /// The ten patches of the image at `index` (or of the next one that decodes, as
+    /// [`ImageFolder::load_or_next`]), with its class: see [`ImageFolder::ten_crops`].
+    pub(crate) fn ten_crops_or_next(&self, index: usize) -> Option<(Vec<Vec<u8>>, usize)> {
+        self.first_decodable(index, |j| self.ten_crops(j))
+    }
+
+    /// `read(j)` of the image at `index`, or of the next one of the split for which it
+    /// succeeds (files found undecodable are recorded, warned about once, and skipped from
+    /// then on), with its class.
+    fn first_decodable<T>(&self, index: usize, mut read: impl FnMut(usize) -> Result<T, String>) -> Option<(T, usize)> {
         for j in (index..self.files.len()).chain(0..index) {
             if self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).found.contains_key(&j) {
                 continue;
             }
-            match self.load(j, augment, rng) {
+            match read(j) {
                 Ok(pixels) => return Some((pixels, self.files[j].1)),
                 Err(why) => {
                     eprintln!(
@@ -170,6 +183,35 @@ impl ImageFolder {
     }
 
     fn load(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Result<Vec<u8>, String> {
+        let side = self.crop;
+        let resized = self.resized(index)?;
+        let (nw, nh) = (resized.width() as usize, resized.height() as usize);
+        let (x0, y0) = if augment {
+            (rng.random_range(0..=(nw - side)), rng.random_range(0..=(nh - side)))
+        } else {
+            ((nw - side) / 2, (nh - side) / 2)
+        };
+        let flip = augment && rng.random_bool(0.5);
+        Ok(self.planes(&resized, x0, y0, flip))
+    }
+
+    /// The 2012 paper's ten test patches of the image at `index`, each `crop` square from the
+    /// image resized as for training: the top-left, top-right, bottom-left and bottom-right
+    /// corners and the centre, then the same five mirrored left to right.
+    pub fn ten_crops(&self, index: usize) -> Result<Vec<Vec<u8>>, String> {
+        let resized = self.resized(index)?;
+        let (dx, dy) = (resized.width() as usize - self.crop, resized.height() as usize - self.crop);
+        let origins = [(0, 0), (dx, 0), (0, dy), (dx, dy), (dx / 2, dy / 2)];
+        Ok([false, true]
+            .into_iter()
+            .flat_map(|flip| origins.map(|(x, y)| (x, y, flip)))
+            .map(|(x, y, flip)| self.planes(&resized, x, y, flip))
+            .collect())
+    }
+
+    /// The image at `index` decoded and resized so its shorter side is `resize` (neither
+    /// side below the crop).
+    fn resized(&self, index: usize) -> Result<image::DynamicImage, String> {
         let (path, _) = &self.files[index];
         let side = self.crop;
         let decoded = decode(path)?;
@@ -179,17 +221,16 @@ impl ImageFolder {
             ((w as f64 * scale).round() as u32).max(side as u32),
             ((h as f64 * scale).round() as u32).max(side as u32),
         );
-        let resized = decoded.resize_exact(nw, nh, FilterType::Triangle);
-        let (x0, y0) = if augment {
-            (rng.random_range(0..=(nw as usize - side)), rng.random_range(0..=(nh as usize - side)))
-        } else {
-            ((nw as usize - side) / 2, (nh as usize - side) / 2)
-        };
-        let flip = augment && rng.random_bool(0.5);
+        Ok(decoded.resize_exact(nw, nh, FilterType::Triangle))
+    }
+
+    /// The `crop` square at (`x0`, `y0`) of `resized`, mirrored if `flip`, as channel planes.
+    fn planes(&self, resized: &image::DynamicImage, x0: usize, y0: usize, flip: bool) -> Vec<u8> {
+        let side = self.crop;
         let cropped = resized.crop_imm(x0 as u32, y0 as u32, side as u32, side as u32);
         let cropped = if flip { cropped.fliph() } else { cropped };
         if self.channels == 1 {
-            return Ok(cropped.to_luma8().into_raw());
+            return cropped.to_luma8().into_raw();
         }
         let mut out = vec![0; self.channels * side * side];
         for (i, px) in cropped.to_rgb8().pixels().enumerate() {
@@ -197,7 +238,7 @@ impl ImageFolder {
                 out[ch * side * side + i] = px.0[ch];
             }
         }
-        Ok(out)
+        out
     }
 }
 

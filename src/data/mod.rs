@@ -5,6 +5,7 @@ pub mod idx;
 pub mod images;
 pub mod mnist;
 pub mod synthetic;
+pub mod ten_crop;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ pub use idx::{encode_idx, parse_idx, read_idx, IdxArray};
 pub use images::{Batch, ImageSource, InMemoryImages};
 pub use mnist::{load_mnist_split, FASHION_MNIST_DIR};
 pub use synthetic::synthetic_images;
+pub use ten_crop::TenCrops;
 
 use crate::error::OwtError;
 
@@ -90,6 +92,31 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
         }
         DatasetKind::Synthetic => open_splits(req)?.test,
     };
+    if test.is_empty() {
+        return Err(OwtError::data("the test split is empty (0 images)"));
+    }
+    Ok(test)
+}
+
+/// The held-out split of a folder dataset as ten patches per image (`owt eval --ten-crop`);
+/// refused for datasets whose images are already the network's size.
+pub fn open_ten_crop_split(req: &DataRequest) -> Result<TenCrops, OwtError> {
+    if req.kind != DatasetKind::Folder {
+        return Err(OwtError::input(format!(
+            "--ten-crop cuts ten patches from images larger than the network's input: it needs --dataset folder (got {:?}, whose images are the input's size)",
+            req.kind
+        )));
+    }
+    let dir = req
+        .dir
+        .clone()
+        .ok_or_else(|| OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)"))?;
+    let folder = held_out_folder(&dir, req.model_input)?;
+    let train = dir.join("train");
+    if train.is_dir() {
+        same_classes(&class_names_in(&train)?, &held_out_dir(&dir)?, folder.class_names())?;
+    }
+    let test = TenCrops::new(folder);
     if test.is_empty() {
         return Err(OwtError::data("the test split is empty (0 images)"));
     }

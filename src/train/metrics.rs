@@ -30,6 +30,10 @@ pub struct EpochMetrics {
     pub test_loss: f64,
     /// Fraction of test images classified correctly.
     pub test_accuracy: f64,
+    /// Fraction of test images whose label is among the 5 highest outputs (top-5; where the
+    /// network has more than 5 classes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_top5_accuracy: Option<f64>,
     /// Learning rate of the epoch (after batch scaling and the schedule's divisions); absent
     /// in runs from before schedules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,13 +118,14 @@ impl EpochMetrics {
     /// The line printed after each epoch.
     pub fn summary(&self, epochs: usize) -> String {
         format!(
-            "epoch {}/{epochs}: {}train loss {:.4}, train acc {:.2}%, test loss {:.4}, test acc {:.2}%, {:.0} images/s, {:.1} s",
+            "epoch {}/{epochs}: {}train loss {:.4}, train acc {:.2}%, test loss {:.4}, test acc {:.2}%{}, {:.0} images/s, {:.1} s",
             self.epoch,
             self.lr.map(|lr| format!("lr {}, ", crate::train::schedule::Rate(lr))).unwrap_or_default(),
             self.train_loss,
             100.0 * self.train_accuracy,
             self.test_loss,
             100.0 * self.test_accuracy,
+            self.test_top5_accuracy.map(|t| format!(" (top-5 {:.2}%)", 100.0 * t)).unwrap_or_default(),
             self.images_per_second,
             self.seconds
         ) + &self

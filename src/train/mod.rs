@@ -10,6 +10,7 @@ pub mod progress;
 pub mod run_dir;
 pub mod schedule;
 pub mod step;
+pub mod ten_crop;
 pub mod trainer;
 pub mod writer_lock;
 

@@ -53,6 +53,19 @@ pub fn correct_count<B: Backend>(head: Head, logits: Tensor<B, 2>, labels: Tenso
     head.predict(logits).equal(labels).int().sum()
 }
 
+/// How many of `labels` are among the `k` highest outputs of their row of `logits` (fewer
+/// than `k` others strictly above the label's): the papers' top-k (top-5 for ImageNet).
+/// Softmax and logistic heads rank the classes alike, by the logits.
+pub fn top_k_correct<B: Backend>(logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>, k: usize) -> Tensor<B, 1, Int> {
+    let [n, c] = logits.dims();
+    let target = logits.clone().gather(1, labels.reshape([n, 1]));
+    let above = logits.greater(target.expand([n, c])).int().sum_dim(1);
+    above.lower_elem(k as i64).int().sum()
+}
+
+/// The classes a top-k figure is reported for beside top-1: more than this many outputs.
+pub const TOP_K: usize = 5;
+
 /// The conv trunk's features, each layer's traffic labelled by the layout (a new step's
 /// labels start here).
 pub fn features<B: AutodiffBackend, L: StepLayout<B>>(
@@ -222,4 +235,45 @@ fn per_chunk_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
         images: n,
     };
     (optim.step(lr, model, conv_grads), outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::Flex;
+    use burn::prelude::*;
+    use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
+
+    use super::top_k_correct;
+
+    /// Three rows of 7 classes, worked by hand: row 0's label (class 2, 0.5) has 2 outputs above
+    /// it, row 1's (class 6, 0.1) has 6, row 2's (class 0, 0.3) has 5 (a tie at 0.3 is not
+    /// above it). Top-1 counts row 2 only if nothing is above: no row; top-3: row 0; top-6:
+    /// rows 0 and 2; top-7: all three.
+    fn case<B: Backend>(device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 1, Int>) {
+        let logits = [
+            [0.9, 0.7, 0.5, 0.1, 0.2, 0.3, 0.0],
+            [0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1],
+            [0.3, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3],
+        ];
+        let flat: Vec<f32> = logits.iter().flatten().copied().collect();
+        let logits = Tensor::<B, 2>::from_data(TensorData::new(flat, [3, 7]), device);
+        (logits, Tensor::from_data(TensorData::new(vec![2i64, 6, 0], [3]), device))
+    }
+
+    fn count<B: Backend>(logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>, k: usize) -> i64 {
+        top_k_correct(logits, labels, k).into_data().iter::<i64>().next().unwrap()
+    }
+
+    #[test]
+    fn top_k_counts_the_labels_with_fewer_than_k_outputs_above() {
+        let (logits, labels) = case::<Flex>(&Default::default());
+        let got: Vec<i64> = [1, 3, 5, 6, 7].iter().map(|&k| count(logits.clone(), labels.clone(), k)).collect();
+        assert_eq!(got, [0, 1, 1, 2, 3]);
+        // On a mesh whose logits are split by class (the weird trick's fc8 output), the same.
+        let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+        let (logits, labels) = case::<Hybrid<Flex>>(&mesh);
+        let (logits, labels) = (logits.distribute(Placement::Shard(1)), labels.distribute(Placement::Shard(0)));
+        let got: Vec<i64> = [1, 3, 5, 6, 7].iter().map(|&k| count(logits.clone(), labels.clone(), k)).collect();
+        assert_eq!(got, [0, 1, 1, 2, 3]);
+    }
 }

@@ -30,7 +30,7 @@ use crate::train::input::{batch_tensors, upload_batch, upload_eval, Prefetch, Ta
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::progress::Progress;
 use crate::train::run_dir::{self, Existing};
-use crate::train::step::{correct_count, train_step};
+use crate::train::step::{correct_count, top_k_correct, train_step, TOP_K};
 
 /// `arch`'s initial weights on `device` from `seed`, drawn alone: the nodes of a 2-D mesh run
 /// as threads of one process share the backend's generator where it is process-wide
@@ -98,6 +98,9 @@ impl<'a> RunOptions<'a> {
 pub struct Evaluation {
     /// Mean loss per image.
     pub loss: f64,
+    /// Fraction of images whose label is among the 5 highest outputs (where there are more
+    /// than 5 classes).
+    pub top5_accuracy: Option<f64>,
     /// Fraction correct.
     pub accuracy: f64,
     /// Images evaluated.
@@ -125,12 +128,24 @@ pub fn evaluate_with<B: Backend>(
     batch: usize,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
 ) -> Result<Evaluation, OwtError> {
-    evaluate_rows(model, head, source, batch, owt_hybrid::RowSplit::whole(), upload, &|loss, correct| (loss, correct))
+    evaluate_rows(model, head, source, batch, owt_hybrid::RowSplit::whole(), upload, &OverNodes::here())
 }
 
-/// How a batch's loss and correct count here become the whole batch's: themselves, or over
-/// the nodes of a 2-D mesh (each node evaluates its block of every batch).
-pub type OverNodes<'a, B> = &'a dyn Fn(Tensor<B, 1>, Tensor<B, 1, Int>) -> (Tensor<B, 1>, Tensor<B, 1, Int>);
+/// How a batch's mean loss and counts here become the whole batch's: themselves, or over the
+/// nodes of a 2-D mesh (each node evaluates its block of every batch).
+pub struct OverNodes<'a, B: Backend> {
+    /// The whole batch's mean loss from this node's.
+    pub mean: &'a dyn Fn(Tensor<B, 1>) -> Tensor<B, 1>,
+    /// The whole batch's count from this node's.
+    pub sum: &'a dyn Fn(Tensor<B, 1, Int>) -> Tensor<B, 1, Int>,
+}
+
+impl<B: Backend> OverNodes<'static, B> {
+    /// Everything is here: the figures as they are.
+    pub fn here() -> Self {
+        OverNodes { mean: &|x| x, sum: &|x| x }
+    }
+}
 
 /// [`evaluate_with`] preparing only the rows of each batch `split` names (a process's or a
 /// node's share), each batch's loss and count made the whole batch's by `whole`.
@@ -141,21 +156,33 @@ pub fn evaluate_rows<B: Backend>(
     batch: usize,
     split: owt_hybrid::RowSplit,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
-    whole: OverNodes<'_, B>,
+    whole: &OverNodes<'_, B>,
 ) -> Result<Evaluation, OwtError> {
     let indices: Vec<usize> = (0..source.len()).collect();
     let mut batches =
         Prefetch::start_rows(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), PREFETCH, split);
     let mut tally = Tally::<B>::default();
+    let top_k = source.classes() > TOP_K;
+    let mut in_top_k: Option<Tensor<B, 1, Int>> = None;
     while let Some(batch) = batches.next_batch()? {
         let (images, labels) = upload(&batch);
         let logits = model.forward(images);
-        let correct = correct_count(head, logits.clone(), labels.clone());
-        let (loss, correct) = whole(head.loss(logits, labels), correct);
-        tally.add(loss, correct, batch.total_len());
+        let correct = (whole.sum)(correct_count(head, logits.clone(), labels.clone()));
+        if top_k {
+            let here = (whole.sum)(top_k_correct(logits.clone(), labels.clone(), TOP_K));
+            in_top_k = Some(match in_top_k.take() {
+                Some(sum) => sum + here,
+                None => here,
+            });
+        }
+        tally.add((whole.mean)(head.loss(logits, labels)), correct, batch.total_len());
     }
     let values = tally.read();
-    Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), images: source.len() })
+    let top5_accuracy = in_top_k.map(|t| {
+        let hits = t.into_data().iter::<i64>().next().unwrap_or(0).max(0) as f64;
+        hits / values.images.max(1) as f64
+    });
+    Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), top5_accuracy, images: source.len() })
 }
 
 /// Every random draw of one epoch of a run: the order of the images, the random crops and
@@ -305,7 +332,8 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
         let upload = |batch: &Batch| upload_eval(layout, batch);
-        let whole = |loss, correct| (layout.mean_over_outer(loss), layout.sum_over_outer(correct));
+        let (mean, sum) = (|x| layout.mean_over_outer(x), |x| layout.sum_over_outer(x));
+        let whole = OverNodes { mean: &mean, sum: &sum };
         let test = evaluate_rows(
             &model.valid(),
             config.head,
@@ -321,6 +349,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             train_accuracy: values.accuracy(),
             test_loss: test.loss,
             test_accuracy: test.accuracy,
+            test_top5_accuracy: test.top5_accuracy,
             lr: Some(lr),
             images_per_second: seen as f64 / train_seconds,
             seconds: started.elapsed().as_secs_f64(),

@@ -101,10 +101,14 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
     let o = owt(&[&base[..], &scaled, &["--epochs", "2", "--resume"]].concat());
     assert_one_line_error(&o, &["--lr-schedule constant", "--lr-schedule step:3"]);
     let acc = metrics[0]["test_accuracy"].as_f64().unwrap();
+    // Ten classes: top-5 beside top-1, never below it.
+    let top5 = metrics[0]["test_top5_accuracy"].as_f64().unwrap();
+    assert!(top5 >= acc && top5 <= 1.0, "top-5 {top5} vs top-1 {acc}");
     let o = owt(&["eval", "--checkpoint", o_, "--dataset", "mnist", "--data", d]);
     assert!(o.status.success(), "{}", stderr(&o));
     let line = String::from_utf8_lossy(&o.stdout);
-    assert!(line.contains(&format!("test accuracy {:.2}% (30 images)", 100.0 * acc)), "{line} vs {acc}");
+    let want = format!("test accuracy {:.2}%, top-5 {:.2}% (30 images)", 100.0 * acc, 100.0 * top5);
+    assert!(line.contains(&want), "{line} vs {want}");
 
     // The run's picture: curves and the rate drawn, no traffic bars on one device.
     let o = owt(&["report", o_]);
@@ -592,6 +596,24 @@ fn torchvision_weights_import_evaluate_fine_tune_and_export() {
     );
     let o = owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", d]);
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("(12 images)"), "{}", stderr(&o));
+    // Ten-crop testing: the printed figures are the library's on the same ten patches.
+    let o = owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", d, "--ten-crop"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (imported, state) = owt::train::load_model::<Flex>(&run, &Default::default()).unwrap();
+    let request = owt::data::DataRequest {
+        kind: owt::data::DatasetKind::Folder,
+        dir: Some(data.clone()),
+        limit: None,
+        model_input: [3, side, side],
+        seed: 0,
+    };
+    let crops = std::sync::Arc::new(owt::data::open_ten_crop_split(&request).unwrap());
+    let e = owt::train::ten_crop::evaluate_ten_crop(&imported, state.config.head, crops, &Default::default()).unwrap();
+    let want =
+        format!("test accuracy {:.2}% (12 images, ten patches each), test loss {:.4}", 100.0 * e.accuracy, e.loss);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&want), "{} vs {want}", String::from_utf8_lossy(&o.stdout));
+    let fashion = owt(&["eval", "--checkpoint", r, "--dataset", "fashion-mnist", "--ten-crop"]);
+    assert_one_line_error(&fashion, &["--ten-crop", "--dataset folder"]);
     // Fine-tuning: any dataset, batch and rate may start from the import; the network must match.
     let train = ["train", "--dataset", "folder", "--data", d, "--batch", "4", "--lr", "0.001", "--out", r, "--resume"];
     let o =

@@ -221,3 +221,41 @@ fn images_whose_pixels_fail_are_left_out_not_blank_and_counted() {
     assert!(e.contains("2 of 120 images") && e.contains("2 of them found while reading their pixels"), "{e}");
     assert!(e.contains("059.png"), "{e}");
 }
+
+/// The ten patches of a 6 x 4 image already at its resize side (4, so not resampled), cut by
+/// hand: 3 x 3 crops at x0 in {0, 3}, y0 in {0, 1} (the corners) and (1, 0) (the centre), then
+/// the five mirrored; pixel (x, y) of the image is red 10x + y, green 100 + x, blue 200 + y.
+#[test]
+fn ten_crops_are_the_four_corners_the_centre_and_their_mirror_images() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("a")).unwrap();
+    let img = image::RgbImage::from_fn(6, 4, |x, y| image::Rgb([(10 * x + y) as u8, 100 + x as u8, 200 + y as u8]));
+    img.save(dir.path().join("a").join("0.png")).unwrap();
+    let folder = ImageFolder::open(dir.path(), 3, 4, 3).unwrap();
+    let patches = folder.ten_crops(0).unwrap();
+    assert_eq!(patches.len(), 10);
+    let origins = [(0, 0), (3, 0), (0, 1), (3, 1), (1, 0)];
+    for (j, patch) in patches.iter().enumerate() {
+        let (x0, y0) = origins[j % 5];
+        let mirrored = j >= 5;
+        let mut want = vec![0u8; 27];
+        for y in 0..3 {
+            for x in 0..3 {
+                let sx = x0 + if mirrored { 2 - x } else { x };
+                let sy = y0 + y;
+                let px = [(10 * sx + sy) as u8, 100 + sx as u8, 200 + sy as u8];
+                for ch in 0..3 {
+                    want[ch * 9 + y * 3 + x] = px[ch];
+                }
+            }
+        }
+        assert_eq!(patch, &want, "patch {j} (origin {x0},{y0}, mirrored {mirrored})");
+    }
+    // As a source: image i's patch j is item 10 i + j, with the image's class.
+    let source = owt::data::TenCrops::new(folder);
+    assert_eq!((source.len(), source.images()), (10, 1));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let b = source.batch(&(0..10).collect::<Vec<_>>(), false, &mut rng);
+    assert_eq!(b.images, patches.concat());
+    assert_eq!(b.labels, vec![0; 10]);
+}
