@@ -1,6 +1,7 @@
 //! `owt train`: train a model on a dataset with SGD.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -9,7 +10,8 @@ use owt_hybrid::{MeshDevice, MeshLayout, SingleDevice, StepLayout};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::{parse_head, ModelArgs, ParallelArgs};
-use crate::data::{open_splits, DataRequest, DatasetKind, Splits};
+use crate::data::lighting::LIGHTING_FILE;
+use crate::data::{open_splits, DataRequest, DatasetKind, ImageSource, Lighting, LitImages, Splits};
 use crate::error::OwtError;
 use crate::train::config::defaults;
 use crate::train::run_dir::{self, Existing};
@@ -78,6 +80,11 @@ pub struct TrainArgs {
     /// there).
     #[arg(long)]
     pub overwrite: bool,
+    /// Lighting noise: the standard deviation of the per-image weights of the training
+    /// split's RGB principal components (the 2012 paper's 0.1 is the default for colour
+    /// image folders; 0 turns it off; needs 3 channels).
+    #[arg(long)]
+    pub lighting: Option<f64>,
     /// One device or a mesh.
     #[command(flatten)]
     pub parallel: ParallelArgs,
@@ -105,9 +112,23 @@ impl TrainArgs {
             lr_schedule: self.lr_schedule.clone(),
             lr_scaling: self.lr_scaling,
             base_batch: self.base_batch,
+            lighting: self.lighting.unwrap_or_else(|| self.default_lighting()),
+        }
+    }
+
+    /// The paper's 0.1 for colour image folders, none otherwise.
+    fn default_lighting(&self) -> f64 {
+        let colour = self.model.spec().architecture().is_ok_and(|a| a.input[0] == 3);
+        if self.dataset == DatasetKind::Folder && colour {
+            DEFAULT_LIGHTING
+        } else {
+            0.0
         }
     }
 }
+
+/// The 2012 paper's lighting noise, the default for colour image folders.
+pub const DEFAULT_LIGHTING: f64 = 0.1;
 
 struct TrainJob<'a> {
     args: &'a TrainArgs,
@@ -128,7 +149,30 @@ impl TrainJob<'_> {
         })?;
         let [c, h, w] = splits.train.image_dims();
         arch.check_input([0, c, h, w])?;
-        Ok(splits)
+        if self.config.lighting == 0.0 {
+            return Ok(splits);
+        }
+        let lighting = self.lighting(&*splits.train)?;
+        Ok(Splits { train: Arc::new(LitImages::new(splits.train, lighting)), test: splits.test })
+    }
+
+    /// The run's principal components: read back from `--out` when resuming a run that
+    /// stored them for this noise level, else computed over the training split and stored
+    /// there (process 0 writes).
+    fn lighting(&self, train: &dyn ImageSource) -> Result<Lighting, OwtError> {
+        let path = self.args.out.join(LIGHTING_FILE);
+        if self.args.resume {
+            let stored = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Lighting>(&b).ok());
+            if let Some(l) = stored.filter(|l| l.std == self.config.lighting) {
+                return Ok(l);
+            }
+        }
+        let lighting = Lighting::fit(train, self.config.lighting)?;
+        if crate::processes::Processes::join()?.primary() {
+            let json = serde_json::to_vec_pretty(&lighting).map_err(|e| OwtError::io(e.to_string()))?;
+            crate::train::atomic::write_atomic(&path, &json)?;
+        }
+        Ok(lighting)
     }
 
     fn train<B: AutodiffBackend, L: StepLayout<B>>(&self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {

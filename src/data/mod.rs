@@ -3,6 +3,7 @@
 pub mod folder;
 pub mod idx;
 pub mod images;
+pub mod lighting;
 pub mod mnist;
 pub mod synthetic;
 pub mod ten_crop;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 pub use folder::{class_names_in, ImageFolder};
 pub use idx::{encode_idx, parse_idx, read_idx, IdxArray};
 pub use images::{Batch, ImageSource, InMemoryImages};
+pub use lighting::{Lighting, LitImages};
 pub use mnist::{load_mnist_split, FASHION_MNIST_DIR};
 pub use synthetic::synthetic_images;
 pub use ten_crop::TenCrops;

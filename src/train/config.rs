@@ -48,6 +48,10 @@ pub struct TrainConfig {
     /// The batch size `lr` is given for, when scaling it.
     #[serde(default = "base_batch")]
     pub base_batch: usize,
+    /// Standard deviation of the lighting noise along the training split's RGB principal
+    /// components (0: none; the 2012 paper's 0.1 is the default for colour folders).
+    #[serde(default)]
+    pub lighting: f64,
 }
 
 /// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
@@ -88,6 +92,7 @@ impl TrainConfig {
             lr_schedule: LrSchedule::Constant,
             lr_scaling: LrScaling::None,
             base_batch: base_batch(),
+            lighting: 0.0,
         }
     }
 
@@ -133,6 +138,21 @@ impl TrainConfig {
         }
         if self.base_batch == 0 {
             return Err(OwtError::input("--base-batch must be at least 1, got 0"));
+        }
+        if !(self.lighting.is_finite() && self.lighting >= 0.0) {
+            return Err(OwtError::input(format!(
+                "--lighting must be >= 0 (0.1 in the 2012 paper), got {}",
+                self.lighting
+            )));
+        }
+        if self.lighting > 0.0 {
+            let channels = self.model.architecture().map(|a| a.input[0]).unwrap_or(3);
+            if channels != 3 {
+                return Err(OwtError::input(format!(
+                    "--lighting {}: lighting noise moves RGB values along their principal components, the model takes {channels} channel(s) (use --channels 3 with colour images, or leave --lighting out)",
+                    self.lighting
+                )));
+            }
         }
         if !(self.scaled_lr().is_finite() && self.scaled_lr() > 0.0) {
             return Err(OwtError::input(format!(
@@ -180,6 +200,10 @@ impl TrainConfig {
             ("--lr-schedule", self.lr_schedule.to_string()),
             ("--lr-scaling", self.lr_scaling.name().to_string()),
         ]);
+        // Absent (0) in runs from before lighting noise, so they compare equal.
+        if self.lighting != 0.0 {
+            out.push(("--lighting", self.lighting.to_string()));
+        }
         if self.lr_scaling != LrScaling::None {
             out.push(("--base-batch", self.base_batch.to_string()));
         }

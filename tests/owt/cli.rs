@@ -407,6 +407,30 @@ fn bench_on_a_two_dimensional_mesh_moves_what_the_plan_says() {
     }
 }
 
+/// `--lighting`: the principal components are computed once and stored with the run
+/// (`lighting.json`), read back on resume; the level is part of the run; grey models refuse it.
+#[test]
+fn lighting_noise_is_stored_with_the_run_and_part_of_it() {
+    let out = tempfile::tempdir().unwrap();
+    let o_ = out.path().to_str().unwrap();
+    let base = ["train", "--model", "alexnet-small", "--channels", "3", "--dataset", "synthetic", "--limit", "64"];
+    let run = |extra: &[&str]| owt(&[&base[..], &["--batch", "16", "--out", o_], extra].concat());
+    let o = run(&["--epochs", "1", "--lighting", "0.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stored = std::fs::read(out.path().join("lighting.json")).unwrap();
+    let lighting: owt::data::Lighting = serde_json::from_slice(&stored).unwrap();
+    assert_eq!((lighting.std, lighting.images), (0.1, 64));
+    assert!(lighting.eigenvalues[0] >= lighting.eigenvalues[1] && lighting.eigenvalues[2] >= 0.0, "{lighting:?}");
+    let o = run(&["--epochs", "2", "--lighting", "0.1", "--resume"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(out.path().join("lighting.json")).unwrap(), stored, "read back, not refitted");
+    assert_one_line_error(&run(&["--epochs", "3", "--lighting", "0.2", "--resume"]), &["cannot resume", "--lighting"]);
+    let grey =
+        owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1", "--lighting", "0.1"]);
+    assert_one_line_error(&grey, &["--lighting 0.1", "1 channel"]);
+    assert_one_line_error(&run(&["--epochs", "1", "--lighting=-1", "--overwrite"]), &["--lighting must be >= 0"]);
+}
+
 #[test]
 fn impossible_plans_are_one_line() {
     let train = |extra: &[&str]| {
