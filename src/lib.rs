@@ -14,6 +14,7 @@ pub mod cuda_preflight;
 pub mod data;
 pub mod error;
 pub mod exit;
+pub mod filters;
 pub mod kernel_cache;
 #[cfg(feature = "cuda")]
 pub mod nccl;

@@ -17,6 +17,10 @@ pub struct ReportArgs {
     /// The picture to write, .png or .svg (default: RUN/report.png).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Draw the first layer's filters instead (RUN/filters.png, or --out), one block per
+    /// tower, and print how colour-specific each tower's filters are.
+    #[arg(long)]
+    pub filters: bool,
 }
 
 /// The title of a run's picture: what was trained, how, and where (a run's metrics alone do
@@ -73,10 +77,48 @@ fn epochs_of(run: &Path, state: Option<&CheckpointState>) -> Result<Vec<EpochMet
 
 /// Reads the run's metrics and writes the picture.
 pub fn run(args: &ReportArgs) -> Result<(), OwtError> {
+    if args.filters {
+        return filters(args);
+    }
     let state = Checkpoint::read_state(&args.run).ok();
     let epochs = epochs_of(&args.run, state.as_ref())?;
     let out = args.out.clone().unwrap_or_else(|| args.run.join("report.png"));
     crate::report::render(&title(&args.run, state.as_ref(), &epochs), &epochs, &out)?;
     println!("report of {} epochs written to {}", epochs.len(), out.display());
+    Ok(())
+}
+
+/// `owt report RUN --filters`: conv1's filters drawn per tower, and each tower's colour
+/// specificity.
+fn filters(args: &ReportArgs) -> Result<(), OwtError> {
+    let out = args.out.clone().unwrap_or_else(|| args.run.join("filters.png"));
+    if out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() != Some("png") {
+        return Err(OwtError::input(format!("--filters draws a PNG: give --out a .png path, got {}", out.display())));
+    }
+    let (model, _) = crate::train::load_model::<burn::backend::Flex>(&args.run, &Default::default())?;
+    let weight = model.conv1.weight.val();
+    let dims = weight.dims();
+    let values: Vec<f32> = weight
+        .into_data()
+        .convert::<f32>()
+        .to_vec()
+        .map_err(|e| OwtError::checkpoint(format!("conv1's weights do not read as floats: {e:?}")))?;
+    let towers = model.architecture.towers.max(1);
+    crate::filters::draw(&values, dims, towers, &out)?;
+    println!(
+        "conv1: {} filters of {} x {} x {}, in {towers} tower(s), drawn to {}",
+        dims[0],
+        dims[1],
+        dims[2],
+        dims[3],
+        out.display()
+    );
+    for t in crate::filters::towers(&values, dims, towers) {
+        let figure = t
+            .colour_specificity
+            .map(|s| format!("colour specificity {s:.3} (0: grey filters; 0.816: one channel alone)"))
+            .unwrap_or_else(|| "colour specificity n/a (one input channel)".to_string());
+        println!("tower {}: {} filters, {figure}", t.tower, t.filters);
+    }
     Ok(())
 }

@@ -431,6 +431,53 @@ fn lighting_noise_is_stored_with_the_run_and_part_of_it() {
     assert_one_line_error(&run(&["--epochs", "1", "--lighting=-1", "--overwrite"]), &["--lighting must be >= 0"]);
 }
 
+/// `owt report RUN --filters` on a checkpoint whose conv1 filters are made grey in tower 1
+/// (R = G = B) and red-only in tower 2: the figures are 0 and sqrt(2/3), and the picture's
+/// first block is grey, its second red on mid-grey.
+#[test]
+fn filters_are_drawn_per_tower_with_their_colour_specificity() {
+    use burn::backend::Flex;
+    use burn::prelude::*;
+    let out = tempfile::tempdir().unwrap();
+    let o_ = out.path().to_str().unwrap();
+    let train = ["train", "--model", "alexnet-small", "--towers", "2", "--channels", "3", "--dataset", "synthetic"];
+    let o = owt(&[&train[..], &["--limit", "32", "--batch", "16", "--epochs", "1", "--out", o_]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ckpt = owt::train::Checkpoint::load(out.path()).unwrap();
+    let (mut model, state) = owt::train::load_model::<Flex>(out.path(), &Default::default()).unwrap();
+    let w = model.conv1.weight.val();
+    let [n, c, k, _] = w.dims();
+    let mut v: Vec<f32> = w.into_data().to_vec().unwrap();
+    let plane = k * k;
+    for f in 0..n {
+        for p in 0..plane {
+            let red = v[(f * c) * plane + p];
+            let (g, b) = if f < n / 2 { (red, red) } else { (0.0, 0.0) };
+            v[(f * c + 1) * plane + p] = g;
+            v[(f * c + 2) * plane + p] = b;
+        }
+    }
+    let device = Default::default();
+    model.conv1.weight =
+        burn::module::Param::from_tensor(Tensor::<Flex, 4>::from_data(TensorData::new(v, [n, c, k, k]), &device));
+    let bytes = owt::train::checkpoint::record_to_bytes::<Flex, _>(model.into_record()).unwrap();
+    owt::train::Checkpoint::save(out.path(), &state, &bytes, ckpt.optimizer_bytes()).unwrap();
+    let o = owt(&["report", o_, "--filters"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let half = n / 2;
+    assert!(stdout.contains(&format!("tower 1: {half} filters, colour specificity 0.000")), "{stdout}");
+    assert!(stdout.contains(&format!("tower 2: {half} filters, colour specificity 0.816")), "{stdout}");
+    let img = image::open(out.path().join("filters.png")).unwrap().to_rgb8();
+    let (left, right) = img.enumerate_pixels().partition::<Vec<_>, _>(|(x, _, _)| *x < img.width() / 2);
+    let drawn = |px: &&(u32, u32, &image::Rgb<u8>)| px.2 .0 != [255, 255, 255];
+    assert!(left.iter().filter(drawn).all(|(_, _, p)| p.0[0] == p.0[1] && p.0[1] == p.0[2]), "tower 1 is grey");
+    let reds: Vec<_> = right.iter().filter(drawn).collect();
+    assert!(!reds.is_empty() && reds.iter().all(|(_, _, p)| p.0[1] == 128 && p.0[2] == 128), "tower 2: red on grey");
+    assert!(reds.iter().any(|(_, _, p)| p.0[0] != 128), "tower 2 has red in it");
+    assert_one_line_error(&owt(&["report", o_, "--filters", "--out", "f.svg"]), &["--filters draws a PNG", "f.svg"]);
+}
+
 #[test]
 fn impossible_plans_are_one_line() {
     let train = |extra: &[&str]| {
