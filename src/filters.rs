@@ -7,8 +7,10 @@ use std::path::Path;
 
 use crate::error::OwtError;
 
-/// Pixels per filter weight in the picture.
-const ZOOM: usize = 4;
+/// Pixels per filter weight in the picture: at least 4, and a tile at least 40 pixels wide.
+fn zoom(k: usize) -> usize {
+    (40 / k.max(1)).max(4)
+}
 /// Pixels between tiles, and between tower blocks (times 4).
 const GAP: usize = 2;
 
@@ -21,7 +23,8 @@ pub struct TowerFilters {
     pub filters: usize,
     /// Mean over the tower's filters of the spread between colour channels relative to the
     /// filter's norm, `|w - mean over channels of w| / |w|`: 0 for a grey filter (the same
-    /// weights in R, G and B), at most sqrt(2/3) ~ 0.816 (one channel alone). `None` for a
+    /// weights in R, G and B), sqrt(2/3) ~ 0.816 for one channel alone (and on average for
+    /// random filters), 1 for channels that cancel (opponent colours). `None` for a
     /// one-channel network.
     pub colour_specificity: Option<f64>,
 }
@@ -67,7 +70,7 @@ pub fn towers(weights: &[f32], dims: [usize; 4], towers: usize) -> Vec<TowerFilt
 }
 
 /// Draws conv1's filters to `out` (PNG): one block per tower side by side, each filter a tile
-/// of `k x k` weights `ZOOM` pixels wide, scaled per filter so that 0 is mid-grey and its
+/// of `k x k` weights [`zoom`] pixels wide, scaled per filter so that 0 is mid-grey and its
 /// largest magnitude reaches black or white (a grey filter stays grey); a one-channel
 /// network's filters in grey.
 pub fn draw(weights: &[f32], dims: [usize; 4], towers: usize, out: &Path) -> Result<(), OwtError> {
@@ -78,7 +81,8 @@ pub fn draw(weights: &[f32], dims: [usize; 4], towers: usize, out: &Path) -> Res
     let per = n / towers.max(1);
     let cols = (per as f64).sqrt().ceil().max(1.0) as usize;
     let rows = per.div_ceil(cols);
-    let tile = k * ZOOM + GAP;
+    let z = zoom(k);
+    let tile = k * z + GAP;
     let block_w = cols * tile;
     let (width, height) = (towers * block_w + (towers.saturating_sub(1)) * 4 * GAP + GAP, rows * tile + GAP);
     let mut img = image::RgbImage::from_pixel(width as u32, height as u32, image::Rgb([255, 255, 255]));
@@ -96,9 +100,9 @@ pub fn draw(weights: &[f32], dims: [usize; 4], towers: usize, out: &Path) -> Res
                         (127.5 + 127.5 * v).round().clamp(0.0, 255.0) as u8
                     };
                     let px = image::Rgb([at(0), at(1), at(2)]);
-                    for dy in 0..ZOOM {
-                        for dx in 0..ZOOM {
-                            img.put_pixel((x0 + x * ZOOM + dx) as u32, (y0 + y * ZOOM + dy) as u32, px);
+                    for dy in 0..z {
+                        for dx in 0..z {
+                            img.put_pixel((x0 + x * z + dx) as u32, (y0 + y * z + dy) as u32, px);
                         }
                     }
                 }
@@ -113,12 +117,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grey_filters_have_no_spread_and_one_channel_alone_the_most() {
+    fn grey_filters_have_no_spread_one_channel_alone_two_thirds_and_opponents_one() {
         let grey = [0.5f32, -1.0, 0.5, -1.0, 0.5, -1.0]; // R, G, B planes of 2 weights, equal
         assert_eq!(colour_spread(&grey, 3), 0.0);
         let red = [1.0f32, 2.0, 0.0, 0.0, 0.0, 0.0];
         assert!((colour_spread(&red, 3) - (2.0f64 / 3.0).sqrt()).abs() < 1e-12);
         assert_eq!(colour_spread(&[0.0; 6], 3), 0.0);
+        let opponent = [1.0f32, 1.0, -1.0, -1.0, 0.0, 0.0]; // red against green: mean 0
+        assert!((colour_spread(&opponent, 3) - 1.0).abs() < 1e-12);
         // Two towers of one filter each: grey, then red.
         let both: Vec<f32> = grey.iter().chain(&red).copied().collect();
         let t = towers(&both, [2, 3, 1, 2], 2);

@@ -116,7 +116,7 @@ fn filters(args: &ReportArgs) -> Result<(), OwtError> {
     for t in crate::filters::towers(&values, dims, towers) {
         let figure = t
             .colour_specificity
-            .map(|s| format!("colour specificity {s:.3} (0: grey filters; 0.816: one channel alone)"))
+            .map(|s| format!("colour specificity {s:.3} (0: grey filters; 0.816: one channel alone, or random; 1: channels that cancel)"))
             .unwrap_or_else(|| "colour specificity n/a (one input channel)".to_string());
         println!("tower {}: {} filters, {figure}", t.tower, t.filters);
     }
