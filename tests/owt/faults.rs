@@ -628,3 +628,33 @@ fn report_draws_a_subnormal_rate_to_a_name_at_the_length_limit() {
     let svg = std::fs::read_to_string(&picture).unwrap();
     assert!(svg.contains("outside 1e-300..1e300, not drawn"), "the rate panel says why it draws no curve");
 }
+
+/// A node of a 2-D mesh run as threads that fails alone (node 0 cannot write metrics.json)
+/// ends the job at once with its error, in one error line: the other node stops at its next
+/// exchange instead of waiting out the group's timeout, and says nothing of it.
+#[test]
+fn a_failing_node_of_a_two_dimensional_mesh_ends_the_job_at_once_with_its_error() {
+    let out = tempfile::tempdir().unwrap();
+    std::fs::create_dir(out.path().join("metrics.json")).unwrap();
+    let started = std::time::Instant::now();
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "synthetic",
+        "--limit",
+        "32",
+        "--batch",
+        "16",
+        "--epochs",
+        "3",
+        "--mesh",
+        "2,1",
+        "--overwrite",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    failed_run(&o, &["metrics.json"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+}
