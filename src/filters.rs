@@ -70,9 +70,9 @@ pub fn towers(weights: &[f32], dims: [usize; 4], towers: usize) -> Vec<TowerFilt
 }
 
 /// Draws conv1's filters to `out` (PNG): one block per tower side by side, each filter a tile
-/// of `k x k` weights [`zoom`] pixels wide, scaled per filter so that 0 is mid-grey and its
-/// largest magnitude reaches black or white (a grey filter stays grey); a one-channel
-/// network's filters in grey.
+/// of `k x k` weights (each several pixels wide, a tile at least 40), scaled per filter so
+/// that 0 is mid-grey and its largest magnitude reaches black or white (a grey filter stays
+/// grey); a one-channel network's filters in grey.
 pub fn draw(weights: &[f32], dims: [usize; 4], towers: usize, out: &Path) -> Result<(), OwtError> {
     let [n, c, k, kw] = dims;
     if k != kw {
