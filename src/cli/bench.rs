@@ -421,6 +421,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         )));
     }
     if args.parallel.on_mesh_of(&processes) {
+        args.parallel.check_grid_batch(args.batch)?;
         let (ranks, batch) = args.parallel.plan_mesh(&processes, args.batch);
         check_run(&args.parallel.plan().plan(), &arch, ranks, batch)?;
     }

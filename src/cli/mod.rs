@@ -155,6 +155,19 @@ impl ParallelArgs {
         }
     }
 
+    /// Refuses a global batch smaller than a 2-D mesh's ranks, in the mesh's words (each
+    /// node takes a block of the batch, each local rank a piece of its node's).
+    pub fn check_grid_batch(&self, batch: usize) -> Result<(), OwtError> {
+        match self.mesh {
+            Some([n, l]) if batch < n * l => Err(OwtError::input(format!(
+                "--mesh {n},{l} splits each batch over its {} ranks: --batch must be at least {}, got {batch}",
+                n * l,
+                n * l
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// The ranks and global batch a plan's checks must hold for: the whole mesh's, or one
     /// node's local ranks and share on a 2-D mesh.
     pub fn plan_mesh(&self, processes: &crate::processes::Processes, batch: usize) -> (usize, usize) {

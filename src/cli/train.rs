@@ -291,6 +291,7 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         let request = args.parallel.request(&processes);
         let grid = args.parallel.grid(&processes)?;
         // Refuse an impossible plan before any data is read or backend started.
+        args.parallel.check_grid_batch(config.batch)?;
         let (ranks, batch) = args.parallel.plan_mesh(&processes, config.batch);
         crate::parallel::check_run(&args.parallel.plan().plan(), &arch, ranks, batch)?;
         run_on_mesh(args.backend, request, TrainJob { args, config, grid })?

@@ -373,7 +373,10 @@ fn a_two_dimensional_mesh_trains_like_the_flat_mesh_and_resumes_on_one_device() 
         owt(&[&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1"][..], extra].concat())
     };
     assert_one_line_error(&train(&["--mesh", "2,2", "--fc-update", "per-chunk"]), &["per-chunk", "2-D mesh"]);
-    assert_one_line_error(&train(&["--mesh", "2,2", "--batch", "2"]), &["--batch", "at least", "got 1"]);
+    assert_one_line_error(
+        &train(&["--mesh", "2,2", "--batch", "2"]),
+        &["--mesh 2,2", "--batch must be at least 4, got 2"],
+    );
     let o = train(&["--mesh", "2,2", "--devices", "4"]);
     assert!(!o.status.success() && stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
     let o = train(&["--mesh", "2,0"]);
@@ -785,6 +788,13 @@ fn plan_json_carries_the_cost_models_figures() {
     let grid = json(&[&base[..], &["--mesh", "2,2"]].concat());
     assert!(grid["cost"]["prediction"]["comm_s"].as_f64().unwrap() > 0.0, "{grid}");
     assert!(grid["traffic"]["total_bytes"].as_u64().unwrap() > 0);
+    // A node per process is the same mesh; any other process count is refused.
+    let per_node = json(&[&base[..], &["--mesh", "2,2", "--processes", "2"]].concat());
+    assert_eq!(per_node["traffic"], grid["traffic"]);
+    assert_one_line_error(
+        &owt(&[&base[..], &["--mesh", "2,2", "--processes", "3"]].concat()),
+        &["--mesh 2,2 over 3 processes"],
+    );
 }
 
 #[test]
