@@ -3,7 +3,7 @@
 # Fashion-MNIST, 128 images per rank on K = 1, 2, 4, 8 virtual ranks under the weird trick,
 # per-step against per-chunk FC updates and linear against square-root learning-rate scaling
 # (base rate 0.01 at batch 128), the same seed, subset and epochs for every row. Prints a
-# Markdown table of the last epoch's test accuracy and losses.
+# Markdown table of the last epoch's test accuracy (top-1 and top-5) and losses.
 #
 # usage: scripts/scaling_table.sh [OWT_BINARY] [OUT_DIR]   (LIMIT, EPOCHS from the environment)
 set -euo pipefail
@@ -27,14 +27,16 @@ for k in 2 4 8; do
     run "$k" per-chunk linear
     run "$k" per-step sqrt
 done
-echo "| K | batch | FC update | lr scaling | lr | test accuracy | test loss | train loss |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| K | batch | FC update | lr scaling | lr | test accuracy | test top-5 | test loss | train loss |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for dir in "$out"/k*-*-*/; do
     name=$(basename "$dir")
-    python3 - "$dir/metrics.json" "$name" <<'PY' || echo "| $name | failed | | | | | | |"
+    python3 - "$dir/metrics.json" "$name" <<'PY' || echo "| $name | failed | | | | | | | |"
 import json, sys
 m = json.load(open(sys.argv[1]))[-1]
 k, update, scaling = sys.argv[2][1:].split("-", 1)[0], *sys.argv[2].split("-", 1)[1].rsplit("-", 1)
-print(f"| {k} | {128 * int(k)} | {update} | {scaling} | {m['lr']:.4g} | {100 * m['test_accuracy']:.2f}% | {m['test_loss']:.4f} | {m['train_loss']:.4f} |")
+top5 = m.get("test_top5_accuracy")
+top5 = f"{100 * top5:.2f}%" if top5 is not None else "-"
+print(f"| {k} | {128 * int(k)} | {update} | {scaling} | {m['lr']:.4g} | {100 * m['test_accuracy']:.2f}% | {top5} | {m['test_loss']:.4f} | {m['train_loss']:.4f} |")
 PY
 done | sort -t'|' -k2,2n -k4,4 -k5,5

@@ -167,8 +167,17 @@ impl TrainJob<'_> {
                 return Ok(l);
             }
         }
+        let primary = crate::processes::Processes::join()?.primary();
+        if primary {
+            let images = train.len().min(crate::data::lighting::MAX_FIT_IMAGES);
+            eprintln!(
+                "lighting noise {}: the RGB principal components of {images} training images (once; stored in {})",
+                self.config.lighting,
+                path.display()
+            );
+        }
         let lighting = Lighting::fit(train, self.config.lighting)?;
-        if crate::processes::Processes::join()?.primary() {
+        if primary {
             let json = serde_json::to_vec_pretty(&lighting).map_err(|e| OwtError::io(e.to_string()))?;
             crate::train::atomic::write_atomic(&path, &json)?;
         }
