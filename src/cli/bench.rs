@@ -360,7 +360,7 @@ impl BackendJob for ProfileJob<'_> {
 impl MeshJob for BenchJob<'_> {
     type Output = BenchReport;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
-        let plan = self.args.parallel.plan().plan();
+        let plan = self.args.parallel.layout_plan()?;
         match &self.grid {
             Some(nodes) => {
                 let devices = self.args.parallel.mesh.map(|[n, l]| n * l);
@@ -423,7 +423,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     if args.parallel.on_mesh_of(&processes) {
         args.parallel.check_grid_batch(args.batch)?;
         let (ranks, batch) = args.parallel.plan_mesh(&processes, args.batch);
-        check_run(&args.parallel.plan().plan(), &arch, ranks, batch)?;
+        check_run(&args.parallel.layout_plan()?, &arch, ranks, batch)?;
     }
     if args.compare_schemes {
         let mut reports = Vec::new();

@@ -123,6 +123,11 @@ pub struct ParallelArgs {
     /// Parallel plan (default weird-trick); runs on a Hybrid mesh even with --devices 1.
     #[arg(long, value_parser = plan_kind_parser())]
     pub plan: Option<PlanKind>,
+    /// A plan of your own, as JSON: an `owt_hybrid::Plan`, or with --mesh an
+    /// `owt_hybrid::GridPlan` (a placement per mesh dimension, outer first; a 1-D plan runs
+    /// inside each node).
+    #[arg(long, conflicts_with = "plan")]
+    pub plan_file: Option<std::path::PathBuf>,
     /// How batch-sharded activities meet column-split FC weights: a (all-gather), b (K
     /// broadcast rounds), c (K rounds of 1/K slices).
     #[arg(long, default_value = "a", value_parser = parse_scheme)]
@@ -136,7 +141,17 @@ pub struct ParallelArgs {
 impl ParallelArgs {
     /// Whether the run goes on a mesh (more than one rank, or a plan asked for).
     pub fn on_mesh(&self) -> bool {
-        self.devices != 1 || self.plan.is_some() || self.mesh.is_some()
+        self.devices != 1 || self.plan.is_some() || self.mesh.is_some() || self.plan_file.is_some()
+    }
+
+    /// The plan the ranks (a 2-D mesh's nodes: each node's) run: `--plan-file`'s, else the
+    /// built-in `--plan`. A file is refused in one line, naming it, when it does not read or
+    /// parse, or asks for what a 2-D mesh does not run.
+    pub fn layout_plan(&self) -> Result<owt_hybrid::Plan, OwtError> {
+        match &self.plan_file {
+            Some(path) => read_plan_file(path, self.mesh.is_some()),
+            None => Ok(self.plan().plan()),
+        }
     }
 
     /// Where the nodes of `--mesh N,L` run in a job of `processes` (None without --mesh).
@@ -210,6 +225,7 @@ impl ParallelArgs {
             "mesh": self.mesh,
             "virtual_ranks": self.virtual_ranks,
             "plan": self.plan.map(|p| p.name()),
+            "plan_file": self.plan_file.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()),
             "scheme": self.scheme.letter().to_string(),
             "fc_update": self.fc_update.name(),
         })
@@ -243,5 +259,33 @@ pub(crate) fn parse_mesh(s: &str) -> Result<[usize; 2], String> {
     match (parts.len(), dims.as_slice()) {
         (2, &[n, l]) if n > 0 && l > 0 => Ok([n, l]),
         _ => Err(format!("expected N,L (nodes, local ranks, both at least 1), got {s:?}")),
+    }
+}
+
+/// The largest plan file read (a plan is a few rules).
+const MAX_PLAN_BYTES: u64 = 1 << 20;
+
+/// The plan in the JSON file at `path` (`--plan-file`): an `owt_hybrid::Plan`, or on a 2-D
+/// mesh (`grid`) an `owt_hybrid::GridPlan` too (its plan inside each node). Refused in one
+/// line, naming the file, when it does not read or parse, or asks for what a 2-D mesh does
+/// not run.
+pub(crate) fn read_plan_file(path: &std::path::Path, grid: bool) -> Result<owt_hybrid::Plan, OwtError> {
+    let bytes = crate::bounded_read::read(path, MAX_PLAN_BYTES, "a plan file")
+        .map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))?;
+    let parse_error =
+        |e: serde_json::Error, what: &str| OwtError::input(format!("--plan-file {}: not {what}: {e}", path.display()));
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| parse_error(e, "JSON"))?;
+    // A plan per dimension has two-entry placements; a 1-D plan, one placement each.
+    let per_dimension = value.get("default").is_some_and(serde_json::Value::is_array);
+    match (per_dimension, grid) {
+        (true, true) => {
+            let grid: owt_hybrid::GridPlan =
+                serde_json::from_value(value).map_err(|e| parse_error(e, "a plan per dimension (GridPlan)"))?;
+            grid.local_plan().map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))
+        }
+        (true, false) => {
+            Err(OwtError::input(format!("--plan-file {}: a plan per mesh dimension needs --mesh N,L", path.display())))
+        }
+        (false, _) => serde_json::from_value(value).map_err(|e| parse_error(e, "a plan (owt_hybrid::Plan)")),
     }
 }

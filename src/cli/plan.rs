@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use owt_hybrid::{DeviceProfile, Exchange, PlanKind, Uplink};
+use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, Uplink};
 use owt_models::Head;
 
 use crate::cli::plan_cost::{self, parse_uplink, profile_from_args, CostReport, ProfileFigures, StepShape};
@@ -35,6 +35,9 @@ pub struct PlanArgs {
     /// Parallel plan.
     #[arg(long, default_value = "weird-trick", value_parser = plan_kind_parser())]
     pub plan: PlanKind,
+    /// A plan of your own, as JSON (as `owt train --plan-file`), instead of --plan.
+    #[arg(long)]
+    pub plan_file: Option<std::path::PathBuf>,
     /// Activity exchange scheme: a, b or c.
     #[arg(long, default_value = "a", value_parser = parse_scheme)]
     pub scheme: Exchange,
@@ -101,7 +104,7 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         return run_grid(args, shape, profile.as_ref());
     }
     let arch = args.model.spec().architecture()?;
-    let layout = args.plan.plan();
+    let layout = plan_of(args)?;
     let report = PlanDryRun {
         arch: &arch,
         plan: &layout,
@@ -140,7 +143,7 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         "{} on {} devices, plan {}, scheme {}, global batch {} (f32, {} head, FC update {}): one training step, from a dry run on shape-only devices ({} ms)",
         arch.name,
         devices,
-        args.plan.name(),
+        layout.name,
         args.scheme.letter(),
         args.batch,
         args.head.name(),
@@ -214,7 +217,7 @@ fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
 /// `owt plan --mesh N,L`: placements per dimension and the step's traffic on the 2-D mesh.
 fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>) -> Result<(), OwtError> {
     let arch = args.model.spec().architecture()?;
-    let plan = args.plan.plan();
+    let plan = plan_of(args)?;
     let (report, placements) = PlanDryRun {
         arch: &arch,
         plan: &plan,
@@ -256,7 +259,7 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
     println!(
         "{} on a 2-D mesh of {n} nodes x {l} local ranks, plan {} inside each node and data-parallel across, scheme {}, global batch {} ({} per node): one training step, from a dry run ({} ms)",
         arch.name,
-        args.plan.name(),
+        plan.name,
         args.scheme.letter(),
         args.batch,
         args.batch / n,
@@ -286,4 +289,12 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
         print_nodes(&step, profile);
     }
     Ok(())
+}
+
+/// `--plan-file`'s plan, else the built-in `--plan`.
+fn plan_of(args: &PlanArgs) -> Result<Plan, OwtError> {
+    match &args.plan_file {
+        Some(path) => crate::cli::read_plan_file(path, args.mesh.is_some()),
+        None => Ok(args.plan.plan()),
+    }
 }

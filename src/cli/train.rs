@@ -224,7 +224,7 @@ impl BackendJob for TrainJob<'_> {
 impl MeshJob for TrainJob<'_> {
     type Output = Vec<EpochMetrics>;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError> {
-        let (plan, scheme) = (self.args.parallel.plan().plan(), self.args.parallel.scheme);
+        let (plan, scheme) = (self.args.parallel.layout_plan()?, self.args.parallel.scheme);
         match &self.grid {
             Some(nodes) => nodes.run::<IB, _>(mesh, &plan, scheme, |layout| self.train(layout)),
             None => self.train(&MeshLayout::<IB>::new(mesh, plan, scheme)),
@@ -302,7 +302,7 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         // Refuse an impossible plan before any data is read or backend started.
         args.parallel.check_grid_batch(config.batch)?;
         let (ranks, batch) = args.parallel.plan_mesh(&processes, config.batch);
-        crate::parallel::check_run(&args.parallel.plan().plan(), &arch, ranks, batch)?;
+        crate::parallel::check_run(&args.parallel.layout_plan()?, &arch, ranks, batch)?;
         run_on_mesh(args.backend, request, TrainJob { args, config, grid })?
     } else {
         run_on(args.backend, true, TrainJob { args, config, grid: None })?

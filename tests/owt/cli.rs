@@ -481,6 +481,69 @@ fn filters_are_drawn_per_tower_with_their_colour_specificity() {
     assert_one_line_error(&owt(&["report", o_, "--filters", "--out", "f.svg"]), &["--filters draws a PNG", "f.svg"]);
 }
 
+/// `--plan-file`: a user's plan as JSON, 1-D on a mesh or per dimension on a 2-D mesh; what
+/// does not parse, or asks for more than data parallelism across nodes, is one line naming
+/// the file.
+#[test]
+fn plan_files_give_the_ranks_a_users_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, json: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, json).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let flat = write(
+        "fc6.json",
+        r#"{"name": "fc6-split", "rules": [{"pattern": "fc6.weight", "placement": {"Shard": 1}},
+            {"pattern": "fc6.bias", "placement": {"Shard": 0}}],
+            "default": "Replicate", "input": {"Shard": 0}, "ranks": null, "towers": null}"#,
+    );
+    let grid = write(
+        "grid.json",
+        r#"{"name": "fc6-only-2d", "rules": [{"pattern": "fc6.weight", "placement": ["Replicate", {"Shard": 1}]}],
+            "default": ["Replicate", "Replicate"], "input": [{"Shard": 0}, {"Shard": 0}]}"#,
+    );
+    let across = write(
+        "across.json",
+        r#"{"name": "fc-across", "rules": [{"pattern": "fc6.weight", "placement": [{"Shard": 1}, {"Shard": 1}]}],
+            "default": ["Replicate", "Replicate"], "input": [{"Shard": 0}, {"Shard": 0}]}"#,
+    );
+    let broken = write("broken.json", "{\"name\": ");
+    let train = |extra: &[&str]| {
+        let out = dir.path().join(format!("run-{}", extra.join("-").replace(['/', '.'], "_")));
+        let base = ["train", "--model", "alexnet-small", "--dataset", "synthetic", "--limit", "32", "--batch", "16"];
+        owt(&[&base[..], &["--epochs", "1", "--out", out.to_str().unwrap()], extra].concat())
+    };
+    let layout_of = |o: &Output| stderr(o).lines().next().unwrap_or_default().to_string();
+    let o = train(&["--devices", "2", "--plan-file", &flat]);
+    assert!(o.status.success() && layout_of(&o).contains("plan fc6-split"), "{}", stderr(&o));
+    let o = train(&["--mesh", "2,2", "--plan-file", &grid]);
+    assert!(o.status.success() && layout_of(&o).contains("plan fc6-only-2d"), "{}", stderr(&o));
+    let o = train(&["--mesh", "2,2", "--plan-file", &flat]);
+    assert!(
+        o.status.success() && layout_of(&o).contains("plan fc6-split, scheme a inside each node"),
+        "{}",
+        stderr(&o)
+    );
+    assert_one_line_error(
+        &train(&["--mesh", "2,2", "--plan-file", &across]),
+        &["across.json", "fc6.weight", "Shard(1) along \"node\""],
+    );
+    assert_one_line_error(&train(&["--devices", "2", "--plan-file", &grid]), &["grid.json", "needs --mesh"]);
+    assert_one_line_error(&train(&["--devices", "2", "--plan-file", &broken]), &["broken.json", "not JSON"]);
+    // owt plan reads the same files and prints the placements per dimension.
+    let o = owt(&["plan", "--model", "alexnet-small", "--mesh", "2,2", "--batch", "16", "--plan-file", &grid]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("plan fc6-only-2d"), "{out}{}", stderr(&o));
+    let row = |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    assert!(
+        row("fc6.weight").contains("[Replicate, Shard(1)]") && row("fc7.weight").contains("[Replicate, Replicate]"),
+        "{out}"
+    );
+    let o = train(&["--devices", "2", "--plan-file", &flat, "--plan", "data-parallel"]);
+    assert!(!o.status.success() && stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
 #[test]
 fn impossible_plans_are_one_line() {
     let train = |extra: &[&str]| {
