@@ -22,7 +22,7 @@ use crate::grid::{parameter_placement, sums_by_slices, GridMesh, GridPlacement};
 use crate::grid_plan::GridPlan;
 use crate::layout::{MeshLayout, StepLayout};
 use crate::ledger::LedgerSnapshot;
-use crate::phases::{layer_of, phase_label, LayerLabels};
+use crate::phases::{map_gradients, GradientMap, LayerLabels};
 use crate::placement::{shard_ranges, Placement};
 use crate::plan::{Plan, PlanError};
 use crate::scheme::Exchange;
@@ -127,33 +127,25 @@ impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList {
     }
 }
 
+/// Each gradient summed over the nodes, weighted by their shares (a replicated one by
+/// slices: [`sums_by_slices`]).
 struct NodeSum<'a, IB: Backend> {
-    path: Vec<String>,
-    grads: &'a mut GradientsParams,
     grid: &'a GridMesh<IB::Device>,
     weights: &'a [f64],
 }
 
-impl<IB: Backend> ModuleVisitor<AH<IB>> for NodeSum<'_, IB> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AH<IB>, D>>) {
-        let Some(grad) = self.grads.remove::<Hybrid<IB>, D>(param.id) else { return };
-        let path = self.path.join(".");
-        self.grid.local().set_phase(Some(&phase_label(layer_of(&path), "sync")));
-        let grad = if sums_by_slices(grad.placement(), grad.dims()[0], self.grid.shape()) {
+impl<IB: Backend> GradientMap<IB> for NodeSum<'_, IB> {
+    fn map<const D: usize>(
+        &mut self,
+        _param: &Param<Tensor<AH<IB>, D>>,
+        grad: Tensor<Hybrid<IB>, D>,
+    ) -> Tensor<Hybrid<IB>, D> {
+        if sums_by_slices(grad.placement(), grad.dims()[0], self.grid.shape()) {
             let slice = grad.distribute(Placement::Shard(0));
             self.grid.all_reduce_over_nodes(slice, Some(self.weights)).distribute(Placement::Replicate)
         } else {
             self.grid.all_reduce_over_nodes(grad, Some(self.weights))
-        };
-        self.grads.register::<Hybrid<IB>, D>(param.id, grad);
+        }
     }
 }
 
@@ -253,9 +245,7 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     ) -> GradientsParams {
         let mut grads = self.inner.sync(module, grads);
         let weights = self.node_weights();
-        let mut sum = NodeSum::<IB> { path: Vec::new(), grads: &mut grads, grid: &self.grid, weights: &weights };
-        module.visit(&mut sum);
-        self.grid.local().set_phase(None);
+        map_gradients(module, &mut grads, self.grid.local(), NodeSum::<IB> { grid: &self.grid, weights: &weights });
         grads
     }
 

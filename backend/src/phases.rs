@@ -90,13 +90,25 @@ impl<IB: Backend> LayerLabels<IB> {
     }
 }
 
-struct Syncer<'a, IB: Backend> {
-    path: Vec<String>,
-    grads: &'a mut GradientsParams,
-    mesh: MeshDevice<IB::Device>,
+/// What [`map_gradients`] makes of one parameter's gradient.
+pub(crate) trait GradientMap<IB: Backend> {
+    /// `param`'s gradient `grad`, transformed.
+    fn map<const D: usize>(
+        &mut self,
+        param: &Param<Tensor<AH<IB>, D>>,
+        grad: Tensor<Hybrid<IB>, D>,
+    ) -> Tensor<Hybrid<IB>, D>;
 }
 
-impl<IB: Backend> ModuleVisitor<AH<IB>> for Syncer<'_, IB> {
+/// Walks a module's parameters with their paths, replacing each one's gradient by `map`'s.
+struct GradientMapper<'a, IB: Backend, F> {
+    path: Vec<String>,
+    grads: &'a mut GradientsParams,
+    mesh: &'a MeshDevice<IB::Device>,
+    map: F,
+}
+
+impl<IB: Backend, F: GradientMap<IB>> ModuleVisitor<AH<IB>> for GradientMapper<'_, IB, F> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -109,8 +121,34 @@ impl<IB: Backend> ModuleVisitor<AH<IB>> for Syncer<'_, IB> {
         let Some(grad) = self.grads.remove::<Hybrid<IB>, D>(param.id) else { return };
         let path = self.path.join(".");
         self.mesh.set_phase(Some(&phase_label(layer_of(&path), "sync")));
-        let grad = grad.distribute(param.val().placement());
+        let grad = self.map.map(param, grad);
         self.grads.register::<Hybrid<IB>, D>(param.id, grad);
+    }
+}
+
+/// Replaces every gradient of `module`'s parameters in `grads` by `map`'s, in module order,
+/// each labelled `layer:sync` on `mesh` by the module that holds the parameter
+/// ([`layer_of`]); the phase is cleared after. What every gradient sync is made of.
+pub(crate) fn map_gradients<IB: Backend, M: Module<AH<IB>>>(
+    module: &M,
+    grads: &mut GradientsParams,
+    mesh: &MeshDevice<IB::Device>,
+    map: impl GradientMap<IB>,
+) {
+    module.visit(&mut GradientMapper { path: Vec::new(), grads, mesh, map });
+    mesh.set_phase(None);
+}
+
+/// Each gradient brought to its parameter's placement.
+struct ToParamPlacement;
+
+impl<IB: Backend> GradientMap<IB> for ToParamPlacement {
+    fn map<const D: usize>(
+        &mut self,
+        param: &Param<Tensor<AH<IB>, D>>,
+        grad: Tensor<Hybrid<IB>, D>,
+    ) -> Tensor<Hybrid<IB>, D> {
+        grad.distribute(param.val().placement())
     }
 }
 
@@ -149,8 +187,6 @@ pub fn sync_gradients<IB: Backend, M: Module<AH<IB>>>(
     mesh: &MeshDevice<IB::Device>,
 ) -> GradientsParams {
     let mut grads = grads;
-    let mut syncer = Syncer { path: Vec::new(), grads: &mut grads, mesh: mesh.clone() };
-    module.visit(&mut syncer);
-    mesh.set_phase(None);
+    map_gradients(module, &mut grads, mesh, ToParamPlacement);
     grads
 }
