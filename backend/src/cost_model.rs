@@ -16,7 +16,7 @@ use crate::phases::{split_label, PHASES};
 use crate::topology::{collective_seconds, groups_of, Pattern, Uplink};
 
 /// What a device and its links can do.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct DeviceProfile {
     /// Name shown in reports.
     pub name: String,

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 /// A shared link above the ranks' own: the uplink of every block of `span` consecutive ranks.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Uplink {
     /// What it is, for reports (`PCIe switch upstream`, `InfiniBand`).
     pub name: String,

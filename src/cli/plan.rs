@@ -6,7 +6,7 @@ use clap::Args;
 use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, Uplink};
 use owt_models::Head;
 
-use crate::cli::plan_cost::{self, parse_uplink, profile_from_args, CostReport, ProfileFigures, StepShape};
+use crate::cli::plan_cost::{self, parse_uplink, profile_from_args, CostReport, StepShape};
 use crate::cli::{fc_update_parser, parse_head, parse_mesh, parse_scheme, plan_kind_parser, ModelArgs};
 use crate::error::OwtError;
 use crate::parallel::PlanDryRun;
@@ -116,19 +116,13 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     }
     .run_on_processes(args.processes)?;
     let plan = report.comm.clone();
-    let shape = StepShape {
-        arch: &arch,
-        per_rank: (args.batch / devices).max(1),
-        scheme: args.scheme,
-        head: args.head,
-        fc_update: args.fc_update,
-    };
+    let shape = step_shape(args, &arch, devices);
     if args.json {
         let mut out = serde_json::to_value(&plan).map_err(|e| OwtError::io(e.to_string()))?;
         if let Some(profile) = &profile {
             let local = profile.node_devices;
             let cost = CostReport {
-                profile: ProfileFigures::from(profile),
+                profile: profile.clone(),
                 prediction: report.predict(profile),
                 speedups: plan_cost::device_speedups(&shape, &layout, profile),
                 node_devices: local,
@@ -191,6 +185,18 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     Ok(())
 }
 
+/// What the speedup tables' dry runs share with the step asked for: its images per rank over
+/// `ranks` ranks, scheme, head and FC schedule.
+fn step_shape<'a>(args: &PlanArgs, arch: &'a owt_models::Architecture, ranks: usize) -> StepShape<'a> {
+    StepShape {
+        arch,
+        per_rank: (args.batch / ranks.max(1)).max(1),
+        scheme: args.scheme,
+        head: args.head,
+        fc_update: args.fc_update,
+    }
+}
+
 /// The 1..8 nodes table on `profile`.
 fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
     let local = profile.node_devices;
@@ -237,16 +243,10 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
             .collect();
         let mut out = serde_json::json!({"mesh": {"node": shape[0], "local": shape[1]}, "placements": placements, "traffic": report.comm});
         if let Some(profile) = profile {
-            let step = StepShape {
-                arch: &arch,
-                per_rank: (args.batch / (shape[0] * shape[1])).max(1),
-                scheme: args.scheme,
-                head: args.head,
-                fc_update: args.fc_update,
-            };
+            let step = step_shape(args, &arch, shape[0] * shape[1]);
             let local = profile.node_devices;
             out["cost"] = serde_json::json!({
-                "profile": ProfileFigures::from(profile),
+                "profile": profile,
                 "prediction": report.predict_on_mesh(profile, shape),
                 "node_devices": local,
                 "nodes": plan_cost::node_speedups(&step, local, profile),
@@ -279,14 +279,7 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
     println!("{tier} (the [node] entries): {} bytes", report.comm.total_cross_process_bytes);
     if let Some(profile) = profile {
         plan_cost::print_prediction(&report.predict_on_mesh(profile, shape), profile);
-        let step = StepShape {
-            arch: &arch,
-            per_rank: (args.batch / (n * l)).max(1),
-            scheme: args.scheme,
-            head: args.head,
-            fc_update: args.fc_update,
-        };
-        print_nodes(&step, profile);
+        print_nodes(&step_shape(args, &arch, n * l), profile);
     }
     Ok(())
 }

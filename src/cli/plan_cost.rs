@@ -141,7 +141,7 @@ pub fn node_speedups(shape: &StepShape, local: usize, profile: &DeviceProfile) -
 #[derive(Debug, Clone, Serialize)]
 pub struct CostReport {
     /// The profile's figures.
-    pub profile: ProfileFigures,
+    pub profile: DeviceProfile,
     /// The step asked for, per layer phase.
     pub prediction: StepPrediction,
     /// The plan asked for on 1, 2, 4, 8 devices (1-D meshes only).
@@ -150,36 +150,6 @@ pub struct CostReport {
     pub node_devices: usize,
     /// 1..8 nodes: data-parallel, flat and 2-D weird trick.
     pub nodes: Vec<NodeRow>,
-}
-
-/// A profile as JSON shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProfileFigures {
-    /// Profile name.
-    pub name: String,
-    /// TFLOP/s.
-    pub tflops: f64,
-    /// Memory GB/s.
-    pub mem_gbps: f64,
-    /// A rank's own link, GB/s each way.
-    pub link_gbps: f64,
-    /// A message's latency on it, us.
-    pub latency_us: f64,
-    /// The shared links above: (name, span, GB/s, us).
-    pub uplinks: Vec<(String, usize, f64, f64)>,
-}
-
-impl From<&DeviceProfile> for ProfileFigures {
-    fn from(p: &DeviceProfile) -> Self {
-        ProfileFigures {
-            name: p.name.clone(),
-            tflops: p.tflops,
-            mem_gbps: p.mem_gbps,
-            link_gbps: p.link_gbps,
-            latency_us: p.latency_us,
-            uplinks: p.uplinks.iter().map(|u| (u.name.clone(), u.span, u.gbps, u.latency_us)).collect(),
-        }
-    }
 }
 
 fn ms(s: f64) -> String {

@@ -824,7 +824,7 @@ fn plan_json_carries_the_cost_models_figures() {
     let flat = json(&[&base[..], &["--devices", "2"]].concat());
     let cost = &flat["cost"];
     assert_eq!(cost["profile"]["name"], "h200-nvlink-ib");
-    assert_eq!(cost["profile"]["uplinks"][0][1], 8, "{cost}");
+    assert_eq!(cost["profile"]["uplinks"][0]["span"], 8, "{cost}");
     let arch = ModelSpec::new(ModelKind::AlexNetSmall).architecture().unwrap();
     let plan = owt_hybrid::PlanKind::WeirdTrick.plan();
     let dry = owt::parallel::PlanDryRun {
