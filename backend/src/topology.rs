@@ -57,6 +57,18 @@ impl Pattern {
         }
     }
 
+    /// Messages in one round over `groups` at once: every member's to every other, the
+    /// root's to every other, or one per member of a ring.
+    pub fn round_messages(self, groups: &[Vec<usize>]) -> f64 {
+        let per_group = |n: usize| match self {
+            Pattern::AllToAll => n * n.saturating_sub(1),
+            Pattern::OneToAll => n.saturating_sub(1),
+            Pattern::Ring if n > 1 => n,
+            Pattern::Ring => 0,
+        };
+        groups.iter().map(|g| per_group(g.len())).sum::<usize>() as f64
+    }
+
     /// Messages the busiest member sends in one round of a group of `n`.
     fn busiest_sends(self, n: usize) -> usize {
         match self {
@@ -93,13 +105,11 @@ pub fn round_crossings(pattern: Pattern, groups: &[Vec<usize>], span: usize) -> 
         c
     };
     let busiest = |flows: &BTreeMap<usize, (usize, usize)>| flows.values().map(|&(o, i)| o.max(i)).max().unwrap_or(0);
-    let mut messages = 0usize;
     let crossing = match pattern {
         Pattern::AllToAll => {
             let mut flows: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
             for g in groups {
                 let n = g.len();
-                messages += n * n.saturating_sub(1);
                 for (b, m) in count_in(g) {
                     let f = flows.entry(b).or_default();
                     f.0 += m * (n - m);
@@ -110,7 +120,6 @@ pub fn round_crossings(pattern: Pattern, groups: &[Vec<usize>], span: usize) -> 
         }
         Pattern::OneToAll => {
             let rounds = groups.iter().map(Vec::len).max().unwrap_or(0);
-            messages = groups.iter().map(|g| g.len().saturating_sub(1)).sum();
             let counts: Vec<BTreeMap<usize, usize>> = groups.iter().map(|g| count_in(g)).collect();
             let mut total = 0usize;
             for j in 0..rounds {
@@ -142,7 +151,6 @@ pub fn round_crossings(pattern: Pattern, groups: &[Vec<usize>], span: usize) -> 
                 if n < 2 {
                     continue;
                 }
-                messages += n;
                 let mut ring = g.clone();
                 ring.sort_unstable();
                 for (i, &a) in ring.iter().enumerate() {
@@ -156,7 +164,7 @@ pub fn round_crossings(pattern: Pattern, groups: &[Vec<usize>], span: usize) -> 
             busiest(&flows) as f64
         }
     };
-    (crossing, messages as f64)
+    (crossing, pattern.round_messages(groups))
 }
 
 /// Seconds for `bytes` in `messages` of `pattern` over `groups`, on ranks whose own links run
@@ -176,20 +184,19 @@ pub fn collective_seconds(
     if bytes == 0 && messages == 0 {
         return 0.0;
     }
-    let own = (1usize, link_gbps, latency_us);
-    let tiers = std::iter::once(own).chain(uplinks.iter().map(|u| (u.span, u.gbps, u.latency_us)));
-    let (mut transfer, mut latency, mut per_round) = (0.0f64, 0.0f64, 0.0f64);
-    for (span, gbps, lat) in tiers {
-        let (crossing, round_messages) = round_crossings(pattern, groups, span);
-        if crossing == 0.0 || round_messages == 0.0 {
-            continue;
-        }
-        per_round = round_messages;
-        transfer = transfer.max(bytes as f64 * crossing / round_messages / (gbps * 1e9));
-        latency = latency.max(lat);
-    }
+    let per_round = pattern.round_messages(groups);
     if per_round == 0.0 {
         return 0.0;
+    }
+    let own = (1usize, link_gbps, latency_us);
+    let tiers = std::iter::once(own).chain(uplinks.iter().map(|u| (u.span, u.gbps, u.latency_us)));
+    let (mut transfer, mut latency) = (0.0f64, 0.0f64);
+    for (span, gbps, lat) in tiers {
+        let (crossing, _) = round_crossings(pattern, groups, span);
+        if crossing > 0.0 {
+            transfer = transfer.max(bytes as f64 * crossing / per_round / (gbps * 1e9));
+            latency = latency.max(lat);
+        }
     }
     let rounds = messages as f64 / per_round;
     let busiest = groups.iter().map(|g| pattern.busiest_sends(g.len())).max().unwrap_or(0) as f64;
