@@ -79,19 +79,7 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
             })?;
             Arc::new(load_mnist_split(&dir, false, "MNIST", "Pass --data DIR with the IDX files.")?)
         }
-        DatasetKind::Folder => {
-            let dir = req.dir.clone().ok_or_else(|| {
-                OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)")
-            })?;
-            let test = held_out_folder(&dir, req.model_input)?;
-            // Where the training split is there too, the classes must be its classes, as
-            // training requires: the same folder names mean the same class ids.
-            let train = dir.join("train");
-            if train.is_dir() {
-                same_classes(&class_names_in(&train)?, &held_out_dir(&dir)?, test.class_names())?;
-            }
-            Arc::new(test)
-        }
+        DatasetKind::Folder => Arc::new(held_out_split(req)?),
         DatasetKind::Synthetic => open_splits(req)?.test,
     };
     if test.is_empty() {
@@ -109,16 +97,7 @@ pub fn open_ten_crop_split(req: &DataRequest) -> Result<TenCrops, OwtError> {
             req.kind
         )));
     }
-    let dir = req
-        .dir
-        .clone()
-        .ok_or_else(|| OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)"))?;
-    let folder = held_out_folder(&dir, req.model_input)?;
-    let train = dir.join("train");
-    if train.is_dir() {
-        same_classes(&class_names_in(&train)?, &held_out_dir(&dir)?, folder.class_names())?;
-    }
-    let test = TenCrops::new(folder);
+    let test = TenCrops::new(held_out_split(req)?);
     if test.is_empty() {
         return Err(OwtError::data("the test split is empty (0 images)"));
     }
@@ -184,6 +163,22 @@ fn held_out_dir(dir: &Path) -> Result<PathBuf, OwtError> {
     ["val", "test"].iter().map(|s| dir.join(s)).find(|p| p.is_dir()).ok_or_else(|| {
         OwtError::data(format!("{} has no val/ or test/ directory for the held-out split", dir.display()))
     })
+}
+
+/// A folder dataset's held-out split (`--data DIR`): where the training split is there too,
+/// its classes must be the training split's, as training requires (the same folder names mean
+/// the same class ids).
+fn held_out_split(req: &DataRequest) -> Result<ImageFolder, OwtError> {
+    let dir = req
+        .dir
+        .clone()
+        .ok_or_else(|| OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)"))?;
+    let test = held_out_folder(&dir, req.model_input)?;
+    let train = dir.join("train");
+    if train.is_dir() {
+        same_classes(&class_names_in(&train)?, &held_out_dir(&dir)?, test.class_names())?;
+    }
+    Ok(test)
 }
 
 /// The held-out split of a folder dataset.
