@@ -197,6 +197,32 @@ impl<B: Backend> Default for Tally<B> {
     }
 }
 
+/// A count summed on the device over batches (images in the top 5, say), read once at the end.
+pub struct Count<B: Backend> {
+    sum: Option<Tensor<B, 1, Int>>,
+}
+
+impl<B: Backend> Default for Count<B> {
+    fn default() -> Self {
+        Self { sum: None }
+    }
+}
+
+impl<B: Backend> Count<B> {
+    /// Adds a batch's count (shape `[1]`).
+    pub fn add(&mut self, count: Tensor<B, 1, Int>) {
+        self.sum = Some(match self.sum.take() {
+            Some(sum) => sum + count,
+            None => count,
+        });
+    }
+
+    /// The sum (waits for the queued work), `None` if nothing was added.
+    pub fn read(self) -> Option<usize> {
+        self.sum.map(|t| t.into_data().iter::<i64>().next().unwrap_or(0).max(0) as usize)
+    }
+}
+
 /// What a [`Tally`] held when read.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TallyValues {

@@ -13,8 +13,8 @@ use crate::data::images::ImageSource;
 use crate::data::ten_crop::PATCHES;
 use crate::data::TenCrops;
 use crate::error::OwtError;
-use crate::train::input::{batch_tensors, Prefetch};
-use crate::train::step::{top_k_correct, TOP_K};
+use crate::train::input::{batch_tensors, Count, Prefetch, Tally};
+use crate::train::step::{correct_count, top_k_correct, TOP_K};
 use crate::train::trainer::Evaluation;
 
 /// Images per evaluation batch (ten patches each).
@@ -42,27 +42,23 @@ pub fn evaluate_ten_crop<B: Backend>(
     let indices: Vec<usize> = (0..source.len()).collect();
     let source: Arc<dyn ImageSource> = source;
     let mut batches = Prefetch::start(source, indices, IMAGES_PER_BATCH * PATCHES, false, StdRng::seed_from_u64(0), 2);
-    let (mut loss_sum, mut correct, mut top) = (0.0f64, 0i64, 0i64);
+    let mut tally = Tally::<B>::default();
+    let mut in_top_k = Count::<B>::default();
     while let Some(batch) = batches.next_batch()? {
         let (x, y) = batch_tensors::<B>(&batch, device);
         let m = batch.len() / PATCHES;
         let average = patch_average(head, model.forward(x));
         // Every patch of an image carries its label: the first of each ten is the image's.
         let labels = y.reshape([m, PATCHES]).slice([0..m, 0..1]).reshape([m]);
-        let loss = head.loss_of_probabilities(average.clone(), labels.clone());
-        let hits = head.predict(average.clone()).equal(labels.clone()).int().sum();
-        let in_top = if classes > TOP_K { Some(top_k_correct(average, labels, TOP_K)) } else { None };
-        loss_sum += loss.into_scalar().elem::<f64>() * m as f64;
-        correct += hits.into_scalar().elem::<i64>();
-        top += in_top.map_or(0, |t| t.into_scalar().elem::<i64>());
+        if classes > TOP_K {
+            in_top_k.add(top_k_correct(average.clone(), labels.clone(), TOP_K));
+        }
+        let correct = correct_count(head, average.clone(), labels.clone());
+        tally.add(head.loss_of_probabilities(average, labels), correct, m);
     }
-    let n = images.max(1) as f64;
-    Ok(Evaluation {
-        loss: loss_sum / n,
-        accuracy: correct as f64 / n,
-        top5_accuracy: (classes > TOP_K).then_some(top as f64 / n),
-        images,
-    })
+    let values = tally.read();
+    let top5_accuracy = in_top_k.read().map(|hits| hits as f64 / values.images.max(1) as f64);
+    Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), top5_accuracy, images })
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use crate::parallel::check_run;
 use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState, InParameterOrder};
 use crate::train::config::TrainConfig;
-use crate::train::input::{batch_tensors, upload_batch, upload_eval, Prefetch, Tally, TallyValues};
+use crate::train::input::{batch_tensors, upload_batch, upload_eval, Count, Prefetch, Tally, TallyValues};
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::progress::Progress;
 use crate::train::run_dir::{self, Existing};
@@ -163,25 +163,18 @@ pub fn evaluate_rows<B: Backend>(
         Prefetch::start_rows(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), PREFETCH, split);
     let mut tally = Tally::<B>::default();
     let top_k = source.classes() > TOP_K;
-    let mut in_top_k: Option<Tensor<B, 1, Int>> = None;
+    let mut in_top_k = Count::<B>::default();
     while let Some(batch) = batches.next_batch()? {
         let (images, labels) = upload(&batch);
         let logits = model.forward(images);
         let correct = (whole.sum)(correct_count(head, logits.clone(), labels.clone()));
         if top_k {
-            let here = (whole.sum)(top_k_correct(logits.clone(), labels.clone(), TOP_K));
-            in_top_k = Some(match in_top_k.take() {
-                Some(sum) => sum + here,
-                None => here,
-            });
+            in_top_k.add((whole.sum)(top_k_correct(logits.clone(), labels.clone(), TOP_K)));
         }
         tally.add((whole.mean)(head.loss(logits, labels)), correct, batch.total_len());
     }
     let values = tally.read();
-    let top5_accuracy = in_top_k.map(|t| {
-        let hits = t.into_data().iter::<i64>().next().unwrap_or(0).max(0) as f64;
-        hits / values.images.max(1) as f64
-    });
+    let top5_accuracy = in_top_k.read().map(|hits| hits as f64 / values.images.max(1) as f64);
     Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), top5_accuracy, images: source.len() })
 }
 
