@@ -4,13 +4,20 @@
 //! weighted by the nodes' shares of the batch, so the update is the whole batch's mean; a
 //! gradient replicated inside the node by slices, one per local rank, then all-gathered in
 //! the node, so each crosses the nodes once: [`crate::grid::sums_by_slices`]).
+//!
+//! A [`GridPlan`] may say more along the nodes: a parameter `Shard(d)` there is stored as
+//! each node's slice (FSDP-style), gathered over the nodes into the module a step computes
+//! with ([`StepLayout::compute_module`]) and its gradient reduce-scattered back to the slice,
+//! so each node updates, and keeps optimizer state for, only its slice; an input `Replicate`
+//! there gives every node the whole batch (nothing is summed over the nodes then).
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use burn::backend::Autodiff;
-use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
+use burn::module::{AutodiffModule, Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -18,11 +25,12 @@ use burn::tensor::{DType, TensorData};
 
 use crate::api::Distributed;
 use crate::backend::Hybrid;
-use crate::grid::{parameter_placement, sums_by_slices, GridMesh, GridPlacement};
+use crate::grid::{sums_by_slices, GridMesh, GridPlacement};
 use crate::grid_plan::GridPlan;
 use crate::layout::{MeshLayout, StepLayout};
 use crate::ledger::LedgerSnapshot;
-use crate::phases::{map_gradients, GradientMap, LayerLabels};
+use crate::params::parameter_paths;
+use crate::phases::{layer_of, map_gradients, phase_label, GradientMap, LayerLabels};
 use crate::placement::{shard_ranges, Placement};
 use crate::plan::{Plan, PlanError};
 use crate::scheme::Exchange;
@@ -30,14 +38,18 @@ use crate::upload::RowSplit;
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 
-/// A plan on a 2-D mesh of N nodes x L local ranks: `plan` on each node's local mesh, data
-/// parallel across nodes.
+/// A plan on a 2-D mesh of N nodes x L local ranks: its local plan on each node's local
+/// mesh, and along the nodes what the [`GridPlan`] says (data parallelism for the built-in
+/// plans).
 #[derive(Clone)]
 pub struct GridLayout<IB: Backend> {
     grid: GridMesh<IB::Device>,
     inner: MeshLayout<IB>,
+    plan: GridPlan,
     /// Rows of the batch last placed (the whole batch, over every node).
     total: Arc<AtomicUsize>,
+    /// Each placed parameter's placement along the nodes, by id.
+    outer: Arc<Mutex<HashMap<ParamId, Placement>>>,
 }
 
 impl<IB: Backend> std::fmt::Debug for GridLayout<IB> {
@@ -49,14 +61,40 @@ impl<IB: Backend> std::fmt::Debug for GridLayout<IB> {
 impl<IB: Backend> GridLayout<IB> {
     /// The layout of `plan` on `grid`: on its local mesh, exchanging activities by `scheme`.
     pub fn new(grid: GridMesh<IB::Device>, plan: Plan, scheme: Exchange) -> Self {
+        let across = GridPlan::data_parallel_across(&plan);
         let inner = MeshLayout::new(grid.local().clone(), plan, scheme);
-        Self { grid, inner, total: Arc::new(AtomicUsize::new(0)) }
+        Self { grid, inner, plan: across, total: Arc::default(), outer: Arc::default() }
     }
 
-    /// The layout of a 2-D plan on `grid` (see [`GridPlan::local_plan`] for what runs),
-    /// exchanging activities by `scheme` inside each node.
+    /// The layout of a 2-D plan on `grid` (see [`GridPlan::local_plan`] for what it may
+    /// say), exchanging activities by `scheme` inside each node.
     pub fn with_plan(grid: GridMesh<IB::Device>, plan: &GridPlan, scheme: Exchange) -> Result<Self, PlanError> {
-        Ok(Self::new(grid, plan.local_plan()?, scheme))
+        let inner = MeshLayout::new(grid.local().clone(), plan.local_plan()?, scheme);
+        Ok(Self { grid, inner, plan: plan.clone(), total: Arc::default(), outer: Arc::default() })
+    }
+
+    /// The plan, per dimension.
+    pub fn grid_plan(&self) -> &GridPlan {
+        &self.plan
+    }
+
+    /// Whether every node takes the whole batch (the input `Replicate` along the nodes).
+    fn replicated_input(&self) -> bool {
+        self.plan.input[0] == Placement::Replicate
+    }
+
+    /// The rows of a batch of `total` this node takes.
+    fn rows(&self, total: usize) -> Range<usize> {
+        if self.replicated_input() {
+            0..total
+        } else {
+            self.grid.node_rows(total)
+        }
+    }
+
+    /// Where the parameter `id` lives along the nodes (`Replicate` if it was never placed).
+    fn outer_of(&self, id: &ParamId) -> Placement {
+        self.outer.lock().unwrap_or_else(|e| e.into_inner()).get(id).copied().unwrap_or(Placement::Replicate)
     }
 
     /// The mesh.
@@ -71,22 +109,22 @@ impl<IB: Backend> GridLayout<IB> {
 
     /// Every parameter of `module` (placed by [`StepLayout::place_module`]) with its placement
     /// per dimension, outer first: `[Replicate, Shard(1)]` for an FC weight split by columns
-    /// inside each node.
+    /// inside each node, `[Shard(0), Shard(1)]` for one whose rows each node stores a slice of.
     pub fn placements<M: Module<AH<IB>>>(&self, module: &M) -> Vec<(String, GridPlacement)> {
-        let mut found = PlacementList { path: Vec::new(), found: Vec::new() };
+        let mut found = PlacementList { path: Vec::new(), found: Vec::new(), outer: &self.outer };
         module.visit(&mut found);
         found.found
     }
 
-    /// The input's placement per dimension: the batch split over the nodes, then as the plan
-    /// places it inside each.
+    /// The input's placement per dimension: along the nodes as the plan says (the batch split
+    /// over them for the built-in plans), then as the plan places it inside each.
     pub fn input_placement(&self) -> GridPlacement {
-        [Placement::Shard(0), self.plan().map_or(Placement::Replicate, |p| p.input)]
+        [self.plan.input[0], self.plan().map_or(Placement::Replicate, |p| p.input)]
     }
 
     fn remember(&self, total: usize) -> Range<usize> {
         self.total.store(total, Ordering::SeqCst);
-        self.grid.node_rows(total)
+        self.rows(total)
     }
 
     /// Each node's weight in the sum of gradients: its share of the batch last placed.
@@ -108,12 +146,13 @@ fn rows_of(data: TensorData, rows: Range<usize>, total: usize) -> TensorData {
     TensorData::from_bytes_vec(bytes, shape, data.dtype)
 }
 
-struct PlacementList {
+struct PlacementList<'a> {
     path: Vec<String>,
     found: Vec<(String, GridPlacement)>,
+    outer: &'a Mutex<HashMap<ParamId, Placement>>,
 }
 
-impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList {
+impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList<'_> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -123,23 +162,94 @@ impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AH<IB>, D>>) {
-        self.found.push((self.path.join("."), parameter_placement(param.val().placement())));
+        let outer = self.outer.lock().unwrap_or_else(|e| e.into_inner()).get(&param.id).copied();
+        self.found.push((self.path.join("."), [outer.unwrap_or(Placement::Replicate), param.val().placement()]));
+    }
+}
+
+/// The parameters a node stores: its slice along the nodes of those the plan shards there
+/// (each id's placement along the nodes noted in `outer`).
+struct NodeSlicer<'a, IB: Backend> {
+    grid: &'a GridMesh<IB::Device>,
+    plan: &'a GridPlan,
+    path: Vec<String>,
+    outer: HashMap<ParamId, Placement>,
+}
+
+impl<IB: Backend> ModuleMapper<AH<IB>> for NodeSlicer<'_, IB> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<AH<IB>, D>>) -> Param<Tensor<AH<IB>, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let outer = self.plan.outer_of(&self.path.join("."));
+        self.outer.insert(id, outer);
+        let Placement::Shard(d) = outer else { return Param::from_mapped_value(id, tensor, mapper) };
+        let require_grad = tensor.is_require_grad();
+        let slice = Tensor::from_inner(self.grid.node_slice(tensor.inner(), d));
+        Param::from_mapped_value(id, if require_grad { slice.require_grad() } else { slice }, mapper)
+    }
+}
+
+/// The module a step computes with: each parameter stored as a slice along the nodes
+/// gathered whole over them (labelled as its layer's forward traffic), a fresh leaf with the
+/// stored parameter's id.
+struct NodeGatherer<'a, IB: Backend> {
+    grid: &'a GridMesh<IB::Device>,
+    outer: &'a HashMap<ParamId, Placement>,
+    path: Vec<String>,
+}
+
+impl<IB: Backend> ModuleMapper<AH<IB>> for NodeGatherer<'_, IB> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<AH<IB>, D>>) -> Param<Tensor<AH<IB>, D>> {
+        let Some(&Placement::Shard(d)) = self.outer.get(&param.id) else { return param };
+        let (id, tensor, mapper) = param.consume();
+        self.grid.local().set_phase(Some(&phase_label(layer_of(&self.path.join(".")), "forward")));
+        let whole = Tensor::from_inner(self.grid.all_gather_over_nodes(tensor.inner(), d)).require_grad();
+        Param::from_mapped_value(id, whole, mapper)
     }
 }
 
 /// Each gradient summed over the nodes, weighted by their shares (a replicated one by
-/// slices: [`sums_by_slices`]).
+/// slices: [`sums_by_slices`]); that of a parameter sharded over the nodes reduce-scattered
+/// to this node's slice. With the whole batch on every node (`replicated_input`) nothing is
+/// summed: every node's gradient is already the batch's, and a sharded one is cut.
 struct NodeSum<'a, IB: Backend> {
     grid: &'a GridMesh<IB::Device>,
     weights: &'a [f64],
+    outer: &'a HashMap<ParamId, Placement>,
+    replicated_input: bool,
 }
 
 impl<IB: Backend> GradientMap<IB> for NodeSum<'_, IB> {
     fn map<const D: usize>(
         &mut self,
-        _param: &Param<Tensor<AH<IB>, D>>,
+        param: &Param<Tensor<AH<IB>, D>>,
         grad: Tensor<Hybrid<IB>, D>,
     ) -> Tensor<Hybrid<IB>, D> {
+        let sharded = match self.outer.get(&param.id) {
+            Some(&Placement::Shard(d)) => Some(d),
+            _ => None,
+        };
+        match (sharded, self.replicated_input) {
+            (Some(d), false) => return self.grid.reduce_scatter_over_nodes(grad, d, Some(self.weights)),
+            (Some(d), true) => return self.grid.node_slice(grad, d),
+            (None, true) => return grad,
+            (None, false) => {}
+        }
         if sums_by_slices(grad.placement(), grad.dims()[0], self.grid.shape()) {
             let slice = grad.distribute(Placement::Shard(0));
             self.grid.all_reduce_over_nodes(slice, Some(self.weights)).distribute(Placement::Replicate)
@@ -161,16 +271,26 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     }
 
     fn plan_mesh(&self, batch: usize) -> (usize, usize) {
-        (self.grid.local().size(), self.grid.node_rows(batch).len())
+        (self.grid.local().size(), self.rows(batch).len())
     }
 
     fn describe(&self) -> String {
         let [n, l] = self.grid.shape();
         let [outer, inner] = self.grid.names();
-        format!(
-            "2-D mesh ({outer} {n} x {inner} {l}): {} inside each {outer}, data-parallel across",
-            self.inner.describe()
-        )
+        let across = if self.plan.is_data_parallel_across() {
+            "data-parallel across".to_string()
+        } else {
+            let mut along = self.plan.rules.iter().map(|r| r.placement[0]).chain([self.plan.default[0]]);
+            let sharded = along.any(|p| matches!(p, Placement::Shard(_)));
+            let params = if sharded {
+                "parameters of the plan sharded across (FSDP-style)"
+            } else {
+                "parameters replicated across"
+            };
+            let batch = if self.replicated_input() { "the whole batch on each" } else { "the batch split across" };
+            format!("plan {} along {outer}: {params}, {batch}", self.plan.name)
+        };
+        format!("2-D mesh ({outer} {n} x {inner} {l}): {} inside each {outer}, {across}", self.inner.describe())
     }
 
     fn plan(&self) -> Option<&Plan> {
@@ -178,7 +298,45 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     }
 
     fn place_module<M: Module<AH<IB>>>(&self, module: M) -> Result<M, PlanError> {
+        // Every node checks what the smallest node stores, so all of them accept or refuse.
+        let stored = self.plan.check_outer(&parameter_paths(&module), self.grid.shape()[0])?;
+        if let Some(plan) = self.inner.plan() {
+            plan.check_params(&stored, self.grid.local().size())?;
+        }
+        let mut slicer =
+            NodeSlicer::<IB> { grid: &self.grid, plan: &self.plan, path: Vec::new(), outer: HashMap::new() };
+        let module = module.map(&mut slicer);
+        self.outer.lock().unwrap_or_else(|e| e.into_inner()).extend(slicer.outer);
         self.inner.place_module(module)
+    }
+
+    fn stores_whole(&self) -> bool {
+        !self.outer.lock().unwrap_or_else(|e| e.into_inner()).values().any(|p| matches!(p, Placement::Shard(_)))
+    }
+
+    fn compute_module<M: Module<AH<IB>>>(&self, module: &M) -> M {
+        if self.stores_whole() {
+            return module.clone();
+        }
+        let outer = self.outer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut gatherer = NodeGatherer::<IB> { grid: &self.grid, outer: &outer, path: Vec::new() };
+        let whole = module.clone().map(&mut gatherer);
+        self.grid.local().set_phase(None);
+        whole
+    }
+
+    fn whole_state<const D: usize>(&self, id: ParamId, state: Tensor<Hybrid<IB>, D>) -> Tensor<Hybrid<IB>, D> {
+        match self.outer_of(&id) {
+            Placement::Shard(d) => self.grid.all_gather_over_nodes(state, d),
+            _ => state,
+        }
+    }
+
+    fn stored_state<const D: usize>(&self, id: ParamId, state: Tensor<Hybrid<IB>, D>) -> Tensor<Hybrid<IB>, D> {
+        match self.outer_of(&id) {
+            Placement::Shard(d) => self.grid.node_slice(state, d),
+            _ => state,
+        }
     }
 
     fn place_input<const D: usize>(&self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
@@ -187,7 +345,7 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     }
 
     fn place_labels<const D: usize>(&self, y: Tensor<AH<IB>, D, Int>) -> Tensor<AH<IB>, D, Int> {
-        let rows = self.grid.node_rows(y.dims()[0]);
+        let rows = self.rows(y.dims()[0]);
         self.inner.place_labels(y.slice_dim(0, rows))
     }
 
@@ -199,12 +357,16 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
 
     fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<AH<IB>, D, Int> {
         let total = data.shape[0];
-        let rows = self.grid.node_rows(total);
+        let rows = self.rows(total);
         self.inner.upload_labels(rows_of(data, rows, total), dtype)
     }
 
     fn row_split(&self) -> RowSplit {
-        RowSplit::block(self.grid.shape()[0], self.grid.node())
+        if self.replicated_input() {
+            RowSplit::whole()
+        } else {
+            RowSplit::block(self.grid.shape()[0], self.grid.node())
+        }
     }
 
     fn upload_input_rows<const D: usize>(
@@ -245,7 +407,14 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     ) -> GradientsParams {
         let mut grads = self.inner.sync(module, grads);
         let weights = self.node_weights();
-        map_gradients(module, &mut grads, self.grid.local(), NodeSum::<IB> { grid: &self.grid, weights: &weights });
+        let outer = self.outer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sum = NodeSum::<IB> {
+            grid: &self.grid,
+            weights: &weights,
+            outer: &outer,
+            replicated_input: self.replicated_input(),
+        };
+        map_gradients(module, &mut grads, self.grid.local(), sum);
         grads
     }
 
@@ -267,20 +436,26 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     }
 
     fn first_row(&self) -> usize {
-        self.grid.node_rows(self.total.load(Ordering::SeqCst)).start
+        self.rows(self.total.load(Ordering::SeqCst)).start
     }
 
     fn mean_over_outer(&self, x: Tensor<Hybrid<IB>, 1>) -> Tensor<Hybrid<IB>, 1> {
+        if self.replicated_input() {
+            return x;
+        }
         self.grid.all_reduce_over_nodes(x, Some(&self.node_weights()))
     }
 
     fn sum_over_outer(&self, x: Tensor<Hybrid<IB>, 1, Int>) -> Tensor<Hybrid<IB>, 1, Int> {
+        if self.replicated_input() {
+            return x;
+        }
         self.grid.all_reduce_ints_over_nodes(x)
     }
 
     fn whole_batch(&self, rows: usize) -> usize {
         let total = self.total.load(Ordering::SeqCst);
-        if self.grid.node_rows(total).len() == rows {
+        if self.rows(total).len() == rows {
             total
         } else {
             rows

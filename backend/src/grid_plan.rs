@@ -3,9 +3,11 @@
 //! Written in Rust or JSON like a 1-D [`Plan`]; the built-in plans lift to one
 //! ([`GridPlan::data_parallel_across`]).
 //!
-//! What runs today: data parallelism across the outer dimension (every parameter
-//! `Replicate` along it, the batch `Shard(0)` along it) with any 1-D plan inside each node.
-//! [`GridPlan::local_plan`] says so, naming the rule, for any other outer placement.
+//! Along the nodes a parameter is `Replicate` (data parallelism) or `Shard(d)` (each node
+//! stores its slice, gathered over the nodes for every step, FSDP-style: see
+//! [`crate::grid_shard`]); the batch is `Shard(0)` (each node its rows) or `Replicate` (every
+//! node the whole batch). Inside each node, any 1-D plan. [`GridPlan::local_plan`] names what
+//! has no meaning along the nodes (a parameter `Partial`).
 
 use serde::{Deserialize, Serialize};
 
@@ -44,11 +46,16 @@ pub struct GridRule {
 /// let local = plan.local_plan().unwrap();
 /// assert_eq!(local.placement_of("fc6.weight"), PlanKind::WeirdTrick.plan().placement_of("fc6.weight"));
 ///
-/// // FC columns split across the nodes too is not built: refused, naming the rule.
+/// // FC weights stored by rows across the nodes too (each node 1/N of them, FSDP-style).
 /// let mut across = plan.clone();
-/// across.rules[0].placement = [Placement::Shard(1), Placement::Shard(1)];
+/// across.rules[0].placement = [Placement::Shard(0), Placement::Shard(1)];
+/// assert_eq!(across.local_plan().unwrap(), local);
+/// assert!(!across.is_data_parallel_across());
+///
+/// // A parameter as a pending sum along the nodes means nothing: refused, naming the rule.
+/// across.rules[0].placement = [Placement::Partial(owt_hybrid::ReduceOp::Sum), Placement::Shard(1)];
 /// let e = across.local_plan().unwrap_err().to_string();
-/// assert!(e.contains("fc*.weight") && e.contains("Shard(1) along \"node\""), "{e}");
+/// assert!(e.contains("fc*.weight") && e.contains("along \"node\""), "{e}");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GridPlan {
@@ -92,27 +99,49 @@ impl GridPlan {
         self.rules.iter().find(|r| pattern_matches(&r.pattern, path)).map(|r| r.placement).unwrap_or(self.default)
     }
 
-    /// The 1-D plan each node runs on its local ranks. Refused, naming the rule and the
-    /// placement, where the plan asks for more than data parallelism across the nodes: a
-    /// parameter placed other than `Replicate` along them, or an input other than `Shard(0)`.
+    /// Where the parameter at `path` lives along the nodes.
+    pub fn outer_of(&self, path: &str) -> Placement {
+        self.placement_of(path)[0]
+    }
+
+    /// Whether the nodes run plain data parallelism: every parameter `Replicate` along them
+    /// and the batch `Shard(0)` (what the built-in plans lift to).
+    pub fn is_data_parallel_across(&self) -> bool {
+        self.input[0] == Placement::Shard(0)
+            && self.default[0] == Placement::Replicate
+            && self.rules.iter().all(|r| r.placement[0] == Placement::Replicate)
+    }
+
+    /// The 1-D plan each node runs on its local ranks (every rule's inner placement).
+    /// Refused, naming the rule and the placement, where a placement along the nodes has no
+    /// meaning: a parameter `Partial` along them (a parameter is a value, not a pending sum),
+    /// or an input other than `Shard(0)` (each node its block of the batch) or `Replicate`
+    /// (every node the whole batch).
+    ///
+    /// Along the nodes a parameter may be `Replicate` (data parallelism: each node a copy,
+    /// gradients all-reduced over the nodes) or `Shard(d)` (FSDP-style: each node stores its
+    /// slice along dim d, the nodes all-gather it for each step and reduce-scatter its
+    /// gradient, so each node updates only its slice).
     pub fn local_plan(&self) -> Result<Plan, PlanError> {
         let outer = DIM_NAMES[0];
         let refuse = |what: &str, p: Placement, want: &str| {
-            PlanError(format!(
-                "plan {}: {what} asks for {p} along {outer:?}; across the nodes a 2-D mesh runs data parallelism only ({want} along {outer:?}), any placement inside a node",
-                self.name
-            ))
+            PlanError(format!("plan {}: {what} asks for {p} along {outer:?}; {want}", self.name))
         };
+        let parameters = "a parameter along the nodes is Replicate (data parallel) or Shard(d) (each node stores its slice, FSDP-style), not a pending sum";
         for r in &self.rules {
-            if r.placement[0] != Placement::Replicate {
-                return Err(refuse(&format!("rule {:?}", r.pattern), r.placement[0], "parameters Replicate"));
+            if let Placement::Partial(_) = r.placement[0] {
+                return Err(refuse(&format!("rule {:?}", r.pattern), r.placement[0], parameters));
             }
         }
-        if self.default[0] != Placement::Replicate {
-            return Err(refuse("the default", self.default[0], "parameters Replicate"));
+        if let Placement::Partial(_) = self.default[0] {
+            return Err(refuse("the default", self.default[0], parameters));
         }
-        if self.input[0] != Placement::Shard(0) {
-            return Err(refuse("the input", self.input[0], "the batch Shard(0)"));
+        if !matches!(self.input[0], Placement::Shard(0) | Placement::Replicate) {
+            return Err(refuse(
+                "the input",
+                self.input[0],
+                "the batch along the nodes is Shard(0) (each node its block of rows) or Replicate (every node the whole batch)",
+            ));
         }
         Ok(Plan {
             name: self.name.clone(),
@@ -126,6 +155,42 @@ impl GridPlan {
             ranks: self.ranks,
             towers: self.towers,
         })
+    }
+
+    /// Checks the plan along the nodes against a module's parameters (path, shape) on
+    /// `nodes` nodes: every dimension a parameter is sharded on along them must exist and
+    /// have at least one entry per node. Returns the parameters as a node stores them (its
+    /// slices; the smallest node's where slices differ), for the local plan's own checks.
+    pub fn check_outer(
+        &self,
+        params: &[(String, Vec<usize>)],
+        nodes: usize,
+    ) -> Result<Vec<(String, Vec<usize>)>, PlanError> {
+        self.local_plan()?;
+        let mut stored = Vec::with_capacity(params.len());
+        for (path, shape) in params {
+            let mut shape = shape.clone();
+            if let Placement::Shard(d) = self.outer_of(path) {
+                match shape.get(d) {
+                    None => {
+                        return Err(PlanError(format!(
+                            "plan {} shards {path} on dim {d} along \"node\", but it has only {} dims ({shape:?})",
+                            self.name,
+                            shape.len()
+                        )))
+                    }
+                    Some(&len) if len < nodes => {
+                        return Err(PlanError(format!(
+                            "plan {} shards {path} on dim {d} over {nodes} nodes, but that dim has only {len} entries",
+                            self.name
+                        )))
+                    }
+                    Some(&len) => shape[d] = len / nodes,
+                }
+            }
+            stored.push((path.clone(), shape));
+        }
+        Ok(stored)
     }
 }
 
@@ -150,14 +215,29 @@ mod tests {
     }
 
     #[test]
-    fn what_is_not_data_parallel_across_the_nodes_is_named() {
+    fn placements_along_the_nodes_without_meaning_are_named() {
         let mut plan = GridPlan::data_parallel_across(&PlanKind::DataParallel.plan());
+        plan.input = [Placement::Shard(1), Placement::Shard(0)];
+        let e = plan.local_plan().unwrap_err().to_string();
+        assert!(e.contains("the input asks for Shard(1)") && e.contains("Replicate (every node"), "{e}");
         plan.input = [Placement::Replicate, Placement::Shard(0)];
+        assert!(plan.local_plan().is_ok());
+        plan.default = [Placement::Partial(crate::placement::ReduceOp::Sum), Placement::Replicate];
         let e = plan.local_plan().unwrap_err().to_string();
-        assert!(e.contains("the input asks for Replicate") && e.contains("Shard(0)"), "{e}");
-        plan.input = [Placement::Shard(0), Placement::Shard(0)];
-        plan.default = [Placement::Shard(0), Placement::Replicate];
-        let e = plan.local_plan().unwrap_err().to_string();
-        assert!(e.contains("the default asks for Shard(0)"), "{e}");
+        assert!(e.contains("the default asks for Partial") && e.contains("not a pending sum"), "{e}");
+    }
+
+    #[test]
+    fn dims_sharded_along_the_nodes_are_checked_and_cut() {
+        let mut plan = GridPlan::data_parallel_across(&PlanKind::WeirdTrick.plan());
+        plan.rules[0].placement = [Placement::Shard(0), Placement::Shard(1)];
+        let params = vec![("fc8.weight".to_string(), vec![10, 4]), ("fc8.bias".to_string(), vec![4])];
+        let stored = plan.check_outer(&params, 3).unwrap();
+        assert_eq!(stored, vec![("fc8.weight".to_string(), vec![3, 4]), ("fc8.bias".to_string(), vec![4])]);
+        let e = plan.check_outer(&params, 11).unwrap_err().to_string();
+        assert!(e.contains("fc8.weight") && e.contains("11 nodes") && e.contains("10 entries"), "{e}");
+        plan.rules[0].placement = [Placement::Shard(2), Placement::Shard(1)];
+        let e = plan.check_outer(&params, 2).unwrap_err().to_string();
+        assert!(e.contains("dim 2") && e.contains("only 2 dims"), "{e}");
     }
 }

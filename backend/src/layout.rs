@@ -8,7 +8,7 @@
 //! traffic, the backward pass, the gradient sync) and the record of what moved.
 
 use burn::backend::Autodiff;
-use burn::module::{AutodiffModule, Module};
+use burn::module::{AutodiffModule, Module, ParamId};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -153,6 +153,45 @@ pub trait StepLayout<B: AutodiffBackend> {
     ) -> Tensor<B, D, Int> {
         assert_eq!(rows, 0..total, "this layout takes whole batches");
         self.upload_labels(data, dtype)
+    }
+
+    /// The module a step computes with: `module` itself wherever each rank stores its
+    /// parameters' pieces as the step uses them. Where the layout stores parameters in
+    /// slices the step must gather first (a 2-D mesh's parameters sharded over its nodes,
+    /// FSDP-style), each such parameter is gathered into a fresh one with the same id. The
+    /// forward pass, [`StepLayout::sync`], an evaluation and a checkpoint's weights use it;
+    /// the optimizer updates `module` with the gradients `sync` returns (the stored pieces').
+    /// A collective there: every node calls it at the same point.
+    fn compute_module<M: Module<B>>(&self, module: &M) -> M {
+        module.clone()
+    }
+
+    /// Whether every parameter is stored as the step computes with it: then
+    /// [`StepLayout::compute_module`], [`StepLayout::whole_state`] and
+    /// [`StepLayout::stored_state`] change nothing.
+    fn stores_whole(&self) -> bool {
+        true
+    }
+
+    /// An optimizer's per-parameter state for parameter `id` made whole, as a checkpoint
+    /// holds it, from the piece stored here (the state itself where parameters are stored
+    /// whole). A collective where it is not.
+    fn whole_state<const D: usize>(
+        &self,
+        _id: ParamId,
+        state: Tensor<B::InnerBackend, D>,
+    ) -> Tensor<B::InnerBackend, D> {
+        state
+    }
+
+    /// The piece of a whole state (read from a checkpoint) this layout stores for parameter
+    /// `id`: the reverse of [`StepLayout::whole_state`]. Local.
+    fn stored_state<const D: usize>(
+        &self,
+        _id: ParamId,
+        state: Tensor<B::InnerBackend, D>,
+    ) -> Tensor<B::InnerBackend, D> {
+        state
     }
 
     /// Starts labelling one step's layers.

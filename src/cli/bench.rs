@@ -360,14 +360,15 @@ impl BackendJob for ProfileJob<'_> {
 impl MeshJob for BenchJob<'_> {
     type Output = BenchReport;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<BenchReport, OwtError> {
-        let plan = self.args.parallel.layout_plan()?;
         match &self.grid {
             Some(nodes) => {
+                let plan = self.args.parallel.grid_plan()?;
                 let devices = self.args.parallel.mesh.map(|[n, l]| n * l);
                 nodes.run::<IB, _>(mesh, &plan, self.scheme, |layout| self.run_layout(layout, devices))
             }
             None => {
                 let devices = mesh.size();
+                let plan = self.args.parallel.layout_plan()?;
                 self.run_layout(&MeshLayout::<IB>::new(mesh, plan, self.scheme), Some(devices))
             }
         }

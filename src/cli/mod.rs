@@ -154,6 +154,15 @@ impl ParallelArgs {
         }
     }
 
+    /// The plan per dimension `--mesh N,L` runs: `--plan-file`'s (a 1-D plan's inside each
+    /// node, data-parallel across), else the built-in `--plan`'s, data-parallel across.
+    pub fn grid_plan(&self) -> Result<owt_hybrid::GridPlan, OwtError> {
+        match &self.plan_file {
+            Some(path) => read_grid_plan_file(path),
+            None => Ok(owt_hybrid::GridPlan::data_parallel_across(&self.plan().plan())),
+        }
+    }
+
     /// Where the nodes of `--mesh N,L` run in a job of `processes` (None without --mesh).
     pub fn grid(
         &self,
@@ -270,22 +279,47 @@ const MAX_PLAN_BYTES: u64 = 1 << 20;
 /// line, naming the file, when it does not read or parse, or asks for what a 2-D mesh does
 /// not run.
 pub(crate) fn read_plan_file(path: &std::path::Path, grid: bool) -> Result<owt_hybrid::Plan, OwtError> {
+    match parse_plan_file(path)? {
+        PlanFile::Flat(plan) => Ok(plan),
+        PlanFile::PerDimension(_) if !grid => {
+            Err(OwtError::input(format!("--plan-file {}: a plan per mesh dimension needs --mesh N,L", path.display())))
+        }
+        PlanFile::PerDimension(plan) => {
+            plan.local_plan().map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))
+        }
+    }
+}
+
+/// The plan per dimension in the JSON file at `path` for `--mesh N,L`: a `GridPlan` as
+/// written, or a 1-D `Plan` inside each node and data-parallel across. Refused as
+/// [`read_plan_file`] refuses.
+pub(crate) fn read_grid_plan_file(path: &std::path::Path) -> Result<owt_hybrid::GridPlan, OwtError> {
+    match parse_plan_file(path)? {
+        PlanFile::Flat(plan) => Ok(owt_hybrid::GridPlan::data_parallel_across(&plan)),
+        PlanFile::PerDimension(plan) => {
+            plan.local_plan().map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))?;
+            Ok(plan)
+        }
+    }
+}
+
+/// What a plan file holds.
+enum PlanFile {
+    Flat(owt_hybrid::Plan),
+    PerDimension(owt_hybrid::GridPlan),
+}
+
+fn parse_plan_file(path: &std::path::Path) -> Result<PlanFile, OwtError> {
     let bytes = crate::bounded_read::read(path, MAX_PLAN_BYTES, "a plan file")
         .map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))?;
     let parse_error =
         |e: serde_json::Error, what: &str| OwtError::input(format!("--plan-file {}: not {what}: {e}", path.display()));
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| parse_error(e, "JSON"))?;
     // A plan per dimension has two-entry placements; a 1-D plan, one placement each.
-    let per_dimension = value.get("default").is_some_and(serde_json::Value::is_array);
-    match (per_dimension, grid) {
-        (true, true) => {
-            let grid: owt_hybrid::GridPlan =
-                serde_json::from_value(value).map_err(|e| parse_error(e, "a plan per dimension (GridPlan)"))?;
-            grid.local_plan().map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))
-        }
-        (true, false) => {
-            Err(OwtError::input(format!("--plan-file {}: a plan per mesh dimension needs --mesh N,L", path.display())))
-        }
-        (false, _) => serde_json::from_value(value).map_err(|e| parse_error(e, "a plan (owt_hybrid::Plan)")),
+    if value.get("default").is_some_and(serde_json::Value::is_array) {
+        let grid = serde_json::from_value(value).map_err(|e| parse_error(e, "a plan per dimension (GridPlan)"))?;
+        Ok(PlanFile::PerDimension(grid))
+    } else {
+        Ok(PlanFile::Flat(serde_json::from_value(value).map_err(|e| parse_error(e, "a plan (owt_hybrid::Plan)"))?))
     }
 }

@@ -224,10 +224,13 @@ impl BackendJob for TrainJob<'_> {
 impl MeshJob for TrainJob<'_> {
     type Output = Vec<EpochMetrics>;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError> {
-        let (plan, scheme) = (self.args.parallel.layout_plan()?, self.args.parallel.scheme);
+        let scheme = self.args.parallel.scheme;
         match &self.grid {
-            Some(nodes) => nodes.run::<IB, _>(mesh, &plan, scheme, |layout| self.train(layout)),
-            None => self.train(&MeshLayout::<IB>::new(mesh, plan, scheme)),
+            Some(nodes) => {
+                let plan = self.args.parallel.grid_plan()?;
+                nodes.run::<IB, _>(mesh, &plan, scheme, |layout| self.train(layout))
+            }
+            None => self.train(&MeshLayout::<IB>::new(mesh, self.args.parallel.layout_plan()?, scheme)),
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use burn::prelude::*;
-use owt_hybrid::{Exchange, GridLayout, GridMesh, MeshDevice, Plan, ProcessGroup};
+use owt_hybrid::{Exchange, GridLayout, GridMesh, GridPlan, MeshDevice, ProcessGroup};
 
 use crate::error::OwtError;
 use crate::processes::Processes;
@@ -95,13 +95,13 @@ impl GridNodes {
         }
     }
 
-    /// Runs `body` on each node this process holds, on a [`GridLayout`] of `plan` and
+    /// Runs `body` on each node this process holds, on a [`GridLayout`] of the 2-D `plan` and
     /// `scheme`, and returns node 0's result here (this process's node across processes); a
     /// node's error is returned if any node fails.
     pub fn run<IB: Backend, T: Send>(
         &self,
         mesh: MeshDevice<IB::Device>,
-        plan: &Plan,
+        plan: &GridPlan,
         scheme: Exchange,
         body: impl Fn(&GridLayout<IB>) -> Result<T, OwtError> + Sync,
     ) -> Result<T, OwtError> {
@@ -118,7 +118,10 @@ impl GridNodes {
                     |i| locals[i].clone(),
                     |grid| {
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            let layout = GridLayout::new(grid, plan.clone(), scheme);
+                            let layout = match GridLayout::with_plan(grid, plan, scheme) {
+                                Ok(layout) => layout,
+                                Err(e) => std::panic::resume_unwind(Box::new(NodeFailed(OwtError::input(e.0)))),
+                            };
                             match body(&layout) {
                                 Ok(t) => t,
                                 Err(e) => std::panic::resume_unwind(Box::new(NodeFailed(e))),
@@ -144,7 +147,7 @@ impl GridNodes {
             }
             GridNodes::Processes(group) => {
                 let grid = GridMesh::new(group.clone(), mesh).map_err(|e| OwtError::input(e.to_string()))?;
-                body(&GridLayout::new(grid, plan.clone(), scheme))
+                body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?)
             }
         }
     }

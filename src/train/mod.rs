@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod input;
 pub mod metrics;
+pub mod momentum;
 pub mod progress;
 pub mod run_dir;
 pub mod schedule;

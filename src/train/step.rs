@@ -133,11 +133,16 @@ pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
         FcUpdate::PerStep => {
             // On a 2-D mesh this node's rows start further into the batch: their masks too.
             let key = key.from_row(key.first_row + layout.first_row());
-            let features = features(layout, &model, images);
-            let logits = classifier(layout, &model, features, key);
+            // The module as the step computes with it (parameters a 2-D mesh shards over its
+            // nodes gathered); the optimizer updates the stored one with the stored pieces'
+            // gradients.
+            let compute = layout.compute_module(&model);
+            let features = features(layout, &compute, images);
+            let logits = classifier(layout, &compute, features, key);
             let (loss, outcome) = loss_and_outcome(head, logits, labels);
             let grads = layout.backward(loss);
-            let grads = layout.sync(&model, grads);
+            let grads = layout.sync(&compute, grads);
+            drop(compute);
             (optim.step(lr, model, grads), over_outer(layout, outcome))
         }
         FcUpdate::PerChunk => {

@@ -28,6 +28,7 @@ use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, C
 use crate::train::config::TrainConfig;
 use crate::train::input::{batch_tensors, upload_batch, upload_eval, Count, Prefetch, Tally, TallyValues};
 use crate::train::metrics::{Communication, EpochMetrics};
+use crate::train::momentum;
 use crate::train::progress::Progress;
 use crate::train::run_dir::{self, Existing};
 use crate::train::step::{correct_count, top_k_correct, train_step, TOP_K};
@@ -244,6 +245,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     let mut metrics = Vec::new();
     let mut start_epoch = 0;
     let mut imported_from = None;
+    let mut optim_record = None;
     if opts.resume {
         let ckpt = Checkpoint::load(opts.out)?;
         ckpt.state.check_resume(config)?;
@@ -251,7 +253,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         check_finite(&model, opts.out)?;
         // Imported weights come without optimizer state: momentum starts at zero.
         if !ckpt.state.is_fresh_import() {
-            optim = optim.load_record(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
+            optim_record = Some(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
         }
         start_epoch = ckpt.state.epochs_done;
         metrics = ckpt.state.metrics;
@@ -264,6 +266,10 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         }
     }
     let mut model = layout.place_module(model)?;
+    // The optimizer state as this layout stores it (each node's slices of what it shards).
+    if let Some(record) = optim_record {
+        optim = optim.load_record(momentum::stored(layout, record));
+    }
     let train_set = &splits.train;
     for epoch in start_epoch..config.epochs {
         let started = Instant::now();
@@ -328,7 +334,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let (mean, sum) = (|x| layout.mean_over_outer(x), |x| layout.sum_over_outer(x));
         let whole = OverNodes { mean: &mean, sum: &sum };
         let test = evaluate_rows(
-            &model.valid(),
+            &layout.compute_module(&model).valid(),
             config.head,
             &splits.test,
             config.batch,
@@ -359,10 +365,13 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             metrics: metrics.clone(),
             imported_from: imported_from.clone(),
         };
-        let model_bytes = record_to_bytes::<B, _>(model.clone().into_record())?;
+        // The whole model and optimizer state (gathered where a 2-D mesh shards them over
+        // its nodes).
+        let model_bytes = record_to_bytes::<B, _>(layout.compute_module(&model).into_record())?;
         // In module order: reading a sharded tensor is a collective, and every process must
         // read the same one at the same time (the record's own order is a hash map's).
-        let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(optim.to_record(), &model))?;
+        let whole = momentum::whole(layout, optim.to_record(), &model);
+        let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(whole, &model))?;
         if primary {
             Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;
             let json = serde_json::to_vec_pretty(&metrics).map_err(|e| OwtError::io(e.to_string()))?;

@@ -109,7 +109,8 @@ pub(crate) fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
         model = next;
         losses.push(outcome.read().0);
     }
-    (parameter_values(&model), losses)
+    // The whole weights (a layout that stores slices gathers them: a collective there).
+    (parameter_values(&layout.compute_module(&model)), losses)
 }
 
 /// Largest over parameters of max |a - b| / max |b|, at f64 precision.

@@ -337,8 +337,15 @@ fn per_chunk_updates_equal_the_hand_written_reference_element_by_element() {
 
 /// What one node of a 2-D mesh ended with: its weights, losses, the whole mesh's ledger, and
 /// the parameters' placements per dimension.
-type GridOutcome =
-    (Vec<(String, Vec<f64>)>, Vec<f64>, owt_hybrid::LedgerSnapshot, Vec<(String, owt_hybrid::GridPlacement)>);
+/// A node's final weights (whole), losses, the mesh's ledger, its parameters' placements per
+/// dimension and the shapes it stores them in.
+type GridOutcome = (
+    Vec<(String, Vec<f64>)>,
+    Vec<f64>,
+    owt_hybrid::LedgerSnapshot,
+    Vec<(String, owt_hybrid::GridPlacement)>,
+    Vec<(String, Vec<usize>)>,
+);
 
 /// `steps` steps on a (nodes, local) mesh of Flex virtual ranks (each node a thread with its
 /// own local mesh) under a 2-D plan; every node's outcome.
@@ -364,7 +371,7 @@ fn grid_run(
             let ledger = layout.traffic().expect("a mesh's ledger");
             let arch = config.model.architecture().unwrap();
             let placed = layout.place_module(init_model::<H>(&arch, layout.device())).unwrap();
-            (params, losses, ledger, layout.placements(&placed))
+            (params, losses, ledger, layout.placements(&placed), owt_hybrid::parameter_paths(&placed))
         },
     )
 }
@@ -398,7 +405,7 @@ fn two_dimensional_meshes_train_to_the_single_device_weights() {
     ];
     for (shape, plan, scheme) in cases {
         let nodes = grid_run(shape, &plan, scheme, &config, &weights, steps);
-        let (got, losses, ledger, placements) = &nodes[0];
+        let (got, losses, ledger, placements, _) = &nodes[0];
         for (n, other) in nodes.iter().enumerate().skip(1) {
             assert_eq!(&other.0, got, "{shape:?} {}: node {n} ends with other weights than node 0", plan.name);
         }
@@ -459,6 +466,120 @@ fn two_dimensional_meshes_train_to_the_single_device_weights() {
         if plan.name == "weird-trick" {
             let split = placements.iter().filter(|(_, p)| p[1] == owt_hybrid::Placement::Shard(1)).count();
             assert!(split >= 2, "the weird trick splits FC columns inside a node: {placements:?}");
+        }
+    }
+}
+
+#[test]
+fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_weights() {
+    // Placements along "node" other than data parallelism: parameters stored as each node's
+    // slice (FSDP-style, gathered for every step, gradients reduce-scattered back), inner
+    // placements of every kind under them (Shard(1) on another dim, Shard(1) on the very
+    // dim the nodes split, Replicate), and the whole batch on every node.
+    use owt_hybrid::Placement::{self, Replicate, Shard};
+    let spec = small(2);
+    let batch = 16;
+    let steps = 4;
+    let config = config(spec.clone(), batch, FcUpdate::PerStep);
+    let weights = initial_weights(&spec);
+    let (want, want_losses) = run::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, steps);
+    let plan = |name: &str, rules: &[(&str, [Placement; 2])], default: [Placement; 2], input: [Placement; 2]| {
+        owt_hybrid::GridPlan {
+            name: name.into(),
+            rules: rules
+                .iter()
+                .map(|(pattern, placement)| owt_hybrid::GridRule {
+                    pattern: pattern.to_string(),
+                    placement: *placement,
+                })
+                .collect(),
+            default,
+            input,
+            ranks: None,
+            towers: None,
+        }
+    };
+    let fsdp = plan(
+        "fsdp-weird-trick",
+        &[
+            ("fc*.weight", [Shard(0), Shard(1)]),
+            ("fc*.bias", [Shard(0), Shard(0)]),
+            ("conv*.weight", [Shard(0), Replicate]),
+        ],
+        [Replicate, Replicate],
+        [Shard(0), Shard(0)],
+    );
+    let same_dim =
+        plan("columns-both-ways", &[("fc*.weight", [Shard(1), Shard(1)])], [Shard(0), Replicate], [Shard(0), Shard(0)]);
+    let whole_batch = plan(
+        "whole-batch-each",
+        &[("fc*.weight", [Shard(0), Shard(1)])],
+        [Replicate, Replicate],
+        [Replicate, Shard(0)],
+    );
+    let cases = [
+        ([2, 2], fsdp.clone(), Exchange::AllGather),
+        ([2, 2], same_dim, Exchange::Slices),
+        ([2, 4], fsdp, Exchange::Broadcast),
+        ([2, 2], whole_batch, Exchange::AllGather),
+    ];
+    for (shape, plan, scheme) in cases {
+        let nodes = grid_run(shape, &plan, scheme, &config, &weights, steps);
+        let (got, losses, ledger, placements, _) = &nodes[0];
+        for (n, other) in nodes.iter().enumerate().skip(1) {
+            assert_eq!(&other.0, got, "{shape:?} {}: node {n} ends with other weights than node 0", plan.name);
+        }
+        let (gap, worst) = relative_gap(got, &want);
+        eprintln!("{shape:?} {} scheme {}: weight gap {gap:.2e} ({worst})", plan.name, scheme.letter());
+        assert!(gap <= 1e-12, "{shape:?} {}: {worst} differs by {gap:e} (relative)", plan.name);
+        for (a, b) in losses.iter().zip(&want_losses) {
+            assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?} {}: losses {losses:?} vs {want_losses:?}", plan.name);
+        }
+        // Each parameter placed as the plan says; each sharded one's slice, gathered whole
+        // by every step ((N - 1) x each local rank's piece from every node) and once more for
+        // the final weights, and its gradient reduce-scattered as much (not with the whole
+        // batch on each node: then each node cuts its slice and nothing crosses).
+        let [n, l] = shape;
+        let shapes =
+            owt_hybrid::parameter_paths(&init_model::<Ref>(&spec.architecture().unwrap(), &Default::default()));
+        let mut sharded = 0u64;
+        for ((path, dims), (path_p, placement)) in shapes.iter().zip(placements) {
+            assert_eq!(path, path_p);
+            let want = plan.placement_of(path);
+            assert_eq!(placement[0], want[0], "{path}: along the nodes as the plan says");
+            for (node, outcome) in nodes.iter().enumerate() {
+                let (stored_path, stored) = &outcome.4[shapes.iter().position(|(p, _)| p == path).unwrap()];
+                assert_eq!(stored_path, path);
+                let mut slice = dims.clone();
+                if let Shard(d) = placement[0] {
+                    slice[d] = owt_hybrid::shard_ranges(dims[d], n)[node].len();
+                }
+                assert_eq!(stored, &slice, "{path}: node {node} stores its slice along the nodes");
+            }
+            if let Shard(d) = placement[0] {
+                // A node's piece is whole on each local rank unless split on another dim.
+                let split = matches!(placement[1], Shard(e) if e != d);
+                let copies = if split { 1 } else { l };
+                let elements: usize = dims.iter().product();
+                sharded += ((n - 1) * elements * copies * 8) as u64;
+            }
+        }
+        assert!(sharded > 0);
+        let gathered = ledger.by_collective("all_gather[node]").bytes;
+        let scattered = ledger.by_collective("reduce_scatter[node]").bytes;
+        assert_eq!(gathered, (steps as u64 + 1) * sharded, "{shape:?} {}: slices gathered over the nodes", plan.name);
+        let forward: u64 = ledger
+            .traffic
+            .iter()
+            .filter(|((phase, c), _)| c == "all_gather[node]" && phase.ends_with(":forward"))
+            .map(|(_, t)| t.bytes)
+            .sum();
+        assert_eq!(forward, gathered, "{}: labelled as the layers' forward traffic", plan.name);
+        if plan.input[0] == Replicate {
+            assert_eq!(scattered, 0, "{}: the whole batch on every node: nothing to sum", plan.name);
+            assert_eq!(ledger.by_collective("all_reduce[node]").bytes, 0, "{}", plan.name);
+        } else {
+            assert_eq!(scattered, steps as u64 * sharded, "{shape:?} {}: gradients reduce-scattered", plan.name);
         }
     }
 }

@@ -1,0 +1,284 @@
+//! Tensors sharded along the outer ("node") dimension of a 2-D mesh, FSDP-style: each node
+//! stores its slice of a parameter along one dimension (`[Shard(d), p]`: the slice placed
+//! `p` on the node's local ranks), gathers the whole of it over the nodes for a step's
+//! compute ([`GridMesh::all_gather_over_nodes`]) and keeps only its slice of the summed
+//! gradient ([`GridMesh::reduce_scatter_over_nodes`]), as PyTorch's FSDP does across the
+//! data-parallel dimension. The two collectives move, between them, what one all-reduce of
+//! the gradient moves; the node stores 1/N of the parameter and of its optimizer state.
+//!
+//! Host-staged over the nodes' process group, like [`GridMesh::all_reduce_over_nodes`]: each
+//! local rank exchanges with the ranks of the same local index on the other nodes (a column
+//! of the mesh). A slice placed `Shard(d)` inside the node on the very dimension the nodes
+//! split is first gathered inside the node (its local pieces are not the whole tensor's
+//! local pieces), then exchanged whole, then cut again.
+
+use std::ops::Range;
+
+use burn::prelude::*;
+use burn::tensor::backend::DeviceOps;
+use burn::tensor::{DType, Shape, TensorData, TensorMetadata, TensorPrimitive};
+
+use crate::api::Distributed;
+use crate::backend::Hybrid;
+use crate::dtensor::{slices_along, DTensor};
+use crate::grid::GridMesh;
+use crate::kind::{FloatKind, ShardKind};
+use crate::ledger::{names, Traffic};
+use crate::placement::{shard_ranges, Placement};
+use crate::process_group::GroupError;
+
+type Float<B> = DTensor<B, FloatKind>;
+
+fn float_of<B: Backend, const N: usize>(t: Tensor<Hybrid<B>, N>) -> Float<B> {
+    t.into_primitive().tensor()
+}
+
+fn tensor_of<B: Backend, const N: usize>(d: Float<B>) -> Tensor<Hybrid<B>, N> {
+    Tensor::from_primitive(TensorPrimitive::Float(d))
+}
+
+/// `shape` with `dim` set to `len`.
+fn with_len(shape: &Shape, dim: usize, len: usize) -> Shape {
+    let mut dims = shape.to_vec();
+    dims[dim] = len;
+    Shape::from(dims)
+}
+
+/// Each piece as its length along `dim` (8 bytes) then its bytes, one after another.
+fn encode(pieces: &[TensorData], dim: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in pieces {
+        out.extend((p.shape[dim] as u64).to_le_bytes());
+        out.extend((p.as_bytes().len() as u64).to_le_bytes());
+        out.extend_from_slice(p.as_bytes());
+    }
+    out
+}
+
+/// What [`encode`] wrote: `like.len()` pieces, each shaped as the matching one of `like`
+/// but for its length along `dim`.
+fn decode(bytes: &[u8], like: &[Shape], dim: usize, dtype: DType) -> Vec<TensorData> {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes")) as usize;
+    let mut at = 0;
+    let mut pieces = Vec::with_capacity(like.len());
+    for shape in like {
+        let (len, size) = (word(at), word(at + 8));
+        at += 16;
+        let data = bytes[at..at + size].to_vec();
+        at += size;
+        let dims = with_len(shape, dim, len).to_vec();
+        pieces.push(TensorData::from_bytes_vec(data, dims, dtype));
+    }
+    pieces
+}
+
+impl<D: DeviceOps> GridMesh<D> {
+    fn group_failed(&self, e: GroupError, what: &str) -> ! {
+        panic!("Hybrid: {e} ({}, {what} over the nodes)", self.nodes().describe())
+    }
+
+    /// The rows (along `dim`, `len` long) node `node` holds of a tensor sharded over the nodes.
+    pub fn node_range(&self, len: usize, node: usize) -> Range<usize> {
+        shard_ranges(len, self.shape()[0])[node].clone()
+    }
+
+    /// This node's slice along `dim` of `t` (a whole tensor, the same on every node): what a
+    /// parameter placed `[Shard(dim), p]` stores. Local: nothing moves between nodes.
+    pub fn node_slice<B: Backend<Device = D>, const N: usize>(
+        &self,
+        t: Tensor<Hybrid<B>, N>,
+        dim: usize,
+    ) -> Tensor<Hybrid<B>, N> {
+        let p = t.placement();
+        if p == Placement::Shard(dim) {
+            return self.node_slice(t.distribute(Placement::Replicate), dim).distribute(p);
+        }
+        let range = self.node_range(t.dims()[dim], self.node());
+        let d = float_of(t);
+        let shards = d
+            .shards
+            .iter()
+            .map(|s| <FloatKind as ShardKind<B>>::slice(s.clone(), &slices_along(&s.shape(), dim, range.clone())));
+        let shards: Vec<_> = shards.collect();
+        let shape = with_len(&d.shape, dim, range.len());
+        tensor_of(DTensor::from_parts(d.mesh.clone(), shape, d.dtype, p, shards))
+    }
+
+    /// The whole of a tensor sharded over the nodes along `dim`: `t` is this node's slice
+    /// (placed `p` on its local ranks); every node gets the slices of every node, in node
+    /// order, placed `p`. Each local rank sends its piece to the same local rank of every
+    /// other node: (N - 1) x its piece, recorded as `all_gather[node]`, every byte across
+    /// nodes. A collective over the nodes.
+    pub fn all_gather_over_nodes<B: Backend<Device = D>, const N: usize>(
+        &self,
+        t: Tensor<Hybrid<B>, N>,
+        dim: usize,
+    ) -> Tensor<Hybrid<B>, N> {
+        let p = t.placement();
+        if p == Placement::Shard(dim) {
+            return self.all_gather_over_nodes(t.distribute(Placement::Replicate), dim).distribute(p);
+        }
+        let nodes = self.shape()[0];
+        let d = float_of(t);
+        if nodes == 1 {
+            return tensor_of(d);
+        }
+        let pieces: Vec<TensorData> =
+            d.shards.iter().map(|s| <FloatKind as ShardKind<B>>::into_host(s.clone())).collect();
+        let shapes: Vec<Shape> = d.shards.iter().map(|s| s.shape()).collect();
+        let every =
+            self.nodes().all_gather(encode(&pieces, dim)).unwrap_or_else(|e| self.group_failed(e, "all-gather"));
+        let from_nodes: Vec<Vec<TensorData>> = every.iter().map(|b| decode(b, &shapes, dim, d.dtype)).collect();
+        let len: usize = from_nodes.iter().map(|node| node.first().map_or(0, |p| p.shape[dim])).sum();
+        let devices = self.local().rank_devices().to_vec();
+        let shards = (0..pieces.len())
+            .map(|l| {
+                let parts = from_nodes
+                    .iter()
+                    .map(|node| <FloatKind as ShardKind<B>>::from_host(node[l].clone(), &devices[l]))
+                    .collect();
+                <FloatKind as ShardKind<B>>::cat(parts, dim)
+            })
+            .collect();
+        let mut traffic = Traffic::default();
+        for piece in &pieces {
+            let bytes = ((nodes - 1) * piece.as_bytes().len()) as u64;
+            let messages = nodes as u64 - 1;
+            traffic += Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages };
+        }
+        self.local().record(&self.outer_collective(names::ALL_GATHER), traffic);
+        let global = with_len(&d.shape, dim, len);
+        tensor_of(DTensor::from_parts(d.mesh.clone(), global, d.dtype, p, shards))
+    }
+
+    /// This node's slice along `dim` of the sum over the nodes of `t` (a whole tensor on each
+    /// node, placed `p` on its local ranks), node n's weighted by `weights[n]` (1 each by
+    /// default), summed in node order so that every node's slice is computed alike; placed
+    /// `p`. Each local rank sends every other node its slice of its piece: the piece less
+    /// its own slice, recorded as `reduce_scatter[node]`. A collective over the nodes.
+    pub fn reduce_scatter_over_nodes<B: Backend<Device = D>, const N: usize>(
+        &self,
+        t: Tensor<Hybrid<B>, N>,
+        dim: usize,
+        weights: Option<&[f64]>,
+    ) -> Tensor<Hybrid<B>, N> {
+        let p = t.placement();
+        if p == Placement::Shard(dim) || matches!(p, Placement::Partial(_)) {
+            let whole = self.reduce_scatter_over_nodes(t.distribute(Placement::Replicate), dim, weights);
+            return whole.distribute(p);
+        }
+        let nodes = self.shape()[0];
+        let me = self.node();
+        let d = float_of(t);
+        let ranges: Vec<Range<usize>> = shard_ranges(d.shape[dim], nodes);
+        // Slice j of every local piece, as f64, to node j.
+        let outgoing: Vec<Vec<u8>> = ranges
+            .iter()
+            .map(|r| {
+                let mut bytes = Vec::new();
+                for s in &d.shards {
+                    let slice =
+                        <FloatKind as ShardKind<B>>::slice(s.clone(), &slices_along(&s.shape(), dim, r.clone()));
+                    let values = <FloatKind as ShardKind<B>>::into_host(slice).convert::<f64>();
+                    bytes.extend(values.to_vec::<f64>().expect("f64 values").iter().flat_map(|x| x.to_le_bytes()));
+                }
+                bytes
+            })
+            .collect();
+        let incoming = self.nodes().exchange(outgoing).unwrap_or_else(|e| self.group_failed(e, "reduce-scatter"));
+        let shapes: Vec<Shape> = d.shards.iter().map(|s| with_len(&s.shape(), dim, ranges[me].len())).collect();
+        let mut sums: Vec<Vec<f64>> = shapes.iter().map(|s| vec![0.0; s.num_elements()]).collect();
+        for (n, buffer) in incoming.iter().enumerate() {
+            let w = weights.map_or(1.0, |w| w[n]);
+            let mut values = buffer.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")));
+            for sum in sums.iter_mut() {
+                for x in sum.iter_mut() {
+                    *x += w * values.next().expect("a slice per local rank");
+                }
+            }
+        }
+        let devices = self.local().rank_devices().to_vec();
+        let size = d.dtype.size();
+        let mut traffic = Traffic::default();
+        let shards = sums
+            .into_iter()
+            .zip(&shapes)
+            .zip(&d.shards)
+            .zip(&devices)
+            .map(|(((values, shape), whole), device)| {
+                if nodes > 1 {
+                    let bytes = ((whole.shape().num_elements() - shape.num_elements()) * size) as u64;
+                    let messages = nodes as u64 - 1;
+                    traffic +=
+                        Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages };
+                }
+                let data = TensorData::new(values, shape.to_vec()).convert_dtype(d.dtype);
+                <FloatKind as ShardKind<B>>::from_host(data, device)
+            })
+            .collect();
+        if nodes > 1 {
+            self.local().record(&self.outer_collective(names::REDUCE_SCATTER), traffic);
+        }
+        let global = with_len(&d.shape, dim, ranges[me].len());
+        tensor_of(DTensor::from_parts(d.mesh.clone(), global, d.dtype, p, shards))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::MeshDevice;
+    use burn::backend::flex::FlexDevice;
+    use burn::backend::Flex;
+
+    type H = Hybrid<Flex>;
+
+    fn values(t: Tensor<H, 2>) -> Vec<f32> {
+        t.into_data().to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn slices_gather_back_to_the_whole_and_sums_scatter_by_node() {
+        // A 7 x 8 tensor (uneven slices) on 3 nodes of 2 local ranks, every inner placement: node n's slice
+        // along each dim, gathered back; the weighted sum over the nodes (node n holds the
+        // tensor times n + 1) cut to node n's slice.
+        let whole: Vec<f32> = (0..56).map(|i| i as f32).collect();
+        for dim in [0, 1] {
+            for p in [Placement::Replicate, Placement::Shard(0), Placement::Shard(1)] {
+                let seen = GridMesh::<FlexDevice>::threaded(
+                    3,
+                    |_| MeshDevice::virtual_ranks(FlexDevice, 2),
+                    |grid| {
+                        let mesh = grid.local().clone();
+                        let t = Tensor::<H, 2>::from_data(TensorData::new(whole.clone(), [7, 8]), &mesh);
+                        let slice = grid.node_slice(t.clone().distribute(p), dim);
+                        assert_eq!(slice.placement(), p);
+                        let range = grid.node_range([7, 8][dim], grid.node());
+                        assert_eq!(values(slice.clone()), values(t.clone().slice_dim(dim, range.clone())));
+                        let back = grid.all_gather_over_nodes(slice, dim);
+                        assert_eq!((back.placement(), back.dims()), (p, [7, 8]));
+                        assert_eq!(values(back), whole, "dim {dim} {p}");
+                        let mine = t.clone().mul_scalar(grid.node() as f32 + 1.0).distribute(p);
+                        let weights = [0.5, 0.25, 0.25];
+                        let summed = grid.reduce_scatter_over_nodes(mine, dim, Some(&weights));
+                        assert_eq!(summed.placement(), p);
+                        // 0.5 x 1 + 0.25 x 2 + 0.25 x 3 = 1.75 times the slice.
+                        let want = values(t.slice_dim(dim, range).mul_scalar(1.75));
+                        assert_eq!(values(summed), want, "dim {dim} {p}");
+                        grid.ledger_snapshot()
+                    },
+                );
+                // Each node sends (N - 1) = 2 copies of its slice's pieces to gather, and all
+                // but its slice of each piece to scatter, 4 bytes a value: summed over nodes,
+                // 2 x the whole per local copy gathered and (N - 1) x the whole scattered.
+                let copies = if p == Placement::Replicate || p == Placement::Shard(dim) { 2 } else { 1 };
+                let ledger = &seen[0];
+                let gathered = ledger.by_collective(&format!("{}[node]", names::ALL_GATHER));
+                let scattered = ledger.by_collective(&format!("{}[node]", names::REDUCE_SCATTER));
+                assert_eq!(gathered.bytes, (2 * 56 * 4 * copies) as u64, "dim {dim} {p}");
+                assert_eq!(scattered.bytes, (2 * 56 * 4 * copies) as u64, "dim {dim} {p}");
+                assert_eq!(gathered.cross_process_bytes, gathered.bytes);
+            }
+        }
+    }
+}
