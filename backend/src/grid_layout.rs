@@ -277,20 +277,11 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     fn describe(&self) -> String {
         let [n, l] = self.grid.shape();
         let [outer, inner] = self.grid.names();
-        let across = if self.plan.is_data_parallel_across() {
-            "data-parallel across".to_string()
-        } else {
-            let mut along = self.plan.rules.iter().map(|r| r.placement[0]).chain([self.plan.default[0]]);
-            let sharded = along.any(|p| matches!(p, Placement::Shard(_)));
-            let params = if sharded {
-                "parameters of the plan sharded across (FSDP-style)"
-            } else {
-                "parameters replicated across"
-            };
-            let batch = if self.replicated_input() { "the whole batch on each" } else { "the batch split across" };
-            format!("plan {} along {outer}: {params}, {batch}", self.plan.name)
-        };
-        format!("2-D mesh ({outer} {n} x {inner} {l}): {} inside each {outer}, {across}", self.inner.describe())
+        format!(
+            "2-D mesh ({outer} {n} x {inner} {l}): {} inside each {outer}, {}",
+            self.inner.describe(),
+            self.plan.across()
+        )
     }
 
     fn plan(&self) -> Option<&Plan> {

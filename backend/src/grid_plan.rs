@@ -112,6 +112,18 @@ impl GridPlan {
             && self.rules.iter().all(|r| r.placement[0] == Placement::Replicate)
     }
 
+    /// What the plan does along the nodes, in words (logs, `owt plan`).
+    pub fn across(&self) -> &'static str {
+        let mut outer = self.rules.iter().map(|r| r.placement[0]).chain([self.default[0]]);
+        let sharded = outer.any(|p| matches!(p, Placement::Shard(_)));
+        match (sharded, self.input[0] == Placement::Replicate) {
+            (false, false) => "data-parallel across",
+            (true, false) => "data-parallel across with parameters sharded over the nodes (FSDP-style)",
+            (false, true) => "every node the whole batch",
+            (true, true) => "every node the whole batch, parameters sharded over the nodes",
+        }
+    }
+
     /// The 1-D plan each node runs on its local ranks (every rule's inner placement).
     /// Refused, naming the rule and the placement, where a placement along the nodes has no
     /// meaning: a parameter `Partial` along them (a parameter is a value, not a pending sum),

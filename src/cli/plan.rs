@@ -223,7 +223,11 @@ fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
 /// `owt plan --mesh N,L`: placements per dimension and the step's traffic on the 2-D mesh.
 fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>) -> Result<(), OwtError> {
     let arch = args.model.spec().architecture()?;
-    let plan = plan_of(args)?;
+    let grid = match &args.plan_file {
+        Some(path) => crate::cli::read_grid_plan_file(path)?,
+        None => owt_hybrid::GridPlan::data_parallel_across(&args.plan.plan()),
+    };
+    let plan = grid.local_plan().map_err(|e| OwtError::input(e.0))?;
     let (report, placements) = PlanDryRun {
         arch: &arch,
         plan: &plan,
@@ -233,7 +237,7 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
         head: args.head,
         fc_update: args.fc_update,
     }
-    .run_on_grid(shape)?;
+    .run_on_grid_plan(shape, &grid)?;
     if args.json {
         let placements: Vec<serde_json::Value> = placements
             .iter()
@@ -257,12 +261,13 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
     }
     let [n, l] = shape;
     println!(
-        "{} on a 2-D mesh of {n} nodes x {l} local ranks, plan {} inside each node and data-parallel across, scheme {}, global batch {} ({} per node): one training step, from a dry run ({} ms)",
+        "{} on a 2-D mesh of {n} nodes x {l} local ranks, plan {} inside each node and {}, scheme {}, global batch {} ({} per node): one training step, from a dry run ({} ms)",
         arch.name,
         plan.name,
+        grid.across(),
         args.scheme.letter(),
         args.batch,
-        args.batch / n,
+        if grid.input[0] == owt_hybrid::Placement::Replicate { args.batch } else { args.batch / n },
         report.elapsed.as_millis()
     );
     println!("{:<14} {}", "parameter", "placement [node, local]");

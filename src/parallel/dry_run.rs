@@ -8,8 +8,8 @@ use burn::backend::Autodiff;
 use burn::prelude::*;
 
 use owt_hybrid::{
-    layer_of, parameter_paths, phase_label, CommPlan, DryRun, DryRunReport, Exchange, GridPlacement, Hybrid,
-    MeshLayout, Placement, Plan, StepLayout, Traffic, UNLABELLED,
+    layer_of, parameter_paths, phase_label, CommPlan, Distributed, DryRun, DryRunReport, Exchange, GridPlacement,
+    GridPlan, Hybrid, MeshLayout, Placement, Plan, StepLayout, Traffic, UNLABELLED,
 };
 use owt_meta::Meta;
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
@@ -89,21 +89,44 @@ impl PlanDryRun<'_> {
 }
 
 impl PlanDryRun<'_> {
-    /// The step on a 2-D mesh of `shape` = [N nodes, L local ranks] (`--mesh N,L`): the plan
-    /// inside each node on its N-th of the batch (a dry run on L ranks, the same on every
-    /// node), and across the nodes the sums a [`owt_hybrid::GridLayout`] makes: every
-    /// parameter's gradient on a ring over the nodes (2 (N - 1) x each local rank's piece, as
-    /// `all_reduce[node]` in the layer's sync phase; a replicated gradient by slices, then
-    /// all-gathered in the node: [`owt_hybrid::grid::sums_by_slices`]) and the step's loss and
-    /// correct count.
-    /// The report is the whole mesh's (every node's entries summed); with it, every
-    /// parameter's placement per dimension.
+    /// The step on a 2-D mesh of `shape` = [N nodes, L local ranks] (`--mesh N,L`) with the
+    /// plan inside each node and data parallelism across: [`PlanDryRun::run_on_grid_plan`]
+    /// of [`GridPlan::data_parallel_across`].
     pub fn run_on_grid(&self, shape: [usize; 2]) -> Result<(DryRunReport, Vec<(String, GridPlacement)>), OwtError> {
+        self.run_on_grid_plan(shape, &GridPlan::data_parallel_across(self.plan))
+    }
+
+    /// The step on a 2-D mesh of `shape` under `grid` (its local plan inside each node,
+    /// which `self.plan` is not consulted for): a dry run on L ranks of each node's step
+    /// (its N-th of the batch, or all of it where the input is `Replicate` along the nodes;
+    /// the same on every node, with every parameter whole as a step computes with it), and
+    /// across the nodes what a [`owt_hybrid::GridLayout`] moves:
+    /// - a parameter `Replicate` along the nodes: its gradient summed on a ring over them
+    ///   (2 (N - 1) x each local rank's piece, as `all_reduce[node]` in the layer's sync
+    ///   phase; a replicated gradient by slices, then all-gathered in the node:
+    ///   [`owt_hybrid::grid::sums_by_slices`]);
+    /// - a parameter `Shard(d)` along them: each node's slice all-gathered over the nodes
+    ///   for the step ((N - 1) x each local piece, `all_gather[node]`, the layer's forward)
+    ///   and the gradient reduce-scattered back (each local piece less its slice,
+    ///   `reduce_scatter[node]`, the layer's sync); a slice split inside the node on the very
+    ///   dim the nodes split is gathered inside the node first, as the real step does;
+    /// - the step's loss and correct count, summed over the nodes.
+    ///
+    /// With the whole batch on every node nothing is summed over the nodes. The report is
+    /// the whole mesh's (every node's entries summed); with it, every parameter's
+    /// placement per dimension.
+    pub fn run_on_grid_plan(
+        &self,
+        shape: [usize; 2],
+        grid: &GridPlan,
+    ) -> Result<(DryRunReport, Vec<(String, GridPlacement)>), OwtError> {
         let [nodes, local] = shape;
         if nodes == 0 || local == 0 {
             return Err(OwtError::input(format!("--mesh {nodes},{local}: both dimensions need at least 1 rank")));
         }
-        if self.batch % nodes != 0 {
+        let plan = grid.local_plan().map_err(|e| OwtError::input(e.0))?;
+        let split_batch = grid.input[0] == Placement::Shard(0);
+        if split_batch && self.batch % nodes != 0 {
             return Err(OwtError::input(format!(
                 "--batch {}: a 2-D mesh's {nodes} nodes each take the same share of the batch, so it must be a multiple of {nodes}",
                 self.batch
@@ -114,47 +137,92 @@ impl PlanDryRun<'_> {
                 "--fc-update per-chunk runs on one device or a 1-D mesh; a 2-D mesh updates per step",
             ));
         }
-        let node = PlanDryRun { ranks: local, batch: self.batch / nodes, ..self.clone() };
+        let dry = DryRun::new(local);
+        let model: AlexNet<H> = self.arch.try_init(dry.mesh()).map_err(|e| OwtError::input(e.0))?;
+        let params = parameter_paths(&model);
+        let stored = grid.check_outer(&params, nodes).map_err(|e| OwtError::input(e.0))?;
+        plan.check_params(&stored, local).map_err(|e| OwtError::input(e.0))?;
+        let node_batch = if split_batch { self.batch / nodes } else { self.batch };
+        let node = PlanDryRun { plan: &plan, ranks: local, batch: node_batch, ..self.clone() };
         let mut report = node.run()?;
         let mut ledger = owt_hybrid::LedgerSnapshot::default();
         for _ in 0..nodes {
             ledger.add(&report.ledger);
         }
-        // The parameters as the plan places them on a node's local mesh.
-        let dry = DryRun::new(local);
-        let model: AlexNet<H> = self.arch.try_init(dry.mesh()).map_err(|e| OwtError::input(e.0))?;
         let mut placements = Vec::new();
-        let ring = |held: usize, size: usize| {
-            let bytes = (2 * (nodes - 1) * held * size) as u64;
-            let messages = (nodes * local * 2 * (nodes - 1)) as u64;
+        let across = |bytes: usize, messages: usize| {
+            let (bytes, messages) = (bytes as u64, messages as u64);
             Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages }
         };
-        let collective = format!("{}[{}]", owt_hybrid::collectives::names::ALL_REDUCE, owt_hybrid::grid::DIM_NAMES[0]);
-        for (path, dims) in parameter_paths(&model) {
-            let p = self.plan.placement_of(&path);
-            placements.push((path.clone(), owt_hybrid::grid::parameter_placement(p)));
-            if nodes > 1 {
-                let elements: usize = dims.iter().product();
-                let sync = phase_label(layer_of(&path), "sync");
-                let sliced = owt_hybrid::grid::sums_by_slices(p, dims[0], shape);
-                let held = match p {
-                    _ if sliced => elements,
-                    Placement::Replicate => elements * local,
-                    _ => elements,
-                };
-                *ledger.traffic.entry((sync.clone(), collective.clone())).or_default() += ring(held, 4);
-                if sliced {
-                    // The summed slices all-gathered inside every node.
-                    let gather = owt_hybrid::collectives::names::ALL_GATHER.to_string();
-                    let bytes = (nodes * (local - 1) * elements * 4) as u64;
-                    let messages = (nodes * local * (local - 1)) as u64;
-                    *ledger.traffic.entry((sync, gather)).or_default() += Traffic::within(bytes, messages);
+        let ring = |held: usize, size: usize| across(2 * (nodes - 1) * held * size, nodes * local * 2 * (nodes - 1));
+        let outer_name = |c: &str| format!("{c}[{}]", owt_hybrid::grid::DIM_NAMES[0]);
+        let (all_reduce, all_gather, reduce_scatter) = (
+            outer_name(owt_hybrid::collectives::names::ALL_REDUCE),
+            outer_name(owt_hybrid::collectives::names::ALL_GATHER),
+            outer_name(owt_hybrid::collectives::names::REDUCE_SCATTER),
+        );
+        for (path, dims) in params {
+            let p = plan.placement_of(&path);
+            let outer = grid.outer_of(&path);
+            placements.push((path.clone(), [outer, p]));
+            if nodes == 1 {
+                continue;
+            }
+            let elements: usize = dims.iter().product();
+            let forward = phase_label(layer_of(&path), "forward");
+            let sync = phase_label(layer_of(&path), "sync");
+            match outer {
+                Placement::Shard(d) => {
+                    let slices = owt_hybrid::shard_ranges(dims[d], nodes);
+                    let per_entry = elements / dims[d].max(1);
+                    for slice in &slices {
+                        let mut slice_dims = dims.clone();
+                        slice_dims[d] = slice.len();
+                        let slice_elements = slice.len() * per_entry;
+                        // Each local rank's piece of the node's slice, and how many whole
+                        // copies of it the node's ranks hold together.
+                        let split_other =
+                            matches!(p, Placement::Shard(e) if e != d && owt_hybrid::can_shard(slice_dims[e], local));
+                        let copies = if split_other { 1 } else { local };
+                        if p == Placement::Shard(d) {
+                            ledger.add(&inner_traffic(local, &slice_dims, p, Placement::Replicate, &forward));
+                        }
+                        *ledger.traffic.entry((forward.clone(), all_gather.clone())).or_default() +=
+                            across((nodes - 1) * slice_elements * copies * 4, local * (nodes - 1));
+                        if p == Placement::Shard(d) || (split_batch && matches!(p, Placement::Partial(_))) {
+                            // The gradient gathered inside the node first (then cut again, free).
+                            ledger.add(&inner_traffic(local, &dims, p, Placement::Replicate, &sync));
+                        }
+                        if split_batch {
+                            let full_copies = if split_other { 1 } else { local };
+                            let sent = (elements - slice_elements) * full_copies * 4;
+                            *ledger.traffic.entry((sync.clone(), reduce_scatter.clone())).or_default() +=
+                                across(sent, local * (nodes - 1));
+                        }
+                    }
+                }
+                _ if !split_batch => {}
+                _ => {
+                    let sliced = owt_hybrid::grid::sums_by_slices(p, dims[0], shape);
+                    let held = match p {
+                        _ if sliced => elements,
+                        Placement::Replicate => elements * local,
+                        _ => elements,
+                    };
+                    *ledger.traffic.entry((sync.clone(), all_reduce.clone())).or_default() += ring(held, 4);
+                    if sliced {
+                        // The summed slices all-gathered inside every node.
+                        let gather = owt_hybrid::collectives::names::ALL_GATHER.to_string();
+                        let bytes = (nodes * (local - 1) * elements * 4) as u64;
+                        let messages = (nodes * local * (local - 1)) as u64;
+                        *ledger.traffic.entry((sync, gather)).or_default() += Traffic::within(bytes, messages);
+                    }
                 }
             }
         }
-        if nodes > 1 {
+        if nodes > 1 && split_batch {
             // The step's mean loss and correct count, one value on each local rank.
-            let key = (UNLABELLED.to_string(), collective.clone());
+            let key = (UNLABELLED.to_string(), all_reduce.clone());
             let mut outcome = ring(local, 4);
             outcome += ring(local, 4);
             *ledger.traffic.entry(key).or_default() += outcome;
@@ -163,4 +231,33 @@ impl PlanDryRun<'_> {
         report.ledger = ledger;
         Ok((report, placements))
     }
+}
+
+/// What moving one node's tensor of `dims` (f32) from `from` to `to` inside its node of
+/// `local` ranks records, labelled `label`: the very collectives a real step calls, run on
+/// shape-only ranks, once per node.
+fn inner_traffic(
+    local: usize,
+    dims: &[usize],
+    from: Placement,
+    to: Placement,
+    label: &str,
+) -> owt_hybrid::LedgerSnapshot {
+    fn moved<const D: usize>(dry: &DryRun, dims: &[usize], from: Placement, to: Placement, label: &str) {
+        let mesh = dry.mesh();
+        let t = Tensor::<Hybrid<Meta>, D>::zeros(dims.to_vec(), mesh).distribute(from);
+        mesh.reset_ledger();
+        mesh.set_phase(Some(label));
+        let _ = t.distribute(to);
+        mesh.set_phase(None);
+    }
+    let dry = DryRun::new(local);
+    match dims.len() {
+        1 => moved::<1>(&dry, dims, from, to, label),
+        2 => moved::<2>(&dry, dims, from, to, label),
+        3 => moved::<3>(&dry, dims, from, to, label),
+        4 => moved::<4>(&dry, dims, from, to, label),
+        n => unreachable!("a parameter of {n} dims"),
+    }
+    dry.mesh().ledger_snapshot()
 }

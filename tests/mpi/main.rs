@@ -243,9 +243,15 @@ fn grid_args(out: &Path, extra: &[&str]) -> Vec<String> {
 /// nodes. Any other process count is refused in one line.
 #[test]
 fn a_two_dimensional_mesh_across_processes_trains_as_its_nodes_in_one_process() {
-    for (name, flags) in
-        [("grid-wt-b", &["--plan", "weird-trick", "--scheme", "b"][..]), ("grid-dp", &["--plan", "data-parallel"])]
-    {
+    let fsdp = dir("grid-fsdp-plan").join("fsdp.json");
+    std::fs::create_dir_all(fsdp.parent().unwrap()).unwrap();
+    std::fs::write(&fsdp, FSDP_PLAN).unwrap();
+    let fsdp = fsdp.to_str().unwrap();
+    for (name, flags) in [
+        ("grid-wt-b", &["--plan", "weird-trick", "--scheme", "b"][..]),
+        ("grid-dp", &["--plan", "data-parallel"]),
+        ("grid-fsdp", &["--plan-file", fsdp]),
+    ] {
         let extra = [flags, &["--epochs", "1"]].concat();
         let (one, many) = (dir(&format!("{name}-threads")), dir(&format!("{name}-processes")));
         let threads = Command::new(OWT).args(grid_args(&one, &extra)).env("RAYON_NUM_THREADS", "1").output().unwrap();
@@ -272,10 +278,19 @@ fn a_two_dimensional_mesh_across_processes_trains_as_its_nodes_in_one_process() 
 #[path = "../common/f64_steps.rs"]
 mod f64_steps;
 
+/// A plan per dimension that stores parameters as each node's slice (FSDP-style): FC weights
+/// by rows over the nodes and by columns inside them, every conv parameter by its first dim
+/// over the nodes, FC biases replicated over them.
+const FSDP_PLAN: &str = r#"{"name": "fsdp-weird-trick", "rules": [
+    {"pattern": "fc*.weight", "placement": [{"Shard": 0}, {"Shard": 1}]},
+    {"pattern": "fc*.bias", "placement": ["Replicate", {"Shard": 0}]}],
+  "default": [{"Shard": 0}, "Replicate"], "input": [{"Shard": 0}, {"Shard": 0}]}"#;
+
 /// The child of [`a_two_dimensional_mesh_across_processes_is_exact_in_f64`]: run by it under
 /// `mpirun -np 2` (this test binary itself, with `OWT_F64_GRID_CHILD` set), each process one
 /// node of a (2, 2) mesh of f64 Flex ranks joined by MPI, 4 SGD steps of the weird trick
-/// inside each node; prints its weights' gap to one device's, which it also trains.
+/// inside each node, data-parallel and then FSDP-style across; prints its weights' gap to
+/// one device's, which it also trains.
 #[test]
 #[ignore = "a child process: run under mpirun by a_two_dimensional_mesh_across_processes_is_exact_in_f64"]
 fn f64_grid_child() {
@@ -292,20 +307,25 @@ fn f64_grid_child() {
     let (want, want_losses) = run::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, 4);
     let local = MeshDevice::virtual_ranks(Default::default(), 2);
     use_f64::<H>(&local);
-    let grid = GridMesh::new(processes.group(), local).unwrap();
-    let node = grid.node();
-    let layout = GridLayout::<Flex>::new(grid, PlanKind::WeirdTrick.plan(), Exchange::Broadcast);
-    let (got, losses) = run::<H, _>(&layout, &config, &weights, 4);
-    let (gap, worst) = relative_gap(&got, &want);
-    let loss_gap = losses.iter().zip(&want_losses).map(|(a, b)| (a - b).abs() / b.abs()).fold(0.0, f64::max);
-    println!("OWT_GRID_GAP node={node} gap={gap:e} worst={worst} loss_gap={loss_gap:e}");
+    // The weird trick inside the nodes, data-parallel across; and FSDP-style across (FC
+    // weights and every conv parameter stored as each node's slice).
+    let fsdp: owt_hybrid::GridPlan = serde_json::from_str(FSDP_PLAN).unwrap();
+    for plan in [owt_hybrid::GridPlan::data_parallel_across(&PlanKind::WeirdTrick.plan()), fsdp] {
+        let grid = GridMesh::new(processes.group(), local.clone()).unwrap();
+        let node = grid.node();
+        let layout = GridLayout::<Flex>::with_plan(grid, &plan, Exchange::Broadcast).unwrap();
+        let (got, losses) = run::<H, _>(&layout, &config, &weights, 4);
+        let (gap, worst) = relative_gap(&got, &want);
+        let loss_gap = losses.iter().zip(&want_losses).map(|(a, b)| (a - b).abs() / b.abs()).fold(0.0, f64::max);
+        println!("OWT_GRID_GAP node={node} plan={} gap={gap:e} worst={worst} loss_gap={loss_gap:e}", plan.name);
+    }
     // Both processes end MPI together, as the owt binary does on success.
     owt::processes::finish();
 }
 
 /// A (2, 2) mesh across 2 processes, one node each, joined by MPI: the weights after 4 f64
-/// SGD steps under the weird trick (scheme b inside the nodes) are within 1e-12 of one
-/// device's on both processes (tests/parallel_training does the same for nodes as threads).
+/// SGD steps under the weird trick (scheme b inside the nodes; data-parallel across, and
+/// with parameters sharded over the nodes) are within 1e-12 of one device's on both processes (tests/parallel_training does the same for nodes as threads).
 #[test]
 fn a_two_dimensional_mesh_across_processes_is_exact_in_f64() {
     let exe = std::env::current_exe().unwrap();
@@ -322,10 +342,11 @@ fn a_two_dimensional_mesh_across_processes_is_exact_in_f64() {
         .filter_map(|l| l.split_once("OWT_GRID_GAP ").map(|(_, rest)| rest.to_string()))
         .map(|l| {
             let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k)).unwrap().to_string();
-            (field("node="), field("gap=").parse().unwrap(), field("loss_gap=").parse().unwrap())
+            let node = format!("{} ({})", field("node="), field("plan="));
+            (node, field("gap=").parse().unwrap(), field("loss_gap=").parse().unwrap())
         })
         .collect();
-    assert_eq!(gaps.len(), 2, "one line per process:\n{stdout}");
+    assert_eq!(gaps.len(), 4, "one line per process and plan:\n{stdout}");
     for (node, gap, loss_gap) in &gaps {
         assert!(*gap <= 1e-12 && *loss_gap <= 1e-12, "node {node}: weights {gap:e}, losses {loss_gap:e}\n{stdout}");
         eprintln!("node {node} of a (2, 2) mesh across 2 processes: weight gap {gap:.2e} to one device (f64)");

@@ -383,6 +383,84 @@ fn a_two_dimensional_mesh_trains_like_the_flat_mesh_and_resumes_on_one_device() 
     assert!(!o.status.success() && stderr(&o).contains("expected N,L"), "{}", stderr(&o));
 }
 
+/// `owt train --mesh 2,2 --plan-file` with FC weights stored by rows over the nodes
+/// (FSDP-style) inside the weird trick's column split: it trains as the flat mesh does, a
+/// run stopped after an epoch resumes to the uninterrupted run's figures (each node takes
+/// its slices of the whole momentum back), and its checkpoint holds the whole model, which
+/// resumes on one device; `owt plan` prints the placements and the bytes across nodes.
+#[test]
+fn a_two_dimensional_plan_sharded_over_the_nodes_trains_resumes_and_checkpoints_whole() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 48, 20);
+    let d = data.path().to_str().unwrap();
+    let fsdp = data.path().join("fsdp.json");
+    std::fs::write(
+        &fsdp,
+        r#"{"name": "fsdp-weird-trick", "rules": [
+            {"pattern": "fc*.weight", "placement": [{"Shard": 0}, {"Shard": 1}]},
+            {"pattern": "fc*.bias", "placement": ["Replicate", {"Shard": 0}]}],
+          "default": [{"Shard": 0}, "Replicate"], "input": [{"Shard": 0}, {"Shard": 0}]}"#,
+    )
+    .unwrap();
+    let plan_file = fsdp.to_str().unwrap();
+    let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16"];
+    let metrics = |out: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
+    };
+    let run = |out: &std::path::Path, extra: &[&str]| {
+        let o = owt(&[&base[..], &["--out", out.to_str().unwrap()], extra].concat());
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+    };
+    let dirs = tempfile::tempdir().unwrap();
+    let (whole, flat, part, single) =
+        (dirs.path().join("whole"), dirs.path().join("flat"), dirs.path().join("part"), dirs.path().join("single"));
+    run(&whole, &["--epochs", "2", "--mesh", "2,2", "--plan-file", plan_file]);
+    run(&flat, &["--epochs", "2", "--devices", "4", "--plan", "weird-trick"]);
+    let (grid, flat) = (metrics(&whole), metrics(&flat));
+    let layout = grid[0]["layout"].as_str().unwrap();
+    assert!(layout.contains("parameters sharded over the nodes (FSDP-style)"), "{layout}");
+    let by = &grid[0]["communication"]["by_collective"];
+    for c in ["all_gather[node]", "reduce_scatter[node]", "all_reduce[node]"] {
+        assert!(by[c]["bytes"].as_f64().unwrap() > 0.0, "{c}: {by}");
+    }
+    // As in the data-parallel 2-D test: f32 sums in another order, within 1e-3.
+    for (x, y) in grid.as_array().unwrap().iter().zip(flat.as_array().unwrap()) {
+        for key in ["train_loss", "test_loss"] {
+            let (p, q) = (x[key].as_f64().unwrap(), y[key].as_f64().unwrap());
+            assert!((p - q).abs() <= 1e-3 * q.abs(), "epoch {} {key} {p} vs {q}", x["epoch"]);
+        }
+    }
+    // Stopped after one epoch and resumed on the same mesh: the uninterrupted run's figures.
+    run(&part, &["--epochs", "1", "--mesh", "2,2", "--plan-file", plan_file]);
+    std::fs::create_dir_all(&single).unwrap();
+    for f in std::fs::read_dir(&part).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() && f.file_name().unwrap() != ".lock" {
+            std::fs::copy(&f, single.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    run(&part, &["--epochs", "2", "--mesh", "2,2", "--plan-file", plan_file, "--resume"]);
+    let resumed = metrics(&part);
+    for key in ["train_loss", "test_loss", "train_accuracy", "test_accuracy"] {
+        assert_eq!(resumed[1][key], grid[1][key], "resumed 2-D run, {key}");
+    }
+    // The checkpoint is the whole model: one device resumes it.
+    run(&single, &["--epochs", "2", "--resume"]);
+    let one = metrics(&single);
+    for key in ["train_loss", "test_loss"] {
+        let (p, q) = (one[1][key].as_f64().unwrap(), grid[1][key].as_f64().unwrap());
+        assert!((p - q).abs() <= 1e-3 * q.abs(), "resumed on one device: {key} {p} vs {q}");
+    }
+    // owt plan: placements per dimension, and what crosses the nodes.
+    let o = owt(&["plan", "--model", "alexnet-small", "--mesh", "2,2", "--batch", "16", "--plan-file", plan_file]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("FSDP-style"), "{out}{}", stderr(&o));
+    let row = |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    assert!(row("fc6.weight").contains("[Shard(0), Shard(1)]"), "{out}");
+    assert!(row("conv1.weight").contains("[Shard(0), Replicate]") && row("fc6.bias").contains("[Replicate, Shard(0)]"));
+    assert!(out.lines().any(|l| l.starts_with("fc6") && l.contains("reduce_scatter[node]")), "{out}");
+}
+
 /// `owt bench --mesh 2,2` measures the 2-D step: its ledger per step is exactly what
 /// `owt plan --mesh 2,2` predicts (bytes, messages, bytes across nodes), and its losses are
 /// the flat mesh's.
@@ -482,8 +560,8 @@ fn filters_are_drawn_per_tower_with_their_colour_specificity() {
 }
 
 /// `--plan-file`: a user's plan as JSON, 1-D on a mesh or per dimension on a 2-D mesh; what
-/// does not parse, or asks for more than data parallelism across nodes, is one line naming
-/// the file.
+/// does not parse, or asks for what has no meaning along the nodes, is one line naming the
+/// file.
 #[test]
 fn plan_files_give_the_ranks_a_users_plan() {
     let dir = tempfile::tempdir().unwrap();
@@ -505,7 +583,7 @@ fn plan_files_give_the_ranks_a_users_plan() {
     );
     let across = write(
         "across.json",
-        r#"{"name": "fc-across", "rules": [{"pattern": "fc6.weight", "placement": [{"Shard": 1}, {"Shard": 1}]}],
+        r#"{"name": "fc-across", "rules": [{"pattern": "fc6.weight", "placement": ["Partial", {"Shard": 1}]}],
             "default": ["Replicate", "Replicate"], "input": [{"Shard": 0}, {"Shard": 0}]}"#,
     );
     let broken = write("broken.json", "{\"name\": ");
@@ -527,7 +605,7 @@ fn plan_files_give_the_ranks_a_users_plan() {
     );
     assert_one_line_error(
         &train(&["--mesh", "2,2", "--plan-file", &across]),
-        &["across.json", "fc6.weight", "Shard(1) along \"node\""],
+        &["across.json", "fc6.weight", "along \"node\"", "not a pending sum"],
     );
     assert_one_line_error(&train(&["--devices", "2", "--plan-file", &grid]), &["grid.json", "needs --mesh"]);
     assert_one_line_error(&train(&["--devices", "2", "--plan-file", &broken]), &["broken.json", "not JSON"]);

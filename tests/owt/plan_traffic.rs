@@ -175,6 +175,84 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_on_it() {
     assert!(e.to_string().contains("--batch 15") && e.to_string().contains("multiple of 2"), "{e}");
 }
 
+#[test]
+fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_for_plans_that_shard_over_the_nodes() {
+    // owt plan --mesh N,L --plan-file with placements along "node" other than data
+    // parallelism: parameters sharded over the nodes (evenly and not; inner placements on
+    // another dim, on the same dim, replicated) and the whole batch on every node; the dry
+    // run's entries equal the threaded nodes' real ledger, entry by entry.
+    use owt_hybrid::Placement::{self, Replicate, Shard};
+    use owt_hybrid::{GridLayout, GridMesh, GridPlan, GridRule};
+    let spec = ModelSpec::new(ModelKind::AlexNetSmall);
+    let arch = spec.architecture().unwrap();
+    let how = (Head::Softmax, FcUpdate::PerStep);
+    let plan =
+        |name: &str, rules: &[(&str, [Placement; 2])], default: [Placement; 2], input: [Placement; 2]| GridPlan {
+            name: name.into(),
+            rules: rules
+                .iter()
+                .map(|(p, placement)| GridRule { pattern: p.to_string(), placement: *placement })
+                .collect(),
+            default,
+            input,
+            ranks: None,
+            towers: None,
+        };
+    let fsdp = plan(
+        "fsdp",
+        &[
+            ("fc*.weight", [Shard(0), Shard(1)]),
+            ("fc*.bias", [Shard(0), Shard(0)]),
+            ("conv*.weight", [Shard(0), Replicate]),
+        ],
+        [Replicate, Replicate],
+        [Shard(0), Shard(0)],
+    );
+    let same_dim =
+        plan("same-dim", &[("fc*.weight", [Shard(1), Shard(1)])], [Shard(0), Replicate], [Shard(0), Shard(0)]);
+    let whole_batch = plan(
+        "whole-batch",
+        &[("fc*.weight", [Shard(1), Shard(1)]), ("conv*", [Shard(0), Replicate])],
+        [Replicate, Replicate],
+        [Replicate, Shard(0)],
+    );
+    for (shape, grid) in [([2, 2], fsdp.clone()), ([3, 2], fsdp), ([2, 2], same_dim), ([3, 2], whole_batch)] {
+        let batch = 12;
+        let config =
+            TrainConfig { batch, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
+        let local = grid.local_plan().unwrap();
+        let dry = PlanDryRun {
+            arch: &arch,
+            plan: &local,
+            ranks: shape[0] * shape[1],
+            batch,
+            scheme: Exchange::AllGather,
+            head: how.0,
+            fc_update: how.1,
+        };
+        let (report, placements) = dry.run_on_grid_plan(shape, &grid).unwrap();
+        let jobs = GridMesh::threaded(
+            shape[0],
+            |_| MeshDevice::virtual_ranks(Default::default(), shape[1]),
+            |node| {
+                let layout = GridLayout::<Flex>::with_plan(node, &grid, Exchange::AllGather).unwrap();
+                let ledger = steps_on(&layout, &arch, &config, how);
+                let model = layout.place_module(arch.try_init::<H>(layout.device()).unwrap()).unwrap();
+                (ledger, layout.placements(&model))
+            },
+        );
+        let what = format!("{} on a {shape:?} mesh", grid.name);
+        assert!(jobs.iter().all(|j| j == &jobs[0]), "{what}: every node reads the mesh's ledger");
+        assert_eq!(jobs[0].1, placements, "{what}: placements per dimension");
+        assert_matches(&jobs[0].0, &report.comm, &what);
+        let gathered = jobs[0].0.by_collective("all_gather[node]").bytes;
+        assert!(gathered > 0, "{what}");
+        let across = ["all_reduce[node]", "all_gather[node]", "reduce_scatter[node]"];
+        let crossing: u64 = across.iter().map(|c| jobs[0].0.by_collective(c).bytes).sum();
+        assert_eq!(crossing, report.comm.total_cross_process_bytes, "{what}: bytes across nodes");
+    }
+}
+
 /// The dry run of one softmax step with per-step FC updates.
 fn dry_run(arch: &Architecture, plan: &Plan, ranks: usize, batch: usize, scheme: Exchange) -> DryRunReport {
     PlanDryRun { arch, plan, ranks, batch, scheme, head: Head::Softmax, fc_update: FcUpdate::PerStep }.run().unwrap()
