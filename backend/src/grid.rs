@@ -10,7 +10,9 @@
 //! of the same local index: one column of the mesh). So a tensor's placement per dimension
 //! is `[node, local]`: `[Shard(0), Shard(0)]` for the batch, `[Replicate, p]` for a parameter
 //! placed `p` by the plan on the local mesh, `[Partial(sum), p]` for its gradient before the
-//! sum over nodes.
+//! sum over nodes. A plan may also shard a parameter over the nodes (`[Shard(d), p]`, each
+//! node storing its slice, FSDP-style: [`crate::grid_shard`]) or give every node the whole
+//! batch (`[Replicate, p]` for the input): [`crate::GridPlan`].
 //!
 //! A 1-D mesh is today's [`MeshDevice`], spelled as before.
 

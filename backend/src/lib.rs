@@ -13,7 +13,7 @@ mod exchange;
 pub mod grid;
 mod grid_layout;
 mod grid_plan;
-mod grid_shard;
+pub mod grid_shard;
 mod kind;
 mod layout;
 mod ledger;

@@ -275,11 +275,11 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
         println!("{path:<14} {}", owt_hybrid::grid::describe(p));
     }
     println!();
-    println!("{:<6} {:<9} {:<17} {:>15} {:>9}", "layer", "phase", "collective", "bytes", "messages");
+    println!("{:<6} {:<9} {:<20} {:>15} {:>9}", "layer", "phase", "collective", "bytes", "messages");
     for t in &report.comm.layers {
-        println!("{:<6} {:<9} {:<17} {:>15} {:>9}", t.layer, t.phase, t.collective, t.bytes, t.messages);
+        println!("{:<6} {:<9} {:<20} {:>15} {:>9}", t.layer, t.phase, t.collective, t.bytes, t.messages);
     }
-    println!("{:<34} {:>15} {:>9}", "total", report.comm.total_bytes, report.comm.total_messages);
+    println!("{:<37} {:>15} {:>9}", "total", report.comm.total_bytes, report.comm.total_messages);
     let tier = if args.processes > 1 { "across nodes, each a process of its own" } else { "across nodes" };
     println!("{tier} (the [node] entries): {} bytes", report.comm.total_cross_process_bytes);
     if let Some(profile) = profile {
