@@ -7,7 +7,8 @@
 //! with `--devices K/P` with the same weights, bit for bit, as `owt train --devices K` in one
 //! process, and the job's ledger (every process's summed) equals the one process's entry by
 //! entry; runs resume across process counts; a killed process ends the job naming it, with
-//! the last checkpoint intact; processes started with different flags refuse to start.
+//! the last checkpoint intact; processes started with different flags refuse to start; and
+//! `srun --mpi=pmix` from a one-node Slurm does what mpirun does.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -149,6 +150,55 @@ fn every_plan_across_processes_ends_with_the_weights_of_one_process() {
             same_traffic(&one, &many, &what);
             eprintln!("{what}: the same weights bit for bit, the same ledger");
         }
+    }
+}
+
+/// Whether a Slurm controller answers here (`scripts/slurm-localhost.sh` starts one).
+fn slurm_answers() -> bool {
+    Command::new("sinfo").args(["-h", "-o", "%T"]).output().is_ok_and(|o| {
+        let states = String::from_utf8_lossy(&o.stdout);
+        o.status.success() && ["idle", "mix", "alloc"].iter().any(|s| states.contains(s))
+    })
+}
+
+/// `srun --mpi=pmix -n P owt train --devices K/P` from Slurm (a one-node cluster on this
+/// machine: `scripts/slurm-localhost.sh`, which `.ci/run` starts and then requires with
+/// `OWT_REQUIRE_SLURM=1`): the processes Slurm starts meet through PMIx and MPI, their ranks
+/// checked against Slurm's own variables (`SLURM_PROCID`, `SLURM_NTASKS`), and the job ends
+/// with the weights of one process of K ranks bit for bit, the same ledger, and only process
+/// 0 printing. Without a Slurm controller and without the requirement it says so and ends.
+#[test]
+fn srun_with_pmix_runs_the_job_as_one_process_does() {
+    if !slurm_answers() {
+        assert!(
+            std::env::var_os("OWT_REQUIRE_SLURM").is_none(),
+            "OWT_REQUIRE_SLURM is set but no Slurm controller answers: run scripts/slurm-localhost.sh first"
+        );
+        eprintln!("no Slurm controller answers here (scripts/slurm-localhost.sh starts one): srun not tried");
+        return;
+    }
+    let flags = ["--plan", "weird-trick", "--scheme", "b", "--epochs", "1"];
+    for (p, k) in [(2, 4), (4, 4)] {
+        let (one, many) = (dir(&format!("srun-{k}-one")), dir(&format!("srun-{p}x{}", k / p)));
+        in_process(&one, k, &flags);
+        let run = Command::new("srun")
+            .args(["--mpi=pmix", "-n", &p.to_string(), "-O", "--kill-on-bad-exit=1", OWT])
+            .args(train_args(&many, k / p, &flags))
+            .env("RAYON_NUM_THREADS", "1")
+            .env("OMPI_MCA_btl", "self,tcp")
+            .env("OMPI_MCA_btl_tcp_if_include", "lo")
+            .env("OMPI_MCA_oob_tcp_if_include", "lo")
+            .output()
+            .unwrap();
+        let run = check(run, &format!("srun --mpi=pmix -n {p} owt train"));
+        let what = format!("srun, {p} processes x {} ranks against 1 x {k}", k / p);
+        let gap = weight_gap(&one, &many);
+        assert_eq!(gap, 0.0, "{what}: the weights differ by {gap:e} (relative)");
+        same_traffic(&one, &many, &what);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let finals = stdout.lines().filter(|l| l.starts_with("final test accuracy")).count();
+        assert_eq!(finals, 1, "{what}: only process 0 prints:\n{stdout}");
+        eprintln!("{what}: the same weights bit for bit, the same ledger");
     }
 }
 
