@@ -58,11 +58,19 @@ fn one_step_each(bytes: &[u8], splits: &owt::data::Splits) -> (LedgerSnapshot, L
 }
 
 /// Replaces every float parameter by draws from a generator of its own, seeded, with the
-/// parameter's initial spread. Flex's generator is shared with the binary's other tests, so
-/// its draws differ from run to run; a draw that puts a max or a ReLU within f32 rounding of a
-/// tie lets the two runs take different branches (issue 22: about one draw in a hundred, here
-/// a gap of 5e-5 in conv1.weight once in CI).
-struct Seeded(rand::rngs::StdRng);
+/// spread Burn's default initialisation gives it: uniform within 1/sqrt(fan_in) (Kaiming
+/// uniform with gain 1/sqrt(3), for Linear and Conv2d weights and their biases alike), the
+/// fan-in read from the weight's shape (a bias takes its layer's weight's, visited first).
+/// Flex's generator is shared with the binary's other tests, so its draws differ from run to
+/// run; a draw that puts a max or a ReLU within f32 rounding of a tie lets the two runs take
+/// different branches (issue 22: about one draw in a hundred, here a gap of 5e-5 in
+/// conv1.weight once in CI). The spread is the shape's, not the drawn values' own: a bound
+/// taken from the random values' root mean square made every run's weights, and so its
+/// ties, different again (a gap of 1.7e-4 in conv1.weight once in CI).
+struct Seeded {
+    rng: rand::rngs::StdRng,
+    fan_in: usize,
+}
 
 impl<B: burn::tensor::backend::Backend> burn::module::ModuleMapper<B> for Seeded {
     fn map_float<const D: usize>(
@@ -71,12 +79,17 @@ impl<B: burn::tensor::backend::Backend> burn::module::ModuleMapper<B> for Seeded
     ) -> burn::module::Param<burn::tensor::Tensor<B, D>> {
         use rand::Rng;
         param.map(|t| {
-            let values: Vec<f32> = t.to_data().iter::<f32>().collect();
-            let n = values.len() as f32;
-            let std = (values.iter().map(|v| v * v).sum::<f32>() / n).sqrt();
-            // Uniform with the initial values' spread (root mean square).
-            let bound = 3f32.sqrt() * std;
-            let values: Vec<f32> = (0..t.shape().num_elements()).map(|_| self.0.random_range(-bound..=bound)).collect();
+            let dims = t.dims();
+            // Linear weights are [in, out]; Conv2d weights [out, in / groups, kh, kw].
+            match D {
+                2 => self.fan_in = dims[0],
+                4 => self.fan_in = dims[1] * dims[2] * dims[3],
+                _ => {}
+            }
+            assert!(self.fan_in > 0, "a bias before any weight: {dims:?}");
+            let bound = 1.0 / (self.fan_in as f32).sqrt();
+            let values: Vec<f32> =
+                (0..t.shape().num_elements()).map(|_| self.rng.random_range(-bound..=bound)).collect();
             let fresh = burn::tensor::Tensor::from_data(burn::tensor::TensorData::new(values, t.shape()), &t.device());
             // A new leaf: it takes gradients again, as the parameter it replaces did.
             if t.is_require_grad() {
@@ -92,7 +105,7 @@ impl<B: burn::tensor::backend::Backend> burn::module::ModuleMapper<B> for Seeded
 fn the_learner_on_two_ranks_matches_one_device_and_moves_the_plans_traffic() {
     let splits = example::fashion_mnist();
     let net = AlexNetSmallConfig::new().init::<Ref>(&FlexDevice);
-    let net = net.map(&mut Seeded(<rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(21)));
+    let net = net.map(&mut Seeded { rng: <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(21), fan_in: 0 });
     let init = Classifier { net };
     let bytes = record_to_bytes::<Ref, _>(init.clone().into_record()).unwrap();
 
