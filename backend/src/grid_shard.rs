@@ -8,9 +8,11 @@
 //!
 //! Host-staged over the nodes' process group, like [`GridMesh::all_reduce_over_nodes`]: each
 //! local rank exchanges with the ranks of the same local index on the other nodes (a column
-//! of the mesh). A slice placed `Shard(d)` inside the node on the very dimension the nodes
-//! split is first gathered inside the node (its local pieces are not the whole tensor's
-//! local pieces), then exchanged whole, then cut again.
+//! of the mesh). A piece replicated inside the node is cut over the local ranks first
+//! ([`cut_dim`]), so it crosses the nodes once, and the result is all-gathered inside the
+//! node. A slice placed `Shard(d)` inside the node on the very dimension the nodes split is
+//! first gathered inside the node (its local pieces are not the whole tensor's local
+//! pieces), then exchanged as a replicated one, then cut again.
 
 use std::ops::Range;
 
@@ -72,7 +74,33 @@ fn decode(bytes: &[u8], like: &[Shape], dim: usize, dtype: DType) -> Vec<TensorD
     pieces
 }
 
+/// The dim a replicated piece is cut along, locally and for free, before it crosses the nodes
+/// sharded along `dim` (a tensor of `dims`, on nodes of `local` ranks), so that it crosses once
+/// and not once per local rank: the first other dim with an entry per local rank. None on
+/// one local rank, or where no other dim has enough entries (then every local rank sends
+/// its whole copy). The summed or gathered pieces are then all-gathered inside the node, as
+/// NCCL's hierarchical collectives do.
+pub fn cut_dim(dims: &[usize], dim: usize, local: usize) -> Option<usize> {
+    if local < 2 {
+        return None;
+    }
+    (0..dims.len()).find(|&e| e != dim && dims[e] >= local)
+}
+
 impl<D: DeviceOps> GridMesh<D> {
+    /// Where a replicated `t` crosses the nodes cut first ([`cut_dim`]).
+    fn cut_for_nodes<B: Backend<Device = D>, const N: usize>(
+        &self,
+        t: &Tensor<Hybrid<B>, N>,
+        dim: usize,
+    ) -> Option<usize> {
+        let [nodes, local] = self.shape();
+        if nodes < 2 || t.placement() != Placement::Replicate {
+            return None;
+        }
+        cut_dim(&t.dims(), dim, local)
+    }
+
     fn group_failed(&self, e: GroupError, what: &str) -> ! {
         panic!("Hybrid: {e} ({}, {what} over the nodes)", self.nodes().describe())
     }
@@ -117,6 +145,10 @@ impl<D: DeviceOps> GridMesh<D> {
         let p = t.placement();
         if p == Placement::Shard(dim) {
             return self.all_gather_over_nodes(t.distribute(Placement::Replicate), dim).distribute(p);
+        }
+        if let Some(e) = self.cut_for_nodes(&t, dim) {
+            let whole = self.all_gather_over_nodes(t.distribute(Placement::Shard(e)), dim);
+            return whole.distribute(Placement::Replicate);
         }
         let nodes = self.shape()[0];
         let d = float_of(t);
@@ -166,6 +198,10 @@ impl<D: DeviceOps> GridMesh<D> {
         if p == Placement::Shard(dim) || matches!(p, Placement::Partial(_)) {
             let whole = self.reduce_scatter_over_nodes(t.distribute(Placement::Replicate), dim, weights);
             return whole.distribute(p);
+        }
+        if let Some(e) = self.cut_for_nodes(&t, dim) {
+            let slice = self.reduce_scatter_over_nodes(t.distribute(Placement::Shard(e)), dim, weights);
+            return slice.distribute(Placement::Replicate);
         }
         let nodes = self.shape()[0];
         let me = self.node();
@@ -270,13 +306,15 @@ mod tests {
                 );
                 // Each node sends (N - 1) = 2 copies of its slice's pieces to gather, and all
                 // but its slice of each piece to scatter, 4 bytes a value: summed over nodes,
-                // 2 x the whole per local copy gathered and (N - 1) x the whole scattered.
-                let copies = if p == Placement::Replicate || p == Placement::Shard(dim) { 2 } else { 1 };
+                // 2 x the whole gathered and (N - 1) x the whole scattered: the pieces of
+                // one copy, whatever the placement inside the node (a replicated one is cut
+                // over the local ranks first, and all-gathered inside the node after).
                 let ledger = &seen[0];
+
                 let gathered = ledger.by_collective(&format!("{}[node]", names::ALL_GATHER));
                 let scattered = ledger.by_collective(&format!("{}[node]", names::REDUCE_SCATTER));
-                assert_eq!(gathered.bytes, (2 * 56 * 4 * copies) as u64, "dim {dim} {p}");
-                assert_eq!(scattered.bytes, (2 * 56 * 4 * copies) as u64, "dim {dim} {p}");
+                assert_eq!(gathered.bytes, 2 * 56 * 4, "dim {dim} {p}");
+                assert_eq!(scattered.bytes, 2 * 56 * 4, "dim {dim} {p}");
                 assert_eq!(gathered.cross_process_bytes, gathered.bytes);
             }
         }

@@ -7,6 +7,7 @@
 use burn::backend::Autodiff;
 use burn::prelude::*;
 
+use owt_hybrid::grid_shard::cut_dim;
 use owt_hybrid::{
     layer_of, parameter_paths, phase_label, CommPlan, Distributed, DryRun, DryRunReport, Exchange, GridPlacement,
     GridPlan, Hybrid, MeshLayout, Placement, Plan, StepLayout, Traffic, UNLABELLED,
@@ -175,29 +176,56 @@ impl PlanDryRun<'_> {
                 Placement::Shard(d) => {
                     let slices = owt_hybrid::shard_ranges(dims[d], nodes);
                     let per_entry = elements / dims[d].max(1);
+                    // Local pieces that cross the nodes as copies of the whole (one per local
+                    // rank), or as one copy's pieces: split inside the node on another dim, or
+                    // replicated and cut first (then all-gathered inside the node after).
+                    let copies = |q: Placement, cut: Option<usize>| match (q, cut) {
+                        (Placement::Shard(e), _) if e != d => 1,
+                        (Placement::Replicate, Some(_)) => 1,
+                        _ => local,
+                    };
                     for slice in &slices {
                         let mut slice_dims = dims.clone();
                         slice_dims[d] = slice.len();
                         let slice_elements = slice.len() * per_entry;
-                        // Each local rank's piece of the node's slice, and how many whole
-                        // copies of it the node's ranks hold together.
-                        let split_other =
-                            matches!(p, Placement::Shard(e) if e != d && owt_hybrid::can_shard(slice_dims[e], local));
-                        let copies = if split_other { 1 } else { local };
+                        // The slice gathered over the nodes for the forward pass (a slice split
+                        // on dim d inside the node gathered inside it first).
+                        let mut q = p;
                         if p == Placement::Shard(d) {
                             ledger.add(&inner_traffic(local, &slice_dims, p, Placement::Replicate, &forward));
+                            q = Placement::Replicate;
                         }
+                        let cut = (q == Placement::Replicate).then(|| cut_dim(&slice_dims, d, local)).flatten();
                         *ledger.traffic.entry((forward.clone(), all_gather.clone())).or_default() +=
-                            across((nodes - 1) * slice_elements * copies * 4, local * (nodes - 1));
-                        if p == Placement::Shard(d) || (split_batch && matches!(p, Placement::Partial(_))) {
-                            // The gradient gathered inside the node first (then cut again, free).
+                            across((nodes - 1) * slice_elements * copies(q, cut) * 4, local * (nodes - 1));
+                        if let Some(e) = cut {
+                            ledger.add(&inner_traffic(
+                                local,
+                                &dims,
+                                Placement::Shard(e),
+                                Placement::Replicate,
+                                &forward,
+                            ));
+                        }
+                        // The gradient: reduce-scattered over the nodes, or only cut where every
+                        // node has the whole batch (a gradient split on dim d inside the node,
+                        // or partial, made whole inside it first).
+                        let mut q = p;
+                        let whole_first =
+                            p == Placement::Shard(d) || (split_batch && matches!(p, Placement::Partial(_)));
+                        if whole_first {
                             ledger.add(&inner_traffic(local, &dims, p, Placement::Replicate, &sync));
+                            q = Placement::Replicate;
                         }
                         if split_batch {
-                            let full_copies = if split_other { 1 } else { local };
-                            let sent = (elements - slice_elements) * full_copies * 4;
+                            let cut = (q == Placement::Replicate).then(|| cut_dim(&dims, d, local)).flatten();
+                            let sent = (elements - slice_elements) * copies(q, cut) * 4;
                             *ledger.traffic.entry((sync.clone(), reduce_scatter.clone())).or_default() +=
                                 across(sent, local * (nodes - 1));
+                            if let Some(e) = cut {
+                                let from = Placement::Shard(e);
+                                ledger.add(&inner_traffic(local, &slice_dims, from, Placement::Replicate, &sync));
+                            }
                         }
                     }
                 }

@@ -536,7 +536,7 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
             assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?} {}: losses {losses:?} vs {want_losses:?}", plan.name);
         }
         // Each parameter placed as the plan says; each sharded one's slice, gathered whole
-        // by every step ((N - 1) x each local rank's piece from every node) and once more for
+        // by every step ((N - 1) x one copy's pieces from every node) and once more for
         // the final weights, and its gradient reduce-scattered as much (not with the whole
         // batch on each node: then each node cuts its slice and nothing crosses).
         let [n, l] = shape;
@@ -557,9 +557,13 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
                 assert_eq!(stored, &slice, "{path}: node {node} stores its slice along the nodes");
             }
             if let Shard(d) = placement[0] {
-                // A node's piece is whole on each local rank unless split on another dim.
+                // One copy's pieces cross the nodes: split inside the node on another dim,
+                // or replicated (or split on dim d, then gathered inside the node) and cut
+                // over the local ranks first; a whole copy per local rank where no other dim
+                // has an entry per local rank.
                 let split = matches!(placement[1], Shard(e) if e != d);
-                let copies = if split { 1 } else { l };
+                let cut = owt_hybrid::grid_shard::cut_dim(dims, d, l).is_some();
+                let copies = if split || cut { 1 } else { l };
                 let elements: usize = dims.iter().product();
                 sharded += ((n - 1) * elements * copies * 8) as u64;
             }
