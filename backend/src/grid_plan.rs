@@ -94,6 +94,22 @@ impl GridPlan {
         }
     }
 
+    /// A plan named `name` from `(pattern, placement per dimension)` rules, first match wins;
+    /// no rank or tower requirement (set `ranks`/`towers` after for plans that have one).
+    pub fn of(name: &str, rules: &[(&str, GridPlacement)], default: GridPlacement, input: GridPlacement) -> Self {
+        GridPlan {
+            name: name.to_string(),
+            rules: rules
+                .iter()
+                .map(|(pattern, placement)| GridRule { pattern: pattern.to_string(), placement: *placement })
+                .collect(),
+            default,
+            input,
+            ranks: None,
+            towers: None,
+        }
+    }
+
     /// Where the parameter at `path` lives, per dimension.
     pub fn placement_of(&self, path: &str) -> GridPlacement {
         self.rules.iter().find(|r| pattern_matches(&r.pattern, path)).map(|r| r.placement).unwrap_or(self.default)

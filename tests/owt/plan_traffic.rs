@@ -181,24 +181,12 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_for_plans_that_shard_ove
     // parallelism: parameters sharded over the nodes (evenly and not; inner placements on
     // another dim, on the same dim, replicated) and the whole batch on every node; the dry
     // run's entries equal the threaded nodes' real ledger, entry by entry.
-    use owt_hybrid::Placement::{self, Replicate, Shard};
-    use owt_hybrid::{GridLayout, GridMesh, GridPlan, GridRule};
+    use owt_hybrid::Placement::{Replicate, Shard};
+    use owt_hybrid::{GridLayout, GridMesh, GridPlan};
     let spec = ModelSpec::new(ModelKind::AlexNetSmall);
     let arch = spec.architecture().unwrap();
     let how = (Head::Softmax, FcUpdate::PerStep);
-    let plan =
-        |name: &str, rules: &[(&str, [Placement; 2])], default: [Placement; 2], input: [Placement; 2]| GridPlan {
-            name: name.into(),
-            rules: rules
-                .iter()
-                .map(|(p, placement)| GridRule { pattern: p.to_string(), placement: *placement })
-                .collect(),
-            default,
-            input,
-            ranks: None,
-            towers: None,
-        };
-    let fsdp = plan(
+    let fsdp = GridPlan::of(
         "fsdp",
         &[
             ("fc*.weight", [Shard(0), Shard(1)]),
@@ -209,8 +197,8 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_for_plans_that_shard_ove
         [Shard(0), Shard(0)],
     );
     let same_dim =
-        plan("same-dim", &[("fc*.weight", [Shard(1), Shard(1)])], [Shard(0), Replicate], [Shard(0), Shard(0)]);
-    let whole_batch = plan(
+        GridPlan::of("same-dim", &[("fc*.weight", [Shard(1), Shard(1)])], [Shard(0), Replicate], [Shard(0), Shard(0)]);
+    let whole_batch = GridPlan::of(
         "whole-batch",
         &[("fc*.weight", [Shard(1), Shard(1)]), ("conv*", [Shard(0), Replicate])],
         [Replicate, Replicate],

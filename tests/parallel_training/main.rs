@@ -376,16 +376,62 @@ fn grid_run(
     )
 }
 
+/// The 2-D runs of one comparison: the model, batch and steps every case trains, and the
+/// single device's weights and losses they must end with.
+struct GridEquivalence {
+    spec: ModelSpec,
+    config: TrainConfig,
+    weights: Vec<u8>,
+    steps: usize,
+    want: (Vec<(String, Vec<f64>)>, Vec<f64>),
+}
+
+impl GridEquivalence {
+    /// AlexNetSmall (two towers, dropout 0.5), batch 16, 4 SGD steps.
+    fn new() -> Self {
+        let spec = small(2);
+        let (config, steps) = (config(spec.clone(), 16, FcUpdate::PerStep), 4);
+        let weights = initial_weights(&spec);
+        let want = run::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, steps);
+        Self { spec, config, weights, steps, want }
+    }
+
+    /// `plan` on a `shape` mesh under `scheme`: every node ends with the same weights, within
+    /// 1e-12 of one device's (relative, per tensor), with its losses; every node's outcome.
+    fn check(&self, shape: [usize; 2], plan: &owt_hybrid::GridPlan, scheme: Exchange) -> Vec<GridOutcome> {
+        let nodes = grid_run(shape, plan, scheme, &self.config, &self.weights, self.steps);
+        let (got, losses, ..) = &nodes[0];
+        for (n, other) in nodes.iter().enumerate().skip(1) {
+            assert_eq!(&other.0, got, "{shape:?} {}: node {n} ends with other weights than node 0", plan.name);
+        }
+        let (want, want_losses) = &self.want;
+        let (gap, worst) = relative_gap(got, want);
+        eprintln!(
+            "{shape:?} {} scheme {}: weight gap {gap:.2e} ({worst}), loss {:.4} -> {:.4}",
+            plan.name,
+            scheme.letter(),
+            losses[0],
+            losses[self.steps - 1]
+        );
+        assert!(gap <= 1e-12, "{shape:?} {}: {worst} differs by {gap:e} (relative)", plan.name);
+        for (a, b) in losses.iter().zip(want_losses) {
+            assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?} {}: losses {losses:?} vs {want_losses:?}", plan.name);
+        }
+        nodes
+    }
+
+    /// Every parameter's path and whole shape.
+    fn shapes(&self) -> Vec<(String, Vec<usize>)> {
+        owt_hybrid::parameter_paths(&init_model::<Ref>(&self.spec.architecture().unwrap(), &Default::default()))
+    }
+}
+
 #[test]
 fn two_dimensional_meshes_train_to_the_single_device_weights() {
     // The weird trick inside each node (FC columns split over "local"), data parallelism
     // across nodes; and plain data parallelism on both dimensions.
-    let spec = small(2);
-    let batch = 16;
-    let steps = 4;
-    let config = config(spec.clone(), batch, FcUpdate::PerStep);
-    let weights = initial_weights(&spec);
-    let (want, want_losses) = run::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, steps);
+    let runs = GridEquivalence::new();
+    let steps = runs.steps;
     let built_in = |kind: PlanKind| owt_hybrid::GridPlan::data_parallel_across(&kind.plan());
     // A user's plan, per dimension, in JSON: only fc6 split inside the nodes.
     let user: owt_hybrid::GridPlan = serde_json::from_str(
@@ -404,31 +450,15 @@ fn two_dimensional_meshes_train_to_the_single_device_weights() {
         ([2, 4], built_in(PlanKind::DataParallel), Exchange::AllGather),
     ];
     for (shape, plan, scheme) in cases {
-        let nodes = grid_run(shape, &plan, scheme, &config, &weights, steps);
-        let (got, losses, ledger, placements, _) = &nodes[0];
-        for (n, other) in nodes.iter().enumerate().skip(1) {
-            assert_eq!(&other.0, got, "{shape:?} {}: node {n} ends with other weights than node 0", plan.name);
-        }
-        let (gap, worst) = relative_gap(got, &want);
-        eprintln!(
-            "{shape:?} {} scheme {}: weight gap {gap:.2e} ({worst}), loss {:.4} -> {:.4}",
-            plan.name,
-            scheme.letter(),
-            losses[0],
-            losses[steps - 1]
-        );
-        assert!(gap <= 1e-12, "{shape:?} {}: {worst} differs by {gap:e} (relative)", plan.name);
-        for (a, b) in losses.iter().zip(&want_losses) {
-            assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?}: losses {losses:?} vs {want_losses:?}");
-        }
+        let nodes = runs.check(shape, &plan, scheme);
+        let (_, _, ledger, placements, _) = &nodes[0];
         // Across nodes every parameter is replicated and its gradient summed on a ring over
         // the nodes: 2 (N - 1) x each local rank's piece per step, 8 bytes a value (f64), all
         // of it crossing nodes; the FC columns the plan splits inside a node are 1/L pieces,
         // and so are the slices of a gradient replicated inside the node (at least L rows),
         // the summed slices then all-gathered inside each node.
         let [n, l] = shape;
-        let shapes =
-            owt_hybrid::parameter_paths(&init_model::<Ref>(&spec.architecture().unwrap(), &Default::default()));
+        let shapes = runs.shapes();
         let (mut analytic, mut gathered) = (0u64, 0u64);
         for ((path, dims), (path_p, placement)) in shapes.iter().zip(placements) {
             assert_eq!(path, path_p);
@@ -476,30 +506,11 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
     // slice (FSDP-style, gathered for every step, gradients reduce-scattered back), inner
     // placements of every kind under them (Shard(1) on another dim, Shard(1) on the very
     // dim the nodes split, Replicate), and the whole batch on every node.
-    use owt_hybrid::Placement::{self, Replicate, Shard};
-    let spec = small(2);
-    let batch = 16;
-    let steps = 4;
-    let config = config(spec.clone(), batch, FcUpdate::PerStep);
-    let weights = initial_weights(&spec);
-    let (want, want_losses) = run::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, steps);
-    let plan = |name: &str, rules: &[(&str, [Placement; 2])], default: [Placement; 2], input: [Placement; 2]| {
-        owt_hybrid::GridPlan {
-            name: name.into(),
-            rules: rules
-                .iter()
-                .map(|(pattern, placement)| owt_hybrid::GridRule {
-                    pattern: pattern.to_string(),
-                    placement: *placement,
-                })
-                .collect(),
-            default,
-            input,
-            ranks: None,
-            towers: None,
-        }
-    };
-    let fsdp = plan(
+    use owt_hybrid::GridPlan;
+    use owt_hybrid::Placement::{Replicate, Shard};
+    let runs = GridEquivalence::new();
+    let steps = runs.steps;
+    let fsdp = GridPlan::of(
         "fsdp-weird-trick",
         &[
             ("fc*.weight", [Shard(0), Shard(1)]),
@@ -509,9 +520,13 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
         [Replicate, Replicate],
         [Shard(0), Shard(0)],
     );
-    let same_dim =
-        plan("columns-both-ways", &[("fc*.weight", [Shard(1), Shard(1)])], [Shard(0), Replicate], [Shard(0), Shard(0)]);
-    let whole_batch = plan(
+    let same_dim = GridPlan::of(
+        "columns-both-ways",
+        &[("fc*.weight", [Shard(1), Shard(1)])],
+        [Shard(0), Replicate],
+        [Shard(0), Shard(0)],
+    );
+    let whole_batch = GridPlan::of(
         "whole-batch-each",
         &[("fc*.weight", [Shard(0), Shard(1)])],
         [Replicate, Replicate],
@@ -524,24 +539,14 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
         ([2, 2], whole_batch, Exchange::AllGather),
     ];
     for (shape, plan, scheme) in cases {
-        let nodes = grid_run(shape, &plan, scheme, &config, &weights, steps);
-        let (got, losses, ledger, placements, _) = &nodes[0];
-        for (n, other) in nodes.iter().enumerate().skip(1) {
-            assert_eq!(&other.0, got, "{shape:?} {}: node {n} ends with other weights than node 0", plan.name);
-        }
-        let (gap, worst) = relative_gap(got, &want);
-        eprintln!("{shape:?} {} scheme {}: weight gap {gap:.2e} ({worst})", plan.name, scheme.letter());
-        assert!(gap <= 1e-12, "{shape:?} {}: {worst} differs by {gap:e} (relative)", plan.name);
-        for (a, b) in losses.iter().zip(&want_losses) {
-            assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?} {}: losses {losses:?} vs {want_losses:?}", plan.name);
-        }
+        let nodes = runs.check(shape, &plan, scheme);
+        let (_, _, ledger, placements, _) = &nodes[0];
         // Each parameter placed as the plan says; each sharded one's slice, gathered whole
         // by every step ((N - 1) x one copy's pieces from every node) and once more for
         // the final weights, and its gradient reduce-scattered as much (not with the whole
         // batch on each node: then each node cuts its slice and nothing crosses).
         let [n, l] = shape;
-        let shapes =
-            owt_hybrid::parameter_paths(&init_model::<Ref>(&spec.architecture().unwrap(), &Default::default()));
+        let shapes = runs.shapes();
         let mut sharded = 0u64;
         for ((path, dims), (path_p, placement)) in shapes.iter().zip(placements) {
             assert_eq!(path, path_p);
