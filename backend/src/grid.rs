@@ -351,12 +351,6 @@ pub fn sums_by_slices(placement: Placement, rows: usize, shape: [usize; 2]) -> b
     placement == Placement::Replicate && nodes > 1 && local > 1 && rows >= local
 }
 
-/// A parameter's placement on a 2-D mesh whose nodes are data-parallel: replicated across
-/// nodes, placed by the plan inside each.
-pub fn parameter_placement(local: Placement) -> GridPlacement {
-    [Placement::Replicate, local]
-}
-
 /// A placement per dimension as `owt plan` prints it: `[Replicate, Shard(1)]`.
 pub fn describe(p: &GridPlacement) -> String {
     format!("[{}, {}]", p[0], p[1])

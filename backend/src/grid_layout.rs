@@ -61,9 +61,8 @@ impl<IB: Backend> std::fmt::Debug for GridLayout<IB> {
 impl<IB: Backend> GridLayout<IB> {
     /// The layout of `plan` on `grid`: on its local mesh, exchanging activities by `scheme`.
     pub fn new(grid: GridMesh<IB::Device>, plan: Plan, scheme: Exchange) -> Self {
-        let across = GridPlan::data_parallel_across(&plan);
-        let inner = MeshLayout::new(grid.local().clone(), plan, scheme);
-        Self { grid, inner, plan: across, total: Arc::default(), outer: Arc::default() }
+        Self::with_plan(grid, &GridPlan::data_parallel_across(&plan), scheme)
+            .expect("a 1-D plan inside each node, data-parallel across, is a 2-D plan")
     }
 
     /// The layout of a 2-D plan on `grid` (see [`GridPlan::local_plan`] for what it may
@@ -92,9 +91,14 @@ impl<IB: Backend> GridLayout<IB> {
         }
     }
 
+    /// Each placed parameter's placement along the nodes, by id.
+    fn along_nodes(&self) -> std::sync::MutexGuard<'_, HashMap<ParamId, Placement>> {
+        self.outer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Where the parameter `id` lives along the nodes (`Replicate` if it was never placed).
     fn outer_of(&self, id: &ParamId) -> Placement {
-        self.outer.lock().unwrap_or_else(|e| e.into_inner()).get(id).copied().unwrap_or(Placement::Replicate)
+        self.along_nodes().get(id).copied().unwrap_or(Placement::Replicate)
     }
 
     /// The mesh.
@@ -111,7 +115,7 @@ impl<IB: Backend> GridLayout<IB> {
     /// per dimension, outer first: `[Replicate, Shard(1)]` for an FC weight split by columns
     /// inside each node, `[Shard(0), Shard(1)]` for one whose rows each node stores a slice of.
     pub fn placements<M: Module<AH<IB>>>(&self, module: &M) -> Vec<(String, GridPlacement)> {
-        let mut found = PlacementList { path: Vec::new(), found: Vec::new(), outer: &self.outer };
+        let mut found = PlacementList { path: Vec::new(), found: Vec::new(), outer: &self.along_nodes() };
         module.visit(&mut found);
         found.found
     }
@@ -149,7 +153,7 @@ fn rows_of(data: TensorData, rows: Range<usize>, total: usize) -> TensorData {
 struct PlacementList<'a> {
     path: Vec<String>,
     found: Vec<(String, GridPlacement)>,
-    outer: &'a Mutex<HashMap<ParamId, Placement>>,
+    outer: &'a HashMap<ParamId, Placement>,
 }
 
 impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList<'_> {
@@ -162,8 +166,8 @@ impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList<'_> {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AH<IB>, D>>) {
-        let outer = self.outer.lock().unwrap_or_else(|e| e.into_inner()).get(&param.id).copied();
-        self.found.push((self.path.join("."), [outer.unwrap_or(Placement::Replicate), param.val().placement()]));
+        let outer = self.outer.get(&param.id).copied().unwrap_or(Placement::Replicate);
+        self.found.push((self.path.join("."), [outer, param.val().placement()]));
     }
 }
 
@@ -240,15 +244,13 @@ impl<IB: Backend> GradientMap<IB> for NodeSum<'_, IB> {
         param: &Param<Tensor<AH<IB>, D>>,
         grad: Tensor<Hybrid<IB>, D>,
     ) -> Tensor<Hybrid<IB>, D> {
-        let sharded = match self.outer.get(&param.id) {
-            Some(&Placement::Shard(d)) => Some(d),
-            _ => None,
-        };
-        match (sharded, self.replicated_input) {
-            (Some(d), false) => return self.grid.reduce_scatter_over_nodes(grad, d, Some(self.weights)),
-            (Some(d), true) => return self.grid.node_slice(grad, d),
-            (None, true) => return grad,
-            (None, false) => {}
+        match (self.outer.get(&param.id), self.replicated_input) {
+            (Some(&Placement::Shard(d)), false) => {
+                return self.grid.reduce_scatter_over_nodes(grad, d, Some(self.weights))
+            }
+            (Some(&Placement::Shard(d)), true) => return self.grid.node_slice(grad, d),
+            (_, true) => return grad,
+            (_, false) => {}
         }
         if sums_by_slices(grad.placement(), grad.dims()[0], self.grid.shape()) {
             let slice = grad.distribute(Placement::Shard(0));
@@ -297,19 +299,19 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         let mut slicer =
             NodeSlicer::<IB> { grid: &self.grid, plan: &self.plan, path: Vec::new(), outer: HashMap::new() };
         let module = module.map(&mut slicer);
-        self.outer.lock().unwrap_or_else(|e| e.into_inner()).extend(slicer.outer);
+        self.along_nodes().extend(slicer.outer);
         self.inner.place_module(module)
     }
 
     fn stores_whole(&self) -> bool {
-        !self.outer.lock().unwrap_or_else(|e| e.into_inner()).values().any(|p| matches!(p, Placement::Shard(_)))
+        !self.along_nodes().values().any(|p| matches!(p, Placement::Shard(_)))
     }
 
     fn compute_module<M: Module<AH<IB>>>(&self, module: &M) -> M {
         if self.stores_whole() {
             return module.clone();
         }
-        let outer = self.outer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let outer = self.along_nodes().clone();
         let mut gatherer = NodeGatherer::<IB> { grid: &self.grid, outer: &outer, path: Vec::new() };
         let whole = module.clone().map(&mut gatherer);
         self.grid.local().set_phase(None);
@@ -398,7 +400,7 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     ) -> GradientsParams {
         let mut grads = self.inner.sync(module, grads);
         let weights = self.node_weights();
-        let outer = self.outer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let outer = self.along_nodes().clone();
         let sum = NodeSum::<IB> {
             grid: &self.grid,
             weights: &weights,

@@ -50,7 +50,8 @@ pub struct GridRule {
 /// let mut across = plan.clone();
 /// across.rules[0].placement = [Placement::Shard(0), Placement::Shard(1)];
 /// assert_eq!(across.local_plan().unwrap(), local);
-/// assert!(!across.is_data_parallel_across());
+/// assert_eq!(across.across(), "data-parallel across with parameters sharded over the nodes (FSDP-style)");
+/// assert_eq!(plan.across(), "data-parallel across");
 ///
 /// // A parameter as a pending sum along the nodes means nothing: refused, naming the rule.
 /// across.rules[0].placement = [Placement::Partial(owt_hybrid::ReduceOp::Sum), Placement::Shard(1)];
@@ -118,14 +119,6 @@ impl GridPlan {
     /// Where the parameter at `path` lives along the nodes.
     pub fn outer_of(&self, path: &str) -> Placement {
         self.placement_of(path)[0]
-    }
-
-    /// Whether the nodes run plain data parallelism: every parameter `Replicate` along them
-    /// and the batch `Shard(0)` (what the built-in plans lift to).
-    pub fn is_data_parallel_across(&self) -> bool {
-        self.input[0] == Placement::Shard(0)
-            && self.default[0] == Placement::Replicate
-            && self.rules.iter().all(|r| r.placement[0] == Placement::Replicate)
     }
 
     /// What the plan does along the nodes, in words (logs, `owt plan`).

@@ -333,8 +333,11 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let upload = |batch: &Batch| upload_eval(layout, batch);
         let (mean, sum) = (|x| layout.mean_over_outer(x), |x| layout.sum_over_outer(x));
         let whole = OverNodes { mean: &mean, sum: &sum };
+        // The model as a step computes with it (on a 2-D mesh that shards parameters over
+        // its nodes, gathered once here): evaluated, then checkpointed whole.
+        let gathered = layout.compute_module(&model);
         let test = evaluate_rows(
-            &layout.compute_module(&model).valid(),
+            &gathered.valid(),
             config.head,
             &splits.test,
             config.batch,
@@ -365,9 +368,8 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             metrics: metrics.clone(),
             imported_from: imported_from.clone(),
         };
-        // The whole model and optimizer state (gathered where a 2-D mesh shards them over
-        // its nodes).
-        let model_bytes = record_to_bytes::<B, _>(layout.compute_module(&model).into_record())?;
+        // The whole model and optimizer state.
+        let model_bytes = record_to_bytes::<B, _>(gathered.into_record())?;
         // In module order: reading a sharded tensor is a collective, and every process must
         // read the same one at the same time (the record's own order is a hash map's).
         let whole = momentum::whole(layout, optim.to_record(), &model);
