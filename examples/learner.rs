@@ -56,7 +56,7 @@ impl<B: Backend> Batcher<B, usize, ImageBatch<B>> for ImageBatcher {
     fn batch(&self, items: Vec<usize>, device: &B::Device) -> ImageBatch<B> {
         let batch = self.0.batch(&items, false, &mut StdRng::seed_from_u64(0));
         ImageBatch {
-            images: Tensor::from_data(batch.normalised_data(), device),
+            images: Tensor::from_data(batch.normalised_data(&owt_models::PixelNorm::Symmetric), device),
             targets: Tensor::from_data(batch.label_data(), device),
         }
     }
@@ -222,8 +222,16 @@ impl MetricsRenderer for TextProgress {
 
 /// Fashion-MNIST from Debian's `dataset-fashion-mnist`.
 pub fn fashion_mnist() -> Splits {
-    let request =
-        DataRequest { kind: DatasetKind::FashionMnist, dir: None, limit: None, model_input: [1, 28, 28], seed: 0 };
+    let request = DataRequest {
+        kind: DatasetKind::FashionMnist,
+        dir: None,
+        limit: None,
+        model_input: [1, 28, 28],
+        seed: 0,
+        resize: None,
+        val_labels: None,
+        filter: owt_models::ResizeFilter::Area,
+    };
     open_splits(&request).unwrap_or_else(|e| panic!("{e} (apt-get install dataset-fashion-mnist)"))
 }
 

@@ -13,8 +13,16 @@ fn main() -> Result<(), owt::OwtError> {
     let config =
         TrainConfig { epochs, ..TrainConfig::new(ModelSpec::new(ModelKind::AlexNetSmall), DatasetKind::FashionMnist) };
     let arch = config.model.architecture()?;
-    let splits =
-        open_splits(&DataRequest { kind: config.dataset, dir: None, limit: None, model_input: arch.input, seed: 0 })?;
+    let splits = open_splits(&DataRequest {
+        kind: config.dataset,
+        dir: None,
+        limit: None,
+        model_input: arch.input,
+        seed: 0,
+        resize: None,
+        val_labels: None,
+        filter: owt_models::ResizeFilter::Area,
+    })?;
     let out = std::path::Path::new("runs/example-fashion-mnist");
     let device: burn::backend::flex::FlexDevice = Default::default();
     train(
@@ -24,7 +32,14 @@ fn main() -> Result<(), owt::OwtError> {
         &RunOptions { verbose: true, overwrite: true, ..RunOptions::new(out) },
     )?;
     let (model, state) = load_model::<Flex>(out, &device)?;
-    let e = evaluate(&model, state.config.head, &splits.test, &device)?;
+    let e = evaluate(
+        &model,
+        state.config.head,
+        &state.config.model.pixel_norm,
+        &splits.test,
+        &device,
+        owt::train::input::Preparation::all_cores(2),
+    )?;
     println!("reloaded checkpoint: test accuracy {:.2}%", 100.0 * e.accuracy);
     Ok(())
 }

@@ -34,6 +34,9 @@ fn main() -> Result<(), owt::OwtError> {
         limit: config.limit,
         model_input: arch.input,
         seed: 0,
+        resize: None,
+        val_labels: None,
+        filter: owt_models::ResizeFilter::Area,
     })?;
     let mesh = MeshDevice::virtual_ranks(Default::default(), 4);
     let layout = MeshLayout::<Flex>::new(mesh, plan.clone(), Exchange::Broadcast);

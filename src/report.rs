@@ -390,6 +390,7 @@ mod tests {
                 test_top5_accuracy: None,
                 lr: Some(lr),
                 images_per_second: 1.0,
+                input_wait_s: None,
                 seconds: 1.0,
                 layout: None,
                 communication: None,

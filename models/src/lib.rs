@@ -6,6 +6,7 @@ mod architecture;
 mod dropout;
 mod finite;
 mod head;
+mod input_transform;
 mod lrn;
 mod profile;
 mod spec;
@@ -18,6 +19,7 @@ pub use architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, P
 pub use dropout::{keeps_element, CounterDropout, DropoutKey, PassCounter};
 pub use finite::non_finite_parameters;
 pub use head::Head;
+pub use input_transform::{default_resize, PixelNorm, ResizeFilter};
 pub use lrn::{TowerLrn, TowerLrnConfig};
 pub use profile::{LayerProfile, ModelProfile};
 pub use spec::{ModelKind, ModelSpec};

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::architecture::{Architecture, ArchitectureError};
+use crate::input_transform::{default_resize, PixelNorm, ResizeFilter};
 use crate::variants::{AlexNet2012Config, AlexNetOwtConfig, AlexNetSmallConfig};
 
 /// Which family member.
@@ -66,12 +67,40 @@ pub struct ModelSpec {
     pub towers: Option<usize>,
     /// Dropout probability.
     pub dropout: Option<f64>,
+    /// How pixels become the network's input (owt's own `x / 127.5 - 1` unless the weights
+    /// came from elsewhere or the run said otherwise; absent from older checkpoints).
+    #[serde(default, skip_serializing_if = "PixelNorm::is_symmetric")]
+    pub pixel_norm: PixelNorm,
+    /// The shorter side images are resized to before the input's square is cut (`None`:
+    /// [`default_resize`] of the input side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resize: Option<usize>,
+    /// The filter images are resized with (owt's own: area; absent from older checkpoints,
+    /// which resized with [`ResizeFilter::legacy`]).
+    #[serde(default = "ResizeFilter::legacy")]
+    pub resize_filter: ResizeFilter,
 }
 
 impl ModelSpec {
     /// A member with all defaults.
     pub fn new(kind: ModelKind) -> Self {
-        Self { kind, input: None, channels: None, classes: None, towers: None, dropout: None }
+        Self {
+            kind,
+            input: None,
+            channels: None,
+            classes: None,
+            towers: None,
+            dropout: None,
+            pixel_norm: PixelNorm::Symmetric,
+            resize: None,
+            resize_filter: ResizeFilter::Area,
+        }
+    }
+
+    /// The shorter side this network's images are resized to before its `side` x `side`
+    /// input is cut (centred for evaluation, at random for training).
+    pub fn resize_side(&self, side: usize) -> usize {
+        self.resize.unwrap_or_else(|| default_resize(side))
     }
 
     /// The architecture, checked: impossible geometry or options are errors that name the
@@ -127,6 +156,13 @@ impl ModelSpec {
             return Err(ArchitectureError(format!("{}: dropout must be in [0, 1), got {}", arch.name, arch.dropout)));
         }
         arch.profile()?;
+        self.pixel_norm.check().map_err(ArchitectureError)?;
+        if let Some(r) = self.resize.filter(|&r| r < side) {
+            return Err(ArchitectureError(format!(
+                "{}: images are resized to a shorter side of {r}, below the input side {side} that is cut from them",
+                arch.name
+            )));
+        }
         Ok(arch)
     }
 

@@ -20,20 +20,21 @@ use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::profile::{profile_step, StepProfile};
-use crate::cli::{parse_head, ModelArgs, ParallelArgs};
-use crate::data::{synthetic_images, ImageSource};
+use crate::cli::{parse_head, ModelArgs, ParallelArgs, WorkersArg};
+use crate::data::{synthetic_images, DatasetKind, ImageSource};
 use crate::error::OwtError;
 use crate::parallel::check_run;
-use crate::train::input::Prefetch;
+use crate::train::input::{Prefetch, Preparation};
 use crate::train::metrics::TrafficPerStep;
+use crate::train::trainer::PREFETCH;
 use crate::train::{sgd, train_step, upload_batch, TrainConfig};
 
 /// Arguments of `owt bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The model.
+    /// The model (default alexnet-owt); with --loader, the geometry of the images prepared.
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub model: ModelArgs<false>,
     /// Global batch size.
     #[arg(long, default_value_t = 128)]
     pub batch: usize,
@@ -70,6 +71,23 @@ pub struct BenchArgs {
     /// and print their step times side by side.
     #[arg(long, conflicts_with = "profile")]
     pub compare_schemes: bool,
+    /// Image preparation threads.
+    #[command(flatten)]
+    pub workers: WorkersArg,
+    /// Time the input pipeline alone, the loader (the training split of --dataset, prepared
+    /// by --workers threads, no network): images/s and the time per stage. --steps batches
+    /// are timed. (`--input` is the model's input side.)
+    #[arg(long, conflicts_with_all = ["profile", "compare_schemes"])]
+    pub loader: bool,
+    /// The dataset of --loader.
+    #[arg(long, value_enum, default_value_t = DatasetKind::Synthetic, requires = "loader")]
+    pub dataset: DatasetKind,
+    /// Dataset directory of --loader.
+    #[arg(long, requires = "loader")]
+    pub data: Option<std::path::PathBuf>,
+    /// With --loader: only this many training images.
+    #[arg(long, requires = "loader")]
+    pub limit: Option<usize>,
 }
 
 /// The most steps (warmup and timed) one benchmark runs: the image order, losses and times of
@@ -230,6 +248,7 @@ impl BenchJob<'_> {
             check_run(plan, &arch, ranks, batch)?;
         }
         let device = layout.device();
+        let norm = &config.model.pixel_norm;
         let model: AlexNet<B> = crate::train::trainer::init_model(&arch, device, config.seed)?;
         let mut model = layout.place_module(model)?;
         let mut optim = sgd::<B>(&config);
@@ -245,7 +264,7 @@ impl BenchJob<'_> {
             config.batch,
             false,
             StdRng::seed_from_u64(config.seed),
-            2,
+            Preparation::new(args.workers.count(), PREFETCH),
             layout.row_split(),
         );
         let mut losses = Vec::with_capacity(total);
@@ -262,7 +281,7 @@ impl BenchJob<'_> {
             }
             let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
             let t0 = Instant::now();
-            let (images, labels) = upload_batch(layout, &batch);
+            let (images, labels) = upload_batch(layout, &batch, norm);
             let (next, outcome) = train_step(
                 layout,
                 model,
@@ -348,10 +367,12 @@ impl BackendJob for ProfileJob<'_> {
         let source: Arc<dyn ImageSource> =
             Arc::new(synthetic_images(arch.input, arch.classes, config.batch, config.seed));
         let order: Vec<usize> = (0..config.batch).collect();
-        let mut batches = Prefetch::start(source, order, config.batch, false, StdRng::seed_from_u64(config.seed), 1);
+        let how = Preparation::new(args.workers.count(), 1);
+        let mut batches = Prefetch::start(source, order, config.batch, false, StdRng::seed_from_u64(config.seed), how);
         let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the profile got no batch"))?;
-        let (images, labels) = upload_batch(&layout, &batch);
-        let upload = || upload_batch(&layout, &batch);
+        let norm = &config.model.pixel_norm;
+        let (images, labels) = upload_batch(&layout, &batch, norm);
+        let upload = || upload_batch(&layout, &batch, norm);
         let kind = args.backend.name();
         profile_step(model, &mut optim, config.lr, config.head, images, labels, &upload, args.steps, kind)
     }
@@ -379,6 +400,10 @@ impl MeshJob for BenchJob<'_> {
 pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     if args.batch == 0 {
         return Err(OwtError::input("--batch must be at least 1, got 0"));
+    }
+    if args.loader {
+        let report = crate::cli::bench_loader::run(args)?;
+        return print_report(&report, args.json, || report.table());
     }
     let too_many = || {
         OwtError::input(format!(

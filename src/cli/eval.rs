@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::backends::{run_on, BackendJob, BackendKind};
+use crate::cli::{ValLabelArgs, WorkersArg};
 use crate::data::{open_ten_crop_split, open_test_split, DataRequest, DatasetKind, ImageSource};
 use crate::error::OwtError;
+use crate::train::prefetch::Preparation;
 use crate::train::ten_crop::evaluate_ten_crop;
+use crate::train::trainer::PREFETCH;
 use crate::train::{evaluate, load_model, Evaluation};
 
 /// Arguments of `owt eval`.
@@ -29,6 +32,12 @@ pub struct EvalArgs {
     /// mirror images, the probabilities averaged over the ten (image folders only).
     #[arg(long)]
     pub ten_crop: bool,
+    /// Image preparation threads.
+    #[command(flatten)]
+    pub workers: WorkersArg,
+    /// A flat held-out folder's labels.
+    #[command(flatten)]
+    pub val: ValLabelArgs,
 }
 
 struct EvalJob<'a>(&'a EvalArgs);
@@ -39,12 +48,17 @@ impl BackendJob for EvalJob<'_> {
         let args = self.0;
         let (model, state) = load_model::<B::InnerBackend>(&args.checkpoint, &device)?;
         let arch = &model.architecture;
+        let norm = &state.config.model.pixel_norm;
+        let how = Preparation::new(args.workers.count(), PREFETCH);
         let request = DataRequest {
             kind: args.dataset,
             dir: args.data.clone(),
             limit: None,
             model_input: arch.input,
             seed: state.config.seed,
+            resize: state.config.model.resize,
+            val_labels: args.val.spec(),
+            filter: state.config.model.resize_filter,
         };
         if args.ten_crop {
             let test = std::sync::Arc::new(open_ten_crop_split(&request)?);
@@ -53,14 +67,14 @@ impl BackendJob for EvalJob<'_> {
                 arch,
                 "evaluate a checkpoint trained on these classes",
             )?;
-            return evaluate_ten_crop(&model, state.config.head, test, &device);
+            return evaluate_ten_crop(&model, state.config.head, norm, test, &device, how);
         }
         let test = open_test_split(&request)?;
         let [c, h, w] = test.image_dims();
         arch.check_input([0, c, h, w])?;
         let advice = "evaluate a checkpoint trained on these classes";
         crate::train::trainer::check_classes(test.classes(), arch, advice)?;
-        evaluate(&model, state.config.head, &test, &device)
+        evaluate(&model, state.config.head, norm, &test, &device, how)
     }
 }
 

@@ -7,7 +7,7 @@ use burn::backend::Flex;
 use burn::module::Module;
 use clap::{Args, ValueEnum};
 
-use owt_models::torchvision;
+use owt_models::{torchvision, PixelNorm, ResizeFilter};
 
 use crate::cli::ModelArgs;
 use crate::data::DatasetKind;
@@ -66,8 +66,17 @@ pub struct ExportArgs {
 
 /// Imports the file into a checkpoint.
 pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
-    let spec = args.model.spec();
+    let mut spec = args.model.spec();
+    // torchvision's weights were trained on ImageNet's mean and std and are evaluated after
+    // its Resize(256) and CenterCrop(224): the checkpoint says so, unless told otherwise.
+    if args.model.input_norm.is_none() {
+        spec.pixel_norm = PixelNorm::IMAGENET;
+    }
+    if args.model.resize_filter.is_none() {
+        spec.resize_filter = ResizeFilter::Bilinear;
+    }
     let arch = spec.architecture()?;
+    spec.resize = Some(spec.resize_side(arch.input[1]));
     torchvision::check_layout(&arch).map_err(|e| OwtError::input(e.0))?;
     let existing = if args.overwrite { Existing::Overwrite } else { Existing::Refuse };
     let _run_dir = run_dir::prepare(&args.out, existing, "import")?;
@@ -77,7 +86,7 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
     let origin = format!("torchvision {}", args.file.display());
     // The run settings are placeholders: a fresh import is resumed by any run of this network.
     let state = CheckpointState {
-        config: TrainConfig::new(spec, DatasetKind::Folder),
+        config: TrainConfig::new(spec.clone(), DatasetKind::Folder),
         epochs_done: 0,
         metrics: Vec::new(),
         imported_from: Some(origin),
@@ -94,11 +103,16 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
         eprintln!("{} keys of the file not used by the network (such as {})", report.unused.len(), shown.join(", "));
     }
     println!(
-        "imported {} tensors of {} into {} in {}",
+        "imported {} tensors of {} into {} in {}; its input: {}, images resized ({}) to a shorter side of {} and the centre {} x {} cut",
         report.loaded,
         args.file.display(),
         arch.name,
-        args.out.display()
+        args.out.display(),
+        spec.pixel_norm.formula(),
+        spec.resize_filter.name(),
+        spec.resize_side(arch.input[1]),
+        arch.input[1],
+        arch.input[1]
     );
     Ok(())
 }
@@ -119,10 +133,19 @@ pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
     if args.out.exists() && !args.overwrite {
         return Err(OwtError::input(format!("--out {} exists; pass --overwrite to replace it", args.out.display())));
     }
-    let (model, _) = load_model::<Flex>(&args.checkpoint, &Default::default())?;
+    let (model, state) = load_model::<Flex>(&args.checkpoint, &Default::default())?;
     let bytes = torchvision::export_safetensors(&model).map_err(|e| OwtError::input(e.0))?;
     write_atomic(&args.out, &bytes)?;
-    println!("exported {} as a torchvision state dict to {}", model.architecture.name, args.out.display());
+    let spec = &state.config.model;
+    let side = model.architecture.input[1];
+    println!(
+        "exported {} as a torchvision state dict to {}; in PyTorch feed it {}, after Resize({}, interpolation={}) and CenterCrop({side})",
+        model.architecture.name,
+        args.out.display(),
+        spec.pixel_norm.formula(),
+        spec.resize_side(side),
+        spec.resize_filter.torchvision()
+    );
     Ok(())
 }
 

@@ -1,11 +1,14 @@
-//! The `owt` command line: `info`, `train`, `eval`, `plan`, `bench`, `report`, `import`, `export`.
+//! The `owt` command line: `info`, `train`, `eval`, `plan`, `bench`, `report`, `import`, `export`,
+//! `prepare`.
 
 pub mod bench;
+pub mod bench_loader;
 pub mod eval;
 pub mod import;
 pub mod info;
 pub mod plan;
 pub mod plan_cost;
+pub mod prepare;
 pub mod profile;
 pub mod report;
 pub mod train;
@@ -14,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use owt_hybrid::{Exchange, PlanKind};
-use owt_models::{Head, ModelKind, ModelSpec};
+use owt_models::{Head, ModelKind, ModelSpec, PixelNorm, ResizeFilter};
 
 use crate::backends::MeshRequest;
 use crate::train::FcUpdate;
@@ -49,14 +52,18 @@ pub enum Command {
     Export(import::ExportArgs),
     /// Draw a run's loss, accuracy, learning rate and traffic per layer as a PNG or SVG.
     Report(report::ReportArgs),
+    /// Pack an image folder dataset once (decoded, resized, memory-mapped shards) for the
+    /// fastest input: then `--dataset packed`.
+    Prepare(prepare::PrepareArgs),
 }
 
-/// Model selection flags shared by commands.
+/// Model selection flags shared by commands; `--model` is required unless `REQUIRED` is
+/// false (`owt bench`, which defaults to alexnet-owt).
 #[derive(Debug, Clone, Args)]
-pub struct ModelArgs {
+pub struct ModelArgs<const REQUIRED: bool = true> {
     /// Which network.
-    #[arg(long, value_parser = parse_model)]
-    pub model: ModelKind,
+    #[arg(long, value_parser = parse_model, required = REQUIRED)]
+    pub model: Option<ModelKind>,
     /// Input side in pixels (default: 227, 224 or 28 by model).
     #[arg(long)]
     pub input: Option<usize>,
@@ -69,22 +76,82 @@ pub struct ModelArgs {
     /// Towers of alexnet-small: 2 (grouped, as in 2012) or 1.
     #[arg(long)]
     pub towers: Option<usize>,
+    /// How pixels become the network's input: owt (x / 127.5 - 1) or imagenet (ImageNet's
+    /// mean and std, what torchvision's weights expect). Default: owt, the checkpoint's when
+    /// resuming, imagenet for `owt import --from torchvision`.
+    #[arg(long, value_parser = |s: &str| PixelNorm::from_name(s))]
+    pub input_norm: Option<PixelNorm>,
+    /// The shorter side images are resized to before the input's square is cut (default 8/7
+    /// of the input side: 256 for 224; the checkpoint's when resuming).
+    #[arg(long)]
+    pub resize: Option<usize>,
+    /// The filter images are resized with: area (exact area averaging, owt's own default) or
+    /// bilinear (Pillow's antialiased bilinear, torchvision's; the default of `owt import`).
+    /// The checkpoint's when resuming.
+    #[arg(long, value_parser = |s: &str| ResizeFilter::from_name(s))]
+    pub resize_filter: Option<ResizeFilter>,
+}
+
+/// How many threads prepare images (`--workers`), as train, eval and bench take it.
+#[derive(Debug, Clone, Args)]
+pub struct WorkersArg {
+    /// Threads that read, decode and augment images (default: the cores available); the
+    /// batches are byte for byte the same for any number.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub workers: Option<usize>,
+}
+
+impl WorkersArg {
+    /// The threads asked for, or the cores available.
+    pub fn count(&self) -> usize {
+        self.workers.unwrap_or_else(crate::train::prefetch::available_cores)
+    }
+}
+
+/// The labels of a flat held-out folder (ImageNet's validation layout), as train, eval and
+/// prepare take them.
+#[derive(Debug, Clone, Args)]
+pub struct ValLabelArgs {
+    /// Labels of a flat held-out folder (DIR/val/*.JPEG, ImageNet's validation layout): a CSV
+    /// of file,class (Kaggle's LOC_val_solution.csv reads as it is) or the devkit's
+    /// ILSVRC2012_validation_ground_truth.txt.
+    #[arg(long)]
+    pub val_labels: Option<std::path::PathBuf>,
+    /// With the devkit's ground truth: the mapping of its class IDs to classes, a line per ID
+    /// ('n02119789 1 kit_fox' as in map_clsloc.txt, or the WNIDs alone in ID order).
+    #[arg(long, requires = "val_labels")]
+    pub val_synsets: Option<std::path::PathBuf>,
+}
+
+impl ValLabelArgs {
+    /// What the flags name.
+    pub fn spec(&self) -> Option<crate::data::ValLabels> {
+        self.val_labels.clone().map(|labels| crate::data::ValLabels { labels, synsets: self.val_synsets.clone() })
+    }
 }
 
 fn parse_model(s: &str) -> Result<ModelKind, String> {
     s.parse()
 }
 
-impl ModelArgs {
+impl<const REQUIRED: bool> ModelArgs<REQUIRED> {
+    /// The network asked for (alexnet-owt where `--model` may be left out).
+    pub fn kind(&self) -> ModelKind {
+        self.model.unwrap_or(ModelKind::AlexNetOwt)
+    }
+
     /// The spec these flags describe.
     pub fn spec(&self) -> ModelSpec {
         ModelSpec {
-            kind: self.model,
+            kind: self.kind(),
             input: self.input,
             channels: self.channels,
             classes: self.classes,
             towers: self.towers,
-            dropout: None,
+            pixel_norm: self.input_norm.unwrap_or_default(),
+            resize: self.resize,
+            resize_filter: self.resize_filter.unwrap_or(ResizeFilter::Area),
+            ..ModelSpec::new(self.kind())
         }
     }
 }
@@ -100,6 +167,7 @@ pub fn run(cli: Cli) -> Result<(), OwtError> {
         Command::Report(args) => report::run(&args),
         Command::Import(args) => import::import(&args),
         Command::Export(args) => import::export(&args),
+        Command::Prepare(args) => prepare::run(&args),
     }
 }
 

@@ -9,7 +9,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use owt_hybrid::{MeshDevice, MeshLayout, SingleDevice, StepLayout};
 
 use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
-use crate::cli::{parse_head, ModelArgs, ParallelArgs};
+use crate::cli::{parse_head, ModelArgs, ParallelArgs, ValLabelArgs, WorkersArg};
 use crate::data::lighting::LIGHTING_FILE;
 use crate::data::{open_splits, DataRequest, DatasetKind, ImageSource, Lighting, LitImages, Splits};
 use crate::error::OwtError;
@@ -92,6 +92,12 @@ pub struct TrainArgs {
     /// divergence check); each read waits for the device, so a GPU prefers a larger value.
     #[arg(long, default_value_t = crate::train::trainer::READ_EVERY, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub read_every: usize,
+    /// Image preparation threads.
+    #[command(flatten)]
+    pub workers: WorkersArg,
+    /// A flat held-out folder's labels.
+    #[command(flatten)]
+    pub val: ValLabelArgs,
 }
 
 impl TrainArgs {
@@ -116,10 +122,10 @@ impl TrainArgs {
         }
     }
 
-    /// The paper's 0.1 for colour image folders, none otherwise.
+    /// The paper's 0.1 for colour image folders (and their packed copies), none otherwise.
     fn default_lighting(&self) -> f64 {
         let colour = self.model.spec().architecture().is_ok_and(|a| a.input[0] == 3);
-        if self.dataset == DatasetKind::Folder && colour {
+        if matches!(self.dataset, DatasetKind::Folder | DatasetKind::Packed) && colour {
             DEFAULT_LIGHTING
         } else {
             0.0
@@ -146,6 +152,9 @@ impl TrainJob<'_> {
             limit: self.args.limit,
             model_input: arch.input,
             seed: self.args.seed,
+            resize: self.config.model.resize,
+            val_labels: self.args.val.spec(),
+            filter: self.config.model.resize_filter,
         })?;
         let [c, h, w] = splits.train.image_dims();
         arch.check_input([0, c, h, w])?;
@@ -207,6 +216,7 @@ impl TrainJob<'_> {
             overwrite: self.args.overwrite,
             verbose: primary,
             read_every: self.args.read_every,
+            workers: self.args.workers.count(),
             ..RunOptions::new(&self.args.out)
         };
         train::<B, L>(&self.config, &splits, layout, &opts)
@@ -246,7 +256,7 @@ pub fn host_images(config: &TrainConfig) -> u64 {
         DatasetKind::FashionMnist | DatasetKind::Mnist => {
             config.limit.map_or(60_000, |n| n.min(60_000)) as u64 + 10_000
         }
-        DatasetKind::Folder => 0,
+        DatasetKind::Folder | DatasetKind::Packed => 0,
     }
 }
 
@@ -268,6 +278,8 @@ impl TrainArgs {
             "parallel": self.parallel.settings(),
             "backend": self.backend.name(),
             "data": self.data,
+            "val_labels": self.val.val_labels,
+            "val_synsets": self.val.val_synsets,
             "out": self.out,
             "resume": self.resume,
             "overwrite": self.overwrite,
@@ -281,7 +293,7 @@ impl TrainArgs {
 pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     let processes = crate::processes::Processes::join()?;
     processes.check_same(&args.settings())?;
-    let config = args.config();
+    let mut config = args.config();
     config.validate()?;
     let arch = config.model.architecture()?;
     // The run directory first: a bad --out must not cost an epoch.
@@ -296,7 +308,18 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     if args.resume {
         // Refuse a resume that would not continue the same run before anything starts.
         // The whole checkpoint is read and its checksums verified, so damage is found now.
-        crate::train::Checkpoint::load(&args.out)?.state.check_resume(&config)?;
+        let saved = crate::train::Checkpoint::load(&args.out)?.state;
+        // What the network expects of its input is the checkpoint's unless said otherwise.
+        if args.model.input_norm.is_none() {
+            config.model.pixel_norm = saved.config.model.pixel_norm;
+        }
+        if args.model.resize.is_none() {
+            config.model.resize = saved.config.model.resize;
+        }
+        if args.model.resize_filter.is_none() {
+            config.model.resize_filter = saved.config.model.resize_filter;
+        }
+        saved.check_resume(&config)?;
     }
     check_memory(&config, args.backend)?;
     let metrics = if args.parallel.on_mesh_of(&processes) {

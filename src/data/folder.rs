@@ -8,10 +8,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use image::imageops::FilterType;
-use rand::Rng;
+use owt_models::ResizeFilter;
 
+use crate::data::crop::Crop;
+use crate::data::decode::{self, Rgb};
 use crate::data::images::{Batch, ImageSource};
+use crate::data::stages::{Stage, StageClock};
+use crate::data::val_labels::{label_files, ValLabels};
 use crate::error::OwtError;
 
 /// The most bytes an image file may have, and the most its decoded pixels may take: the
@@ -45,6 +48,31 @@ fn class_name(dir: &Path) -> String {
     dir.file_name().unwrap_or_default().to_string_lossy().into_owned()
 }
 
+/// The image files directly in `dir`, sorted by path.
+fn images_in(dir: &Path) -> Result<Vec<PathBuf>, OwtError> {
+    let mut images: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| OwtError::data(format!("cannot read {}: {e}", dir.display())))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| is_image_file(p))
+        .collect();
+    images.sort();
+    Ok(images)
+}
+
+/// Refuses channels other than 1 or 3 and a crop larger than the resize side.
+fn check_geometry(channels: usize, resize: usize, crop: usize) -> Result<(), OwtError> {
+    if channels != 1 && channels != 3 {
+        return Err(OwtError::data(format!("image folders give 1 or 3 channels, got {channels}")));
+    }
+    if crop == 0 || resize < crop {
+        return Err(OwtError::data(format!(
+            "resize side ({resize}) must be at least the crop side ({crop}) and positive"
+        )));
+    }
+    Ok(())
+}
+
 /// The class folders of `root`, sorted: the classes of a split, in class-id order.
 pub fn class_dirs(root: &Path) -> Result<Vec<PathBuf>, OwtError> {
     let entries = std::fs::read_dir(root)
@@ -68,11 +96,15 @@ pub struct ImageFolder {
     channels: usize,
     /// Side images are resized to (shorter side) before cropping.
     resize: usize,
+    /// The filter they are resized with.
+    filter: ResizeFilter,
     /// Side of the square crop the model sees.
     crop: usize,
     root: PathBuf,
     /// What could not be decoded, shared by the clones of this folder.
     undecodable: Arc<Mutex<Undecodable>>,
+    /// Time spent per stage, shared by the clones of this folder.
+    clock: Arc<StageClock>,
 }
 
 /// The split's files that cannot be decoded.
@@ -91,14 +123,7 @@ impl ImageFolder {
     /// Indexes `root`. Images are resized so the shorter side is `resize`, then cropped to
     /// `crop` x `crop` (random when augmenting, centred otherwise); `channels` is 1 (gray) or 3.
     pub fn open(root: &Path, channels: usize, resize: usize, crop: usize) -> Result<Self, OwtError> {
-        if channels != 1 && channels != 3 {
-            return Err(OwtError::data(format!("image folders give 1 or 3 channels, got {channels}")));
-        }
-        if crop == 0 || resize < crop {
-            return Err(OwtError::data(format!(
-                "resize side ({resize}) must be at least the crop side ({crop}) and positive"
-            )));
-        }
+        check_geometry(channels, resize, crop)?;
         let class_dirs = class_dirs(root)?;
         let mut files = Vec::new();
         let mut class_names = Vec::new();
@@ -107,21 +132,23 @@ impl ImageFolder {
         let mut empty: Option<PathBuf> = None;
         for (class, dir) in class_dirs.iter().enumerate() {
             class_names.push(class_name(dir));
-            let mut images: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(|e| OwtError::data(format!("cannot read {}: {e}", dir.display())))?
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| is_image_file(p))
-                .collect();
-            images.sort();
+            let images = images_in(dir)?;
             if images.is_empty() {
                 empty.get_or_insert_with(|| dir.clone());
             }
             files.extend(images.into_iter().map(|p| (p, class)));
         }
         if class_names.is_empty() {
+            let flat = images_in(root).map(|i| i.len()).unwrap_or(0);
+            let hint = if flat > 0 {
+                format!(
+                    "; it holds {flat} images in one folder, as ImageNet's validation set does: give their labels with --val-labels FILE (a CSV of file,class, or the devkit's ground truth with --val-synsets)"
+                )
+            } else {
+                String::new()
+            };
             return Err(OwtError::data(format!(
-                "{} has no class sub-directories: expected <dir>/<class>/<image>.png|jpg",
+                "{} has no class sub-directories: expected <dir>/<class>/<image>.png|jpg{hint}",
                 root.display()
             )));
         }
@@ -135,16 +162,90 @@ impl ImageFolder {
         if let Some(dir) = empty {
             return Err(empty_class(root, &dir));
         }
+        Self::of_files(root, files, class_names, channels, resize, crop)
+    }
+
+    /// A flat folder of images (ImageNet's validation layout) labelled by `labels` (see
+    /// [`crate::data::val_labels`]); `classes` are the training split's class names when
+    /// there is one (the labels must be among them), else every class the labels name.
+    pub fn flat(
+        root: &Path,
+        labels: &ValLabels,
+        classes: Option<&[String]>,
+        channels: usize,
+        resize: usize,
+        crop: usize,
+    ) -> Result<Self, OwtError> {
+        check_geometry(channels, resize, crop)?;
+        let images = images_in(root)?;
+        if images.is_empty() {
+            return Err(OwtError::data(format!(
+                "{}: no .png/.jpg/.jpeg images for --val-labels {} to label",
+                root.display(),
+                labels.labels.display()
+            )));
+        }
+        let names: Vec<String> =
+            images.iter().map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect();
+        let (ids, class_names) = label_files(labels, root, &names, classes)?;
+        Self::of_files(root, images.into_iter().zip(ids).collect(), class_names, channels, resize, crop)
+    }
+
+    /// The split of `files` (with their classes) under `root`, those whose header fails left
+    /// out (refused above [`MAX_UNDECODABLE`]).
+    fn of_files(
+        root: &Path,
+        files: Files,
+        class_names: Vec<String>,
+        channels: usize,
+        resize: usize,
+        crop: usize,
+    ) -> Result<Self, OwtError> {
         let total = files.len();
         let (files, first) = drop_undecodable(root, files)?;
         let undecodable = Undecodable { total, at_open: total - files.len(), first, found: BTreeMap::new() };
         let undecodable = Arc::new(Mutex::new(undecodable));
-        Ok(Self { files, class_names, channels, resize, crop, root: root.to_path_buf(), undecodable })
+        let clock = Arc::default();
+        let (root, filter) = (root.to_path_buf(), ResizeFilter::Area);
+        Ok(Self { files, class_names, channels, resize, filter, crop, root, undecodable, clock })
+    }
+
+    /// `n` of the split's images, evenly spaced through it (every class keeps its share):
+    /// `--limit` on an image folder. All of them when `n` is not smaller.
+    pub fn evenly_spaced(mut self, n: usize) -> Self {
+        let len = self.files.len();
+        if n < len {
+            self.files = (0..n).map(|i| self.files[i * len / n].clone()).collect();
+            let mut u = self.undecodable.lock().unwrap_or_else(|e| e.into_inner());
+            u.total = n + u.at_open;
+        }
+        self
+    }
+
+    /// The folder resizing with `filter` (area unless told otherwise: owt's own).
+    pub fn with_filter(mut self, filter: ResizeFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// The filter images are resized with.
+    pub fn filter(&self) -> ResizeFilter {
+        self.filter
+    }
+
+    /// Files left out when the split was opened (their header did not decode).
+    pub fn left_out_at_open(&self) -> usize {
+        self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).at_open
     }
 
     /// Class names, in class-id order.
     pub fn class_names(&self) -> &[String] {
         &self.class_names
+    }
+
+    /// The split's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// The image at `index`, or, if it cannot be decoded, the next one of the split that can
@@ -171,11 +272,14 @@ impl ImageFolder {
             match read(j) {
                 Ok(pixels) => return Some((pixels, self.files[j].1)),
                 Err(why) => {
-                    eprintln!(
-                        "warning: cannot decode {}: {why}; left out (the next image of the split takes its place)",
-                        self.files[j].0.display()
-                    );
-                    self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).found.insert(j, why);
+                    // Workers that meet the same file at once warn once.
+                    let found = &mut self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).found;
+                    if found.insert(j, why.clone()).is_none() {
+                        eprintln!(
+                            "warning: cannot decode {}: {why}; left out (the next image of the split takes its place)",
+                            self.files[j].0.display()
+                        );
+                    }
                 }
             }
         }
@@ -183,63 +287,48 @@ impl ImageFolder {
     }
 
     fn load(&self, index: usize, augment: bool, rng: &mut dyn rand::RngCore) -> Result<Vec<u8>, String> {
-        let side = self.crop;
         let resized = self.resized(index)?;
-        let (nw, nh) = (resized.width() as usize, resized.height() as usize);
-        let (x0, y0) = if augment {
-            (rng.random_range(0..=(nw - side)), rng.random_range(0..=(nh - side)))
-        } else {
-            ((nw - side) / 2, (nh - side) / 2)
-        };
-        let flip = augment && rng.random_bool(0.5);
-        Ok(self.planes(&resized, x0, y0, flip))
+        let (w, h, side) = (resized.width, resized.height, self.crop);
+        let crop = if augment { Crop::random(rng, w, h, side) } else { Crop::centre(w, h, side) };
+        Ok(self.clock.time(Stage::Crop, || crop.planes(&resized, side, self.channels)))
     }
 
-    /// The 2012 paper's ten test patches of the image at `index`, each `crop` square from the
-    /// image resized as for training: the top-left, top-right, bottom-left and bottom-right
-    /// corners and the centre, then the same five mirrored left to right.
+    /// The 2012 paper's ten test patches of the image at `index` ([`Crop::ten`]), each `crop`
+    /// square from the image resized as for training.
     pub fn ten_crops(&self, index: usize) -> Result<Vec<Vec<u8>>, String> {
         let resized = self.resized(index)?;
-        let (dx, dy) = (resized.width() as usize - self.crop, resized.height() as usize - self.crop);
-        let origins = [(0, 0), (dx, 0), (0, dy), (dx, dy), (dx / 2, dy / 2)];
-        Ok([false, true]
-            .into_iter()
-            .flat_map(|flip| origins.map(|(x, y)| (x, y, flip)))
-            .map(|(x, y, flip)| self.planes(&resized, x, y, flip))
-            .collect())
+        let crops = Crop::ten(resized.width, resized.height, self.crop);
+        Ok(self
+            .clock
+            .time(Stage::Crop, || crops.iter().map(|c| c.planes(&resized, self.crop, self.channels)).collect()))
     }
 
-    /// The image at `index` decoded and resized so its shorter side is `resize` (neither
-    /// side below the crop).
-    fn resized(&self, index: usize) -> Result<image::DynamicImage, String> {
+    /// The image at `index` read, decoded (at a reduced DCT scale where it is large enough:
+    /// [`decode::dct_reduction`]) and resized with the folder's filter so its shorter side is
+    /// `resize`, to the size torchvision's `Resize(resize)` gives.
+    pub fn resized(&self, index: usize) -> Result<Rgb, String> {
         let (path, _) = &self.files[index];
-        let side = self.crop;
-        let decoded = decode(path)?;
-        let (w, h) = (decoded.width().max(1) as usize, decoded.height().max(1) as usize);
-        let scale = self.resize as f64 / w.min(h) as f64;
-        let (nw, nh) = (
-            ((w as f64 * scale).round() as u32).max(side as u32),
-            ((h as f64 * scale).round() as u32).max(side as u32),
-        );
-        Ok(decoded.resize_exact(nw, nh, FilterType::Triangle))
+        let bytes = self.clock.time(Stage::Read, || read_image(path))?;
+        let decoded = self.clock.time(Stage::Decode, || decode::decode(&bytes, self.resize))?;
+        let resized = self.clock.time(Stage::Resize, || decoded.resized(self.resize, self.filter));
+        self.clock.count(1);
+        Ok(resized)
     }
 
-    /// The `crop` square at (`x0`, `y0`) of `resized`, mirrored if `flip`, as channel planes.
-    fn planes(&self, resized: &image::DynamicImage, x0: usize, y0: usize, flip: bool) -> Vec<u8> {
-        let side = self.crop;
-        let cropped = resized.crop_imm(x0 as u32, y0 as u32, side as u32, side as u32);
-        let cropped = if flip { cropped.fliph() } else { cropped };
-        if self.channels == 1 {
-            return cropped.to_luma8().into_raw();
-        }
-        let mut out = vec![0; self.channels * side * side];
-        for (i, px) in cropped.to_rgb8().pixels().enumerate() {
-            for ch in 0..3 {
-                out[ch * side * side + i] = px.0[ch];
-            }
-        }
-        out
+    /// The shorter side images are resized to before cropping.
+    pub fn resize_side(&self) -> usize {
+        self.resize
     }
+
+    /// The split's files and their classes, in index order.
+    pub fn files(&self) -> &[(PathBuf, usize)] {
+        &self.files
+    }
+}
+
+/// The bytes of the image file `path`: a regular file of at most [`MAX_IMAGE_BYTES`].
+fn read_image(path: &Path) -> Result<Vec<u8>, String> {
+    crate::bounded_read::read(path, MAX_IMAGE_BYTES, "an image file").map_err(|e| e.to_string())
 }
 
 /// A split's image files and their classes.
@@ -264,11 +353,6 @@ fn reader(path: &Path) -> Result<image::ImageReader<std::io::BufReader<std::fs::
     let file = crate::bounded_read::open_regular(path).map_err(|e| e.to_string())?;
     crate::bounded_read::check_size(&file, MAX_IMAGE_BYTES, "an image file").map_err(|e| e.to_string())?;
     image::ImageReader::new(std::io::BufReader::new(file)).with_guessed_format().map_err(|e| e.to_string())
-}
-
-/// The image at `path`, decoded, or why not.
-fn decode(path: &Path) -> Result<image::DynamicImage, String> {
-    reader(path)?.decode().map_err(|e| e.to_string())
 }
 
 /// Why `path` cannot be decoded, if its header already says so (the pixels are read later).
@@ -340,6 +424,10 @@ impl ImageSource for ImageFolder {
             labels.push(class as i64);
         }
         Batch::new(images, labels, [indices.len(), self.channels, self.crop, self.crop])
+    }
+
+    fn stages(&self) -> Option<&StageClock> {
+        Some(&self.clock)
     }
 
     fn problem(&self) -> Option<OwtError> {

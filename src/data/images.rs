@@ -1,13 +1,16 @@
 //! Image sets: the common interface of every data source, and the in-memory implementation.
 
+use crate::data::stages::StageClock;
 use crate::error::OwtError;
+use rand::rngs::StdRng;
 use rand::Rng;
 
 use burn::tensor::TensorData;
+use owt_models::PixelNorm;
 
 /// One batch as flat host data: `images` is `[n, c, h, w]` row-major bytes, as stored (after
 /// any crop or flip). They travel to the device as bytes, a quarter of the floats' size, and
-/// are normalised there ([`normalise`] is the same map on the host). In a job of several
+/// are normalised there ([`Batch::normalised_data`] is the same map on the host). In a job of several
 /// processes a process prepares only the rows its ranks take: `rows` of the `total` images
 /// of the batch (all of them otherwise).
 #[derive(Debug, Clone, PartialEq)]
@@ -30,8 +33,8 @@ impl Batch {
         Self { images, labels, dims, rows: 0..dims[0], total: dims[0] }
     }
 
-    /// Rows `rows` of a batch of `total` images, made of the batches of single images
-    /// `parts` (in row order).
+    /// Rows `rows` of a batch of `total` images, made of the batches `parts` (in row
+    /// order).
     pub fn rows_of(parts: Vec<Batch>, rows: std::ops::Range<usize>, total: usize, dims: [usize; 3]) -> Self {
         let mut images = Vec::with_capacity(rows.len() * dims.iter().product::<usize>());
         let mut labels = Vec::with_capacity(rows.len());
@@ -63,10 +66,14 @@ impl Batch {
         TensorData::new(self.images.clone(), self.dims)
     }
 
-    /// The pixels normalised on the host, as `[n, c, h, w]` f32 (for backends without byte
-    /// tensors).
-    pub fn normalised_data(&self) -> TensorData {
-        TensorData::new(self.images.iter().map(|&p| normalise(p)).collect::<Vec<f32>>(), self.dims)
+    /// The pixels normalised on the host as `norm` says, as `[n, c, h, w]` f32 (for backends
+    /// without byte tensors).
+    pub fn normalised_data(&self, norm: &PixelNorm) -> TensorData {
+        let plane = self.dims[2] * self.dims[3];
+        let channels = self.dims[1].max(1);
+        let values: Vec<f32> =
+            self.images.iter().enumerate().map(|(i, &p)| norm.apply(p, (i / plane.max(1)) % channels)).collect();
+        TensorData::new(values, self.dims)
     }
 
     /// The labels as `[n]` i64.
@@ -90,6 +97,23 @@ pub trait ImageSource: Send + Sync {
     /// The images at `indices`; `augment` turns on random crops / flips where the source has
     /// them (training), off gives the deterministic view (evaluation).
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch;
+    /// The images at `indices` as one batch, image `j` drawing its crops and flips from
+    /// `rng_for(j)` alone (its own generator): what the batch preparation's workers call on
+    /// their spans. Sources that decode one file for several consecutive indices (ten-crop
+    /// testing) override it to decode each file once.
+    fn batch_each(&self, indices: &[usize], augment: bool, rng_for: &dyn Fn(usize) -> StdRng) -> Batch {
+        let parts = indices.iter().enumerate().map(|(j, &i)| self.batch(&[i], augment, &mut rng_for(j))).collect();
+        Batch::rows_of(parts, 0..indices.len(), indices.len(), self.image_dims())
+    }
+    /// How many consecutive indices belong together (one file's ten patches): the batch
+    /// preparation never splits them between workers.
+    fn grain(&self) -> usize {
+        1
+    }
+    /// Where this source's preparation time goes, stage by stage, if it keeps count.
+    fn stages(&self) -> Option<&StageClock> {
+        None
+    }
     /// Why the batches of this source can no longer be used, if they cannot: a source that
     /// finds damage while reading (an image folder whose undecodable files pass the allowed
     /// share) says so here, and the batch it just made is not used.
@@ -98,14 +122,9 @@ pub trait ImageSource: Send + Sync {
     }
 }
 
-/// What a byte pixel is divided by, before 1 is subtracted: maps 0..=255 to [-1, 1].
+/// What a byte pixel is divided by, before 1 is subtracted, under owt's own norm
+/// ([`PixelNorm::Symmetric`]): maps 0..=255 to [-1, 1].
 pub const PIXEL_SCALE: f64 = 127.5;
-
-/// Maps a byte pixel to the [-1, 1] range the models are trained on (on the host; the
-/// training input does the same on the device).
-pub fn normalise(pixel: u8) -> f32 {
-    pixel as f32 / PIXEL_SCALE as f32 - 1.0
-}
 
 /// Images held in memory as bytes (MNIST, Fashion-MNIST, synthetic).
 #[derive(Debug, Clone)]

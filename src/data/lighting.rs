@@ -10,6 +10,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::data::images::{Batch, ImageSource};
+use crate::data::stages::{Stage, StageClock};
 use crate::error::OwtError;
 
 /// The file in a run's directory that holds its [`Lighting`] (JSON).
@@ -105,7 +106,7 @@ impl Lighting {
 }
 
 /// A standard normal draw (Box-Muller over two uniform draws).
-fn gaussian(rng: &mut dyn rand::RngCore) -> f64 {
+pub(crate) fn gaussian(rng: &mut dyn rand::RngCore) -> f64 {
     let u1: f64 = 1.0 - rng.random::<f64>(); // in (0, 1]
     let u2: f64 = rng.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
@@ -187,11 +188,25 @@ impl ImageSource for LitImages {
         let mut batch = self.inner.batch(indices, augment, rng);
         if augment {
             let [c, h, w] = self.inner.image_dims();
-            for image in batch.images.chunks_mut(c * h * w) {
-                self.lighting.apply(image, rng);
+            let mut shift = || {
+                for image in batch.images.chunks_mut(c * h * w) {
+                    self.lighting.apply(image, rng);
+                }
+            };
+            match self.inner.stages() {
+                Some(clock) => clock.time(Stage::Crop, shift),
+                None => shift(),
             }
         }
         batch
+    }
+
+    fn grain(&self) -> usize {
+        self.inner.grain()
+    }
+
+    fn stages(&self) -> Option<&StageClock> {
+        self.inner.stages()
     }
 
     fn problem(&self) -> Option<OwtError> {

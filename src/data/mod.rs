@@ -1,12 +1,19 @@
 //! Data sources: IDX (MNIST, Fashion-MNIST), image folders, synthetic images.
 
+pub mod crop;
+pub mod decode;
 pub mod folder;
 pub mod idx;
 pub mod images;
 pub mod lighting;
 pub mod mnist;
+pub mod pack;
+pub mod packed;
+pub mod photo_folder;
+pub mod stages;
 pub mod synthetic;
 pub mod ten_crop;
+pub mod val_labels;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,8 +23,12 @@ pub use idx::{encode_idx, parse_idx, read_idx, IdxArray};
 pub use images::{Batch, ImageSource, InMemoryImages};
 pub use lighting::{Lighting, LitImages};
 pub use mnist::{load_mnist_split, FASHION_MNIST_DIR};
+pub use packed::PackedImages;
 pub use synthetic::synthetic_images;
 pub use ten_crop::TenCrops;
+pub use val_labels::ValLabels;
+
+use owt_models::ResizeFilter;
 
 use crate::error::OwtError;
 
@@ -29,8 +40,12 @@ pub enum DatasetKind {
     FashionMnist,
     /// MNIST in the same IDX layout, from `--data DIR`.
     Mnist,
-    /// `--data DIR` with `DIR/train/<class>/*` and `DIR/val/<class>/*` (or `test`).
+    /// `--data DIR` with `DIR/train/<class>/*` and `DIR/val/<class>/*` (or `test`; or a flat
+    /// `DIR/val/` with `--val-labels`).
     Folder,
+    /// `--data DIR` written by `owt prepare`: each split decoded and resized once, in
+    /// memory-mapped shards.
+    Packed,
     /// Generated images of the model's geometry.
     Synthetic,
 }
@@ -57,6 +72,33 @@ pub struct DataRequest {
     pub model_input: [usize; 3],
     /// Seed for synthetic data.
     pub seed: u64,
+    /// The shorter side folder images are resized to before the model's square is cut
+    /// (`None`: 8/7 of the side, [`owt_models::default_resize`]); the model spec's.
+    pub resize: Option<usize>,
+    /// The labels of a flat held-out folder (ImageNet's validation layout): a CSV of file,
+    /// class, or the devkit's ground truth list and its synsets (`--val-labels`).
+    pub val_labels: Option<ValLabels>,
+    /// The filter folder images are resized with (the model spec's).
+    pub filter: ResizeFilter,
+}
+
+impl DataRequest {
+    /// Refuses flags the dataset cannot use: `--val-labels` labels a flat folder of images.
+    fn check(&self) -> Result<(), OwtError> {
+        match &self.val_labels {
+            Some(l) if self.kind != DatasetKind::Folder => Err(OwtError::input(format!(
+                "--val-labels {} labels a flat folder of images: it needs --dataset folder (got {:?}; `owt prepare --val-labels` packs such a folder)",
+                l.labels.display(),
+                self.kind
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The shorter side folder images are resized to.
+    pub fn resize_side(&self) -> usize {
+        self.resize.unwrap_or_else(|| owt_models::default_resize(self.model_input[1]))
+    }
 }
 
 /// Default number of synthetic training images (test split: a quarter of it).
@@ -65,6 +107,7 @@ pub const SYNTHETIC_TRAIN: usize = 2048;
 /// Opens only the dataset's held-out split (what `owt eval` needs): a folder dataset needs no
 /// `train/` directory for it.
 pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtError> {
+    req.check()?;
     let test: Arc<dyn ImageSource> = match req.kind {
         DatasetKind::FashionMnist => {
             let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from(FASHION_MNIST_DIR));
@@ -80,6 +123,7 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
             Arc::new(load_mnist_split(&dir, false, "MNIST", "Pass --data DIR with the IDX files.")?)
         }
         DatasetKind::Folder => Arc::new(held_out_split(req)?),
+        DatasetKind::Packed => open_splits(req)?.test,
         DatasetKind::Synthetic => open_splits(req)?.test,
     };
     if test.is_empty() {
@@ -91,6 +135,7 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
 /// The held-out split of a folder dataset as ten patches per image (`owt eval --ten-crop`);
 /// refused for datasets whose images are already the network's size.
 pub fn open_ten_crop_split(req: &DataRequest) -> Result<TenCrops, OwtError> {
+    req.check()?;
     if req.kind != DatasetKind::Folder {
         return Err(OwtError::input(format!(
             "--ten-crop cuts ten patches from images larger than the network's input: it needs --dataset folder (got {:?}, whose images are the input's size)",
@@ -106,6 +151,7 @@ pub fn open_ten_crop_split(req: &DataRequest) -> Result<TenCrops, OwtError> {
 
 /// Opens the dataset's train and test splits, with errors that say how to get the data.
 pub fn open_splits(req: &DataRequest) -> Result<Splits, OwtError> {
+    req.check()?;
     let splits = match req.kind {
         DatasetKind::FashionMnist => {
             let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from(FASHION_MNIST_DIR));
@@ -124,7 +170,13 @@ pub fn open_splits(req: &DataRequest) -> Result<Splits, OwtError> {
                     "--dataset folder needs --data DIR with DIR/train/<class>/*.jpg and DIR/val/<class>/*.jpg",
                 )
             })?;
-            folder_splits(&dir, req.model_input)?
+            folder_splits(&dir, req)?
+        }
+        DatasetKind::Packed => {
+            let dir = req.dir.clone().ok_or_else(|| {
+                OwtError::data("--dataset packed needs --data DIR, a directory written by `owt prepare`")
+            })?;
+            packed_splits(&dir, req)?
         }
         DatasetKind::Synthetic => {
             let n = req.limit.unwrap_or(SYNTHETIC_TRAIN);
@@ -152,19 +204,6 @@ fn mnist_splits(dir: &Path, name: &str, hint: &str, limit: Option<usize>) -> Res
     Ok(Splits { train: Arc::new(train), test: Arc::new(test) })
 }
 
-/// The shorter side images are resized to before cropping to `side`: 8/7 of the crop (256
-/// for 224), as ImageNet training does.
-fn resize_side(side: usize) -> usize {
-    side * 8 / 7
-}
-
-/// The held-out directory of a folder dataset: `DIR/val/`, else `DIR/test/`.
-fn held_out_dir(dir: &Path) -> Result<PathBuf, OwtError> {
-    ["val", "test"].iter().map(|s| dir.join(s)).find(|p| p.is_dir()).ok_or_else(|| {
-        OwtError::data(format!("{} has no val/ or test/ directory for the held-out split", dir.display()))
-    })
-}
-
 /// A folder dataset's held-out split (`--data DIR`): where the training split is there too,
 /// its classes must be the training split's, as training requires (the same folder names mean
 /// the same class ids).
@@ -173,26 +212,62 @@ fn held_out_split(req: &DataRequest) -> Result<ImageFolder, OwtError> {
         .dir
         .clone()
         .ok_or_else(|| OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)"))?;
-    let test = held_out_folder(&dir, req.model_input)?;
     let train = dir.join("train");
-    if train.is_dir() {
-        same_classes(&class_names_in(&train)?, &held_out_dir(&dir)?, test.class_names())?;
+    let classes = if train.is_dir() { Some(class_names_in(&train)?) } else { None };
+    held_out_folder(&dir, req, classes.as_deref())
+}
+
+/// The held-out split of a folder dataset: class folders (the same as `train`'s classes
+/// where given), or a flat folder labelled by `--val-labels`.
+pub fn held_out_folder(dir: &Path, req: &DataRequest, train: Option<&[String]>) -> Result<ImageFolder, OwtError> {
+    let [channels, side, _] = req.model_input;
+    let held_out = held_out_dir(dir)?;
+    if let Some(labels) = &req.val_labels {
+        return Ok(
+            ImageFolder::flat(&held_out, labels, train, channels, req.resize_side(), side)?.with_filter(req.filter)
+        );
+    }
+    let test = ImageFolder::open(&held_out, channels, req.resize_side(), side)?.with_filter(req.filter);
+    if let Some(train) = train {
+        same_classes(train, &held_out, test.class_names())?;
     }
     Ok(test)
 }
 
-/// The held-out split of a folder dataset.
-fn held_out_folder(dir: &Path, input: [usize; 3]) -> Result<ImageFolder, OwtError> {
-    let [channels, side, _] = input;
-    ImageFolder::open(&held_out_dir(dir)?, channels, resize_side(side), side)
+/// The training split of a folder dataset.
+pub fn train_folder(dir: &Path, req: &DataRequest) -> Result<ImageFolder, OwtError> {
+    let [channels, side, _] = req.model_input;
+    Ok(ImageFolder::open(&dir.join("train"), channels, req.resize_side(), side)?.with_filter(req.filter))
 }
 
-fn folder_splits(dir: &Path, input: [usize; 3]) -> Result<Splits, OwtError> {
-    let [channels, side, _] = input;
-    let train = ImageFolder::open(&dir.join("train"), channels, resize_side(side), side)?;
-    let test = held_out_folder(dir, input)?;
-    same_classes(train.class_names(), &held_out_dir(dir)?, test.class_names())?;
+fn folder_splits(dir: &Path, req: &DataRequest) -> Result<Splits, OwtError> {
+    let train = train_folder(dir, req)?;
+    let test = held_out_folder(dir, req, Some(train.class_names()))?;
+    let train = match req.limit {
+        Some(n) => train.evenly_spaced(n),
+        None => train,
+    };
     Ok(Splits { train: Arc::new(train), test: Arc::new(test) })
+}
+
+fn packed_splits(dir: &Path, req: &DataRequest) -> Result<Splits, OwtError> {
+    let [channels, side, _] = req.model_input;
+    let train = PackedImages::open(&dir.join("train"), channels, req.resize_side(), side, req.filter)?;
+    let held_out = held_out_dir(dir)?;
+    let test = PackedImages::open(&held_out, channels, req.resize_side(), side, req.filter)?;
+    same_classes(train.class_names(), &held_out, test.class_names())?;
+    let train = match req.limit {
+        Some(n) => train.evenly_spaced(n),
+        None => train,
+    };
+    Ok(Splits { train: Arc::new(train), test: Arc::new(test) })
+}
+
+/// The held-out directory of a dataset directory: `DIR/val/`, else `DIR/test/`.
+pub fn held_out_dir(dir: &Path) -> Result<PathBuf, OwtError> {
+    ["val", "test"].iter().map(|s| dir.join(s)).find(|p| p.is_dir()).ok_or_else(|| {
+        OwtError::data(format!("{} has no val/ or test/ directory for the held-out split", dir.display()))
+    })
 }
 
 /// Refuses a held-out split (in `test_dir`) whose class folders are not the training split's.

@@ -32,7 +32,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
 /// The start of a temporary's name for a file named `name`: `.NAME.tmp-`, NAME cut so that,
 /// with a process id of up to 10 digits, the temporary's name is never longer than a legal
 /// `name` may be.
-fn temporary_stem(name: &str) -> String {
+pub(crate) fn temporary_stem(name: &str) -> String {
     hidden_sibling(name, ".tmp-", 10)
 }
 

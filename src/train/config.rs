@@ -55,7 +55,18 @@ pub struct TrainConfig {
 }
 
 /// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
-const MODEL_SETTINGS: [&str; 7] = ["--model", "model", "--input", "--channels", "--classes", "--towers", "dropout"];
+const MODEL_SETTINGS: [&str; 10] = [
+    "--model",
+    "model",
+    "--input",
+    "--channels",
+    "--classes",
+    "--towers",
+    "dropout",
+    "--input-norm",
+    "--resize",
+    "--resize-filter",
+];
 
 fn base_batch() -> usize {
     crate::train::schedule::BASE_BATCH
@@ -179,6 +190,10 @@ impl TrainConfig {
                 out.push(("--classes", arch.classes.to_string()));
                 out.push(("--towers", arch.towers.to_string()));
                 out.push(("dropout", arch.dropout.to_string()));
+                // Both resolved, so checkpoints from before they were stored compare equal.
+                out.push(("--input-norm", self.model.pixel_norm.name()));
+                out.push(("--resize", self.model.resize_side(arch.input[1]).to_string()));
+                out.push(("--resize-filter", self.model.resize_filter.name().to_string()));
             }
             Err(e) => out.push(("model", e.0)),
         }

@@ -1,130 +1,17 @@
-//! The training input, built to keep a GPU fed: host batches are prepared on a background
-//! thread one step ahead ([`Prefetch`]), pixels travel to the device as bytes and are
+//! The training input, built to keep a GPU fed: host batches are prepared ahead on worker
+//! threads ([`Prefetch`], in `prefetch.rs`), pixels travel to the device as bytes and are
 //! normalised there ([`upload_images`]), and running loss and accuracy stay on the device until
 //! they are read ([`Tally`]), so a step does not wait for the host.
-
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{DType, Transaction};
 use owt_hybrid::StepLayout;
-use rand::rngs::StdRng;
+use owt_models::PixelNorm;
 
 use crate::data::images::PIXEL_SCALE;
-use crate::data::{Batch, ImageSource};
-use crate::error::OwtError;
-
-/// Batches of an image source in a given order, prepared on a background thread up to
-/// `ahead` batches before they are asked for. The order of random draws (crops, flips) is the
-/// order of the batches, so the batches are exactly those a loop on one thread would make.
-pub struct Prefetch {
-    rx: Option<Receiver<Result<Batch, OwtError>>>,
-    worker: Option<JoinHandle<()>>,
-}
-
-/// The generator of the random crop and flip of the image at position `at` of an epoch's
-/// order: a function of the epoch's `base` draw and the position alone, so a process that
-/// prepares only its rows of a batch draws for them what one process preparing the whole
-/// batch would.
-pub fn image_rng(base: u64, at: usize) -> StdRng {
-    use rand::SeedableRng;
-    // SplitMix64's finaliser over the position, mixed into the base.
-    let mut z = base ^ (at as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    StdRng::seed_from_u64(z ^ (z >> 31))
-}
-
-impl Prefetch {
-    /// Starts preparing `order` in chunks of `batch` images of `source` (`augment`: random
-    /// crops and flips, each image's drawn from [`image_rng`] of a base drawn from `rng`).
-    pub fn start(
-        source: Arc<dyn ImageSource>,
-        order: Vec<usize>,
-        batch: usize,
-        augment: bool,
-        rng: StdRng,
-        ahead: usize,
-    ) -> Self {
-        Self::start_rows(source, order, batch, augment, rng, ahead, owt_hybrid::RowSplit::whole())
-    }
-
-    /// [`Prefetch::start`] preparing only the rows of each batch that `split` names (a
-    /// process's share in a job of several processes): the same images, crops and flips as
-    /// those rows of the whole batch.
-    pub fn start_rows(
-        source: Arc<dyn ImageSource>,
-        order: Vec<usize>,
-        batch: usize,
-        augment: bool,
-        mut rng: StdRng,
-        ahead: usize,
-        split: owt_hybrid::RowSplit,
-    ) -> Self {
-        use rand::RngCore;
-        let base = rng.next_u64();
-        let (tx, rx) = sync_channel(ahead.max(1));
-        let worker = std::thread::Builder::new()
-            .name("owt-batches".into())
-            .spawn(move || {
-                let size = batch.max(1);
-                for (k, chunk) in order.chunks(size).enumerate() {
-                    let rows = split.rows(chunk.len());
-                    let parts = rows
-                        .clone()
-                        .map(|j| source.batch(&chunk[j..j + 1], augment, &mut image_rng(base, k * size + j)))
-                        .collect();
-                    let batch = Batch::rows_of(parts, rows, chunk.len(), source.image_dims());
-                    let item = match source.problem() {
-                        Some(e) => Err(e),
-                        None => Ok(batch),
-                    };
-                    let last = item.is_err();
-                    if tx.send(item).is_err() || last {
-                        return; // The consumer stopped early, or the source can go no further.
-                    }
-                }
-            })
-            .expect("spawning the batch preparation thread");
-        Self { rx: Some(rx), worker: Some(worker) }
-    }
-
-    /// The next batch; `Ok(None)` at the end, an error if the source can no longer be used
-    /// (see [`ImageSource::problem`]) or preparing it failed (the worker's panic message).
-    pub fn next_batch(&mut self) -> Result<Option<Batch>, OwtError> {
-        let Some(rx) = &self.rx else { return Ok(None) };
-        match rx.recv() {
-            Ok(batch) => batch.map(Some),
-            Err(_) => {
-                self.rx = None;
-                match self.worker.take().map(JoinHandle::join) {
-                    Some(Err(panic)) => {
-                        let why = panic
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_else(|| "unknown error".into());
-                        Err(OwtError::data(format!("preparing a batch failed: {why}")))
-                    }
-                    _ => Ok(None),
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Prefetch {
-    fn drop(&mut self) {
-        // Closing the channel stops the worker at its next send.
-        self.rx = None;
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
-        }
-    }
-}
+use crate::data::Batch;
+pub use crate::train::prefetch::{image_rng, Prefetch, Preparation};
 
 /// Whether `B` holds byte tensors on `device`, so pixels can travel as bytes (CUDA and Flex
 /// do; WGSL has no 8-bit type, so wgpu gets floats normalised on the host).
@@ -132,24 +19,39 @@ pub fn bytes_on_device<B: Backend>(device: &B::Device) -> bool {
     B::supports_dtype(device, DType::U8)
 }
 
-/// Byte pixels, `[n, c, h, w]`, to the [-1, 1] floats the models take (the map of
-/// [`crate::data::images::normalise`], done on the device).
-pub fn normalise_on_device<B: Backend>(bytes: Tensor<B, 4, Int>) -> Tensor<B, 4> {
-    bytes.float().div_scalar(PIXEL_SCALE).sub_scalar(1.0)
+/// Byte pixels, `[n, c, h, w]`, to the floats the model takes, as `norm` says (the map of
+/// [`PixelNorm::apply`], done on the device in the same f32 operations: `x / 127.5 - 1`, or
+/// `(x / 255 - mean) / std` with the mean and std as `[1, c, 1, 1]` tensors, torchvision's
+/// own arithmetic).
+pub fn normalise_on_device<B: Backend>(bytes: Tensor<B, 4, Int>, norm: &PixelNorm) -> Tensor<B, 4> {
+    let x = bytes.float();
+    match norm {
+        PixelNorm::Symmetric => x.div_scalar(PIXEL_SCALE).sub_scalar(1.0),
+        PixelNorm::MeanStd { mean, std } => {
+            let (c, device) = (x.dims()[1], x.device());
+            let per_channel = |v: &[f64; 3]| {
+                let values: Vec<f32> = (0..c).map(|i| v[i.min(2)] as f32).collect();
+                Tensor::<B, 4>::from_data(TensorData::new(values, [1, c, 1, 1]), &device)
+            };
+            x.div_scalar(255.0).sub(per_channel(mean)).div(per_channel(std))
+        }
+    }
 }
 
-/// A host batch on the device, laid out as `layout`'s input: on a mesh each rank receives only
-/// its own piece; pixels go as bytes where the backend has them and are normalised on the
-/// device.
+/// A host batch on the device, laid out as `layout`'s input and normalised as `norm` says:
+/// on a mesh each rank receives only its own piece; pixels go as bytes where the backend has
+/// them and are normalised on the device.
 pub fn upload_batch<B: AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
     batch: &Batch,
+    norm: &PixelNorm,
 ) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
     let (rows, total) = (batch.rows.clone(), batch.total_len());
     let images = if bytes_on_device::<B>(layout.device()) {
-        normalise_on_device(layout.upload_labels_rows::<4>(batch.pixel_data(), Some(DType::U8), rows.clone(), total))
+        let bytes = layout.upload_labels_rows::<4>(batch.pixel_data(), Some(DType::U8), rows.clone(), total);
+        normalise_on_device(bytes, norm)
     } else {
-        layout.upload_input_rows(batch.normalised_data(), rows.clone(), total)
+        layout.upload_input_rows(batch.normalised_data(norm), rows.clone(), total)
     };
     (images, layout.upload_labels_rows(batch.label_data(), None, rows, total))
 }
@@ -158,22 +60,28 @@ pub fn upload_batch<B: AutodiffBackend, L: StepLayout<B>>(
 pub fn upload_eval<B: AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
     batch: &Batch,
+    norm: &PixelNorm,
 ) -> (Tensor<B::InnerBackend, 4>, Tensor<B::InnerBackend, 1, Int>) {
-    let (images, labels) = upload_batch(layout, batch);
+    let (images, labels) = upload_batch(layout, batch, norm);
     (images.inner(), labels.inner())
 }
 
-/// Turns a host batch into tensors on one device (pixels normalised on the device).
-pub fn batch_tensors<B: Backend>(batch: &Batch, device: &B::Device) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
-    (upload_images::<B>(batch, device), upload_labels::<B>(batch, device))
+/// Turns a host batch into tensors on one device (pixels normalised on the device as `norm`
+/// says).
+pub fn batch_tensors<B: Backend>(
+    batch: &Batch,
+    device: &B::Device,
+    norm: &PixelNorm,
+) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
+    (upload_images::<B>(batch, device, norm), upload_labels::<B>(batch, device))
 }
 
-/// A batch's images on one device, normalised.
-pub fn upload_images<B: Backend>(batch: &Batch, device: &B::Device) -> Tensor<B, 4> {
+/// A batch's images on one device, normalised as `norm` says.
+pub fn upload_images<B: Backend>(batch: &Batch, device: &B::Device, norm: &PixelNorm) -> Tensor<B, 4> {
     if bytes_on_device::<B>(device) {
-        normalise_on_device(Tensor::<B, 4, Int>::from_data(batch.pixel_data(), (device, DType::U8)))
+        normalise_on_device(Tensor::<B, 4, Int>::from_data(batch.pixel_data(), (device, DType::U8)), norm)
     } else {
-        Tensor::from_data(batch.normalised_data(), device)
+        Tensor::from_data(batch.normalised_data(norm), device)
     }
 }
 

@@ -40,6 +40,10 @@ pub struct EpochMetrics {
     pub lr: Option<f64>,
     /// Training images per second (forward, backward, update).
     pub images_per_second: f64,
+    /// Seconds of the epoch's training steps spent waiting for their input batches (absent
+    /// in runs from before it was measured): near 0 when the loader keeps up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_wait_s: Option<f64>,
     /// Wall seconds of the epoch, evaluation included.
     pub seconds: f64,
     /// Where the epoch ran (devices, plan, scheme).
@@ -118,7 +122,7 @@ impl EpochMetrics {
     /// The line printed after each epoch.
     pub fn summary(&self, epochs: usize) -> String {
         format!(
-            "epoch {}/{epochs}: {}train loss {:.4}, train acc {:.2}%, test loss {:.4}, test acc {:.2}%{}, {:.0} images/s, {:.1} s",
+            "epoch {}/{epochs}: {}train loss {:.4}, train acc {:.2}%, test loss {:.4}, test acc {:.2}%{}, {:.0} images/s, {:.1} s{}",
             self.epoch,
             self.lr.map(|lr| format!("lr {}, ", crate::train::schedule::Rate(lr))).unwrap_or_default(),
             self.train_loss,
@@ -127,7 +131,8 @@ impl EpochMetrics {
             100.0 * self.test_accuracy,
             self.test_top5_accuracy.map(|t| format!(" (top-5 {:.2}%)", 100.0 * t)).unwrap_or_default(),
             self.images_per_second,
-            self.seconds
+            self.seconds,
+            self.input_wait_s.map(|w| format!(" (waiting for input {w:.1} s)")).unwrap_or_default()
         ) + &self
             .communication
             .as_ref()

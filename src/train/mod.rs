@@ -7,6 +7,7 @@ pub mod config;
 pub mod input;
 pub mod metrics;
 pub mod momentum;
+pub mod prefetch;
 pub mod progress;
 pub mod run_dir;
 pub mod schedule;

@@ -7,13 +7,13 @@ use burn::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use owt_models::{AlexNet, Head};
+use owt_models::{AlexNet, Head, PixelNorm};
 
 use crate::data::images::ImageSource;
 use crate::data::ten_crop::PATCHES;
 use crate::data::TenCrops;
 use crate::error::OwtError;
-use crate::train::input::{batch_tensors, Count, Prefetch, Tally};
+use crate::train::input::{batch_tensors, Count, Prefetch, Preparation, Tally};
 use crate::train::step::{correct_count, top_k_correct, TOP_K};
 use crate::train::trainer::Evaluation;
 
@@ -30,22 +30,26 @@ pub fn patch_average<B: Backend>(head: Head, logits: Tensor<B, 2>) -> Tensor<B, 
 
 /// `model` on `source`'s images, each seen as its ten patches with the probabilities
 /// averaged: accuracy (top-1 of the averages), top-5 (more than 5 classes) and the loss of
-/// the averages ([`Head::loss_of_probabilities`]).
+/// the averages ([`Head::loss_of_probabilities`]); pixels normalised as `norm` says, batches
+/// prepared as `how` says.
 pub fn evaluate_ten_crop<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
+    norm: &PixelNorm,
     source: Arc<TenCrops>,
     device: &B::Device,
+    how: Preparation,
 ) -> Result<Evaluation, OwtError> {
     let images = source.images();
     let classes = source.classes();
     let indices: Vec<usize> = (0..source.len()).collect();
     let source: Arc<dyn ImageSource> = source;
-    let mut batches = Prefetch::start(source, indices, IMAGES_PER_BATCH * PATCHES, false, StdRng::seed_from_u64(0), 2);
+    let mut batches =
+        Prefetch::start(source, indices, IMAGES_PER_BATCH * PATCHES, false, StdRng::seed_from_u64(0), how);
     let mut tally = Tally::<B>::default();
     let mut in_top_k = Count::<B>::default();
     while let Some(batch) = batches.next_batch()? {
-        let (x, y) = batch_tensors::<B>(&batch, device);
+        let (x, y) = batch_tensors::<B>(&batch, device, norm);
         let m = batch.len() / PATCHES;
         let average = patch_average(head, model.forward(x));
         // Every patch of an image carries its label: the first of each ten is the image's.

@@ -18,7 +18,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use owt_hybrid::StepLayout;
-use owt_models::{AlexNet, Architecture, DropoutKey, Head};
+use owt_models::{AlexNet, Architecture, DropoutKey, Head, PixelNorm};
 
 use crate::data::{Batch, ImageSource, Splits};
 use crate::error::OwtError;
@@ -26,9 +26,10 @@ use crate::parallel::check_run;
 use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState, InParameterOrder};
 use crate::train::config::TrainConfig;
-use crate::train::input::{batch_tensors, upload_batch, upload_eval, Count, Prefetch, Tally, TallyValues};
+use crate::train::input::{batch_tensors, upload_batch, upload_eval, Count, Tally, TallyValues};
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::momentum;
+use crate::train::prefetch::{available_cores, Prefetch, Preparation};
 use crate::train::progress::Progress;
 use crate::train::run_dir::{self, Existing};
 use crate::train::step::{correct_count, top_k_correct, train_step, TOP_K};
@@ -68,7 +69,7 @@ pub fn divergence(last: &TallyValues, now: &TallyValues, uniform: f64) -> Option
 }
 
 /// Batches prepared ahead of the step that uses them.
-const PREFETCH: usize = 2;
+pub const PREFETCH: usize = 2;
 
 /// Where a run writes and whether it reports progress.
 #[derive(Debug, Clone)]
@@ -85,12 +86,21 @@ pub struct RunOptions<'a> {
     /// Steps between reads of the running loss and accuracy (progress and the divergence
     /// check happen at reads; the epoch's figures are exact regardless).
     pub read_every: usize,
+    /// Threads preparing batches (`--workers`; the batches are the same for any number).
+    pub workers: usize,
 }
 
 impl<'a> RunOptions<'a> {
     /// Quiet options writing to `out`, reading the running figures every [`READ_EVERY`] steps.
     pub fn new(out: &'a Path) -> Self {
-        Self { out, resume: false, overwrite: false, verbose: false, read_every: READ_EVERY }
+        Self {
+            out,
+            resume: false,
+            overwrite: false,
+            verbose: false,
+            read_every: READ_EVERY,
+            workers: available_cores(),
+        }
     }
 }
 
@@ -108,28 +118,32 @@ pub struct Evaluation {
     pub images: usize,
 }
 
-/// Loss and accuracy of `model` on `source` (deterministic view, no augmentation) on one device.
+/// Loss and accuracy of `model` on `source` (deterministic view, no augmentation) on one
+/// device, its pixels normalised as `norm` says, prepared as `how` says.
 pub fn evaluate<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
+    norm: &PixelNorm,
     source: &Arc<dyn ImageSource>,
     device: &B::Device,
+    how: Preparation,
 ) -> Result<Evaluation, OwtError> {
-    evaluate_with(model, head, source, EVAL_BATCH, &|batch| batch_tensors::<B>(batch, device))
+    evaluate_with(model, head, source, EVAL_BATCH, how, &|batch| batch_tensors::<B>(batch, device, norm))
 }
 
 /// [`evaluate`] in batches of `batch` images, each brought to the device by `upload` (a
 /// parallel run's input placement, so evaluation is split over the ranks like training).
-/// Batches are prepared ahead on a background thread; the sums stay on the device and are
-/// read once at the end.
+/// Batches are prepared ahead on worker threads as `how` says; the sums stay on the device
+/// and are read once at the end.
 pub fn evaluate_with<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
     source: &Arc<dyn ImageSource>,
     batch: usize,
+    how: Preparation,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
 ) -> Result<Evaluation, OwtError> {
-    evaluate_rows(model, head, source, batch, owt_hybrid::RowSplit::whole(), upload, &OverNodes::here())
+    evaluate_rows(model, head, source, batch, how, owt_hybrid::RowSplit::whole(), upload, &OverNodes::here())
 }
 
 /// How a batch's mean loss and counts here become the whole batch's: themselves, or over the
@@ -155,13 +169,13 @@ pub fn evaluate_rows<B: Backend>(
     head: Head,
     source: &Arc<dyn ImageSource>,
     batch: usize,
+    how: Preparation,
     split: owt_hybrid::RowSplit,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
     whole: &OverNodes<'_, B>,
 ) -> Result<Evaluation, OwtError> {
     let indices: Vec<usize> = (0..source.len()).collect();
-    let mut batches =
-        Prefetch::start_rows(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), PREFETCH, split);
+    let mut batches = Prefetch::start_rows(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), how, split);
     let mut tally = Tally::<B>::default();
     let top_k = source.classes() > TOP_K;
     let mut in_top_k = Count::<B>::default();
@@ -271,6 +285,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         optim = optim.load_record(momentum::stored(layout, record));
     }
     let train_set = &splits.train;
+    let norm = &config.model.pixel_norm;
     for epoch in start_epoch..config.epochs {
         let started = Instant::now();
         let test_losses: Vec<f64> = metrics.iter().map(|m: &EpochMetrics| m.test_loss).collect();
@@ -284,8 +299,9 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let total = order.len();
         let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, verbose);
         // Each process prepares only its ranks' rows of every batch.
+        let how = Preparation::new(opts.workers, PREFETCH);
         let mut batches =
-            Prefetch::start_rows(train_set.clone(), order, config.batch, true, rng, PREFETCH, layout.row_split());
+            Prefetch::start_rows(train_set.clone(), order, config.batch, true, rng, how, layout.row_split());
         let mut tally = Tally::<B::InnerBackend>::default();
         let mut steps = 0usize;
         layout.reset_traffic();
@@ -310,7 +326,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         };
         while let Some(batch) = batches.next_batch()? {
             crate::exit::step_fault(layout.process(), epoch + 1, steps);
-            let (images, labels) = upload_batch(layout, &batch);
+            let (images, labels) = upload_batch(layout, &batch, norm);
             let key = draws.dropout_key(steps);
             let (next, outcome) =
                 train_step(layout, model, &mut optim, lr, config.head, config.fc_update, key, images, labels);
@@ -328,9 +344,11 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         check(values)?;
         progress.update(values.images, values.mean_loss(), values.accuracy());
         let train_seconds = started.elapsed().as_secs_f64();
+        let input_wait_s = batches.waited().as_secs_f64();
+        drop(batches);
         let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
-        let upload = |batch: &Batch| upload_eval(layout, batch);
+        let upload = |batch: &Batch| upload_eval(layout, batch, norm);
         let (mean, sum) = (|x| layout.mean_over_outer(x), |x| layout.sum_over_outer(x));
         let whole = OverNodes { mean: &mean, sum: &sum };
         // The model as a step computes with it (on a 2-D mesh that shards parameters over
@@ -341,6 +359,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             config.head,
             &splits.test,
             config.batch,
+            how,
             layout.row_split(),
             &upload,
             &whole,
@@ -354,6 +373,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             test_top5_accuracy: test.top5_accuracy,
             lr: Some(lr),
             images_per_second: seen as f64 / train_seconds,
+            input_wait_s: Some(input_wait_s),
             seconds: started.elapsed().as_secs_f64(),
             layout: Some(layout.describe()),
             communication,

@@ -815,15 +815,30 @@ fn torchvision_weights_import_evaluate_fine_tune_and_export() {
     let o = owt(&["eval", "--checkpoint", r, "--dataset", "folder", "--data", d, "--ten-crop"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let (imported, state) = owt::train::load_model::<Flex>(&run, &Default::default()).unwrap();
+    // The import records what torchvision's weights expect of their input.
+    let spec = &state.config.model;
+    assert_eq!(spec.pixel_norm, owt_models::PixelNorm::IMAGENET);
+    assert_eq!((spec.resize, spec.resize_filter), (Some(76), owt_models::ResizeFilter::Bilinear));
     let request = owt::data::DataRequest {
         kind: owt::data::DatasetKind::Folder,
         dir: Some(data.clone()),
         limit: None,
         model_input: [3, side, side],
         seed: 0,
+        resize: spec.resize,
+        val_labels: None,
+        filter: spec.resize_filter,
     };
     let crops = std::sync::Arc::new(owt::data::open_ten_crop_split(&request).unwrap());
-    let e = owt::train::ten_crop::evaluate_ten_crop(&imported, state.config.head, crops, &Default::default()).unwrap();
+    let e = owt::train::ten_crop::evaluate_ten_crop(
+        &imported,
+        state.config.head,
+        &state.config.model.pixel_norm,
+        crops,
+        &Default::default(),
+        owt::train::input::Preparation::all_cores(2),
+    )
+    .unwrap();
     let want =
         format!("test accuracy {:.2}% (12 images, ten patches each), test loss {:.4}", 100.0 * e.accuracy, e.loss);
     assert!(String::from_utf8_lossy(&o.stdout).contains(&want), "{} vs {want}", String::from_utf8_lossy(&o.stdout));
@@ -841,6 +856,13 @@ fn torchvision_weights_import_evaluate_fine_tune_and_export() {
     let back = dir.path().join("back.safetensors");
     let o = owt(&["export", "--checkpoint", r, "--to", "torchvision", "--out", back.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The fine-tuned network kept the import's input and says what PyTorch must feed it.
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("mean [0.485, 0.456, 0.406]")
+            && said.contains("Resize(76, interpolation=InterpolationMode.BILINEAR)"),
+        "{said}"
+    );
     let (tuned, _) = owt::train::load_model::<Flex>(&run, &Default::default()).unwrap();
     let mut store = burn_store::SafetensorsStore::from_file(&back);
     use burn_store::ModuleStore;

@@ -67,7 +67,7 @@ fn mnist_directories_load_and_report_count_mismatch() {
     assert_eq!(b.dims, [1, 1, 4, 3]);
     assert_eq!(b.labels, vec![1]);
     assert_eq!(b.images[0], 12);
-    assert_eq!(b.normalised_data().to_vec::<f32>().unwrap()[0], 12.0 / 127.5 - 1.0);
+    assert_eq!(b.normalised_data(&owt_models::PixelNorm::Symmetric).to_vec::<f32>().unwrap()[0], 12.0 / 127.5 - 1.0);
     let e = load_mnist_split(dir.path(), false, "Test-MNIST", "hint").unwrap_err().to_string();
     assert!(e.contains("mismatch") && e.contains("5 images") && e.contains("4 labels"), "{e}");
 }
@@ -144,7 +144,7 @@ fn synthetic_data_is_deterministic_and_class_dependent() {
     let all: Vec<usize> = (0..64).collect();
     let batch = a.batch(&all, false, &mut rng);
     // Images of the same class are closer to each other than to other classes on average.
-    let pixels = batch.normalised_data().to_vec::<f32>().unwrap();
+    let pixels = batch.normalised_data(&owt_models::PixelNorm::Symmetric).to_vec::<f32>().unwrap();
     let img = |i: usize| &pixels[i * 64..(i + 1) * 64];
     let dist = |i: usize, j: usize| img(i).iter().zip(img(j)).map(|(x, y)| (x - y).powi(2)).sum::<f32>();
     let (mut same, mut diff, mut ns, mut nd) = (0.0, 0.0, 0, 0);
@@ -223,8 +223,9 @@ fn images_whose_pixels_fail_are_left_out_not_blank_and_counted() {
 }
 
 /// The ten patches of a 6 x 4 image already at its resize side (4, so not resampled), cut by
-/// hand: 3 x 3 crops at x0 in {0, 3}, y0 in {0, 1} (the corners) and (1, 0) (the centre), then
-/// the five mirrored; pixel (x, y) of the image is red 10x + y, green 100 + x, blue 200 + y.
+/// hand: 3 x 3 crops at x0 in {0, 3}, y0 in {0, 1} (the corners) and (2, 0) (the centre, at
+/// torchvision's offsets: 1.5 and 0.5 rounded half to even), then the five mirrored; pixel
+/// (x, y) of the image is red 10x + y, green 100 + x, blue 200 + y.
 #[test]
 fn ten_crops_are_the_four_corners_the_centre_and_their_mirror_images() {
     let dir = tempfile::tempdir().unwrap();
@@ -234,7 +235,7 @@ fn ten_crops_are_the_four_corners_the_centre_and_their_mirror_images() {
     let folder = ImageFolder::open(dir.path(), 3, 4, 3).unwrap();
     let patches = folder.ten_crops(0).unwrap();
     assert_eq!(patches.len(), 10);
-    let origins = [(0, 0), (3, 0), (0, 1), (3, 1), (1, 0)];
+    let origins = [(0, 0), (3, 0), (0, 1), (3, 1), (2, 0)];
     for (j, patch) in patches.iter().enumerate() {
         let (x0, y0) = origins[j % 5];
         let mirrored = j >= 5;

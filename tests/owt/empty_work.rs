@@ -11,11 +11,12 @@ use burn::module::{AutodiffModule, Module};
 use burn::prelude::*;
 use owt::data::{synthetic_images, Batch, ImageSource};
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
+use owt::train::input::Preparation;
 use owt::train::{evaluate_with, sgd, train_step, upload_batch, upload_eval, FcUpdate, TrainConfig};
 use owt_hybrid::{parameter_values, PlanKind};
 use owt_hybrid::{Exchange, MeshLayout, SingleDevice, StepLayout};
 use owt_hybrid::{Hybrid, MeshDevice};
-use owt_models::{AlexNet, DropoutKey, Head, ModelKind, ModelSpec};
+use owt_models::{AlexNet, DropoutKey, Head, ModelKind, ModelSpec, PixelNorm};
 use rand::SeedableRng;
 
 type Ref = Autodiff<Flex>;
@@ -48,7 +49,7 @@ fn step<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     let model: AlexNet<B> = arch.try_init(device).unwrap();
     let model = layout.place_module(model.load_record(record_from_bytes::<B, _>(weights, device).unwrap())).unwrap();
     let mut optim = sgd::<B>(&config);
-    let (images, labels) = upload_batch(layout, batch);
+    let (images, labels) = upload_batch(layout, batch, &PixelNorm::Symmetric);
     let (model, outcome) =
         train_step(layout, model, &mut optim, 0.01, config.head, fc_update, DropoutKey::new(0, 0), images, labels);
     let (loss, correct) = outcome.read();
@@ -112,9 +113,15 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
     // 500-image evaluation batches: a remainder of 1 image.
     let source = images(owt::train::trainer::EVAL_BATCH + 1);
     let single = SingleDevice::<Ref>::new(device);
-    let want =
-        evaluate_with(&model, Head::Softmax, &source, owt::train::trainer::EVAL_BATCH, &|b| upload_eval(&single, b))
-            .unwrap();
+    let want = evaluate_with(
+        &model,
+        Head::Softmax,
+        &source,
+        owt::train::trainer::EVAL_BATCH,
+        Preparation::one_thread(2),
+        &|b| upload_eval(&single, b, &PixelNorm::Symmetric),
+    )
+    .unwrap();
     for k in [2, 3, 4] {
         let layout = MeshLayout::<Flex>::new(
             MeshDevice::virtual_ranks(device, k),
@@ -126,9 +133,14 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
         let hmodel =
             layout.place_module(hmodel.load_record(record_from_bytes::<H, _>(&weights, &mesh).unwrap())).unwrap();
         layout.reset_traffic();
-        let got = evaluate_with(&hmodel.valid(), Head::Softmax, &source, owt::train::trainer::EVAL_BATCH, &|b| {
-            upload_eval(&layout, b)
-        })
+        let got = evaluate_with(
+            &hmodel.valid(),
+            Head::Softmax,
+            &source,
+            owt::train::trainer::EVAL_BATCH,
+            Preparation::one_thread(2),
+            &|b| upload_eval(&layout, b, &PixelNorm::Symmetric),
+        )
         .unwrap();
         let ledger = layout.traffic().unwrap();
         assert_eq!(ledger.total_empty_ops(), 0, "K={k}: {:?}", ledger.empty_ops);

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
 use owt::data::{synthetic_images, Batch, ImageSource};
-use owt::train::input::{bytes_on_device, upload_images, Prefetch, Tally};
+use owt::train::input::{bytes_on_device, upload_images, Prefetch, Preparation, Tally};
 use owt::train::upload_batch;
 use owt_hybrid::PlanKind;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 use owt_hybrid::{Exchange, MeshLayout, SingleDevice, StepLayout};
+use owt_models::PixelNorm;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -46,15 +47,19 @@ fn prefetched_batches_are_the_batches_of_a_plain_loop() {
             Batch::rows_of(parts, 0..c.len(), c.len(), source.image_dims())
         })
         .collect();
-    let mut prefetch = Prefetch::start(source.clone(), order, 5, true, StdRng::seed_from_u64(5), 2);
-    let mut got = Vec::new();
-    while let Some(b) = prefetch.next_batch().unwrap() {
-        got.push(b);
+    for workers in [1, 2, 3] {
+        let how = Preparation::new(workers, 2);
+        let mut prefetch = Prefetch::start(source.clone(), order.clone(), 5, true, StdRng::seed_from_u64(5), how);
+        let mut got = Vec::new();
+        while let Some(b) = prefetch.next_batch().unwrap() {
+            got.push(b);
+        }
+        assert_eq!(got.len(), 5, "23 images in batches of 5");
+        assert_eq!(got, plain, "{workers} workers");
     }
-    assert_eq!(got.len(), 5, "23 images in batches of 5");
-    assert_eq!(got, plain);
     // Stopping early does not hang.
-    let mut early = Prefetch::start(source.clone(), (0..23).collect(), 1, true, StdRng::seed_from_u64(1), 1);
+    let mut early =
+        Prefetch::start(source.clone(), (0..23).collect(), 1, true, StdRng::seed_from_u64(1), Preparation::new(2, 1));
     assert!(early.next_batch().unwrap().is_some());
     drop(early);
 }
@@ -79,7 +84,8 @@ impl ImageSource for Broken {
 
 #[test]
 fn a_batch_that_cannot_be_prepared_is_an_error_not_a_short_epoch() {
-    let mut prefetch = Prefetch::start(Arc::new(Broken), vec![0, 1, 2, 3], 2, false, StdRng::seed_from_u64(0), 2);
+    let mut prefetch =
+        Prefetch::start(Arc::new(Broken), vec![0, 1, 2, 3], 2, false, StdRng::seed_from_u64(0), Preparation::new(2, 2));
     let e = prefetch.next_batch().unwrap_err().to_string();
     assert!(e.contains("preparing a batch failed") && e.contains("image 3 is unreadable"), "{e}");
 }
@@ -90,10 +96,10 @@ fn bytes_normalised_on_the_device_equal_the_host_normalisation() {
     assert!(bytes_on_device::<Flex>(&device), "Flex holds byte tensors");
     let mut rng = StdRng::seed_from_u64(0);
     let batch = source().batch(&[0, 1, 2], false, &mut rng);
-    let on_device = upload_images::<Flex>(&batch, &device).into_data().to_vec::<f32>().unwrap();
-    let on_host = batch.normalised_data().to_vec::<f32>().unwrap();
+    let on_device = upload_images::<Flex>(&batch, &device, &PixelNorm::Symmetric).into_data().to_vec::<f32>().unwrap();
+    let on_host = batch.normalised_data(&PixelNorm::Symmetric).to_vec::<f32>().unwrap();
     assert_eq!(on_device, on_host);
-    let (images, labels) = upload_batch(&SingleDevice::<Autodiff<Flex>>::new(device), &batch);
+    let (images, labels) = upload_batch(&SingleDevice::<Autodiff<Flex>>::new(device), &batch, &PixelNorm::Symmetric);
     assert_eq!(images.into_data().to_vec::<f32>().unwrap(), on_host);
     assert_eq!(labels.into_data().convert::<i64>().to_vec::<i64>().unwrap(), batch.labels);
 }
@@ -102,14 +108,14 @@ fn bytes_normalised_on_the_device_equal_the_host_normalisation() {
 fn each_rank_receives_only_its_own_shard() {
     let mut rng = StdRng::seed_from_u64(0);
     let batch = source().batch(&(0..10).collect::<Vec<_>>(), false, &mut rng);
-    let want = batch.normalised_data().to_vec::<f32>().unwrap();
+    let want = batch.normalised_data(&PixelNorm::Symmetric).to_vec::<f32>().unwrap();
     for k in [2, 3, 4] {
         let layout = MeshLayout::<Flex>::new(
             MeshDevice::virtual_ranks(Default::default(), k),
             PlanKind::WeirdTrick.plan(),
             Exchange::AllGather,
         );
-        let (images, labels) = upload_batch(&layout, &batch);
+        let (images, labels) = upload_batch(&layout, &batch, &PixelNorm::Symmetric);
         assert_eq!(images.placement(), Placement::Shard(0), "K={k}");
         assert_eq!(labels.placement(), Placement::Shard(0), "K={k}");
         let rows: Vec<usize> = images.local_shapes().iter().map(|s| s[0]).collect();
@@ -184,7 +190,8 @@ fn each_process_of_a_job_reads_only_its_ranks_rows_and_together_they_are_the_who
     let mut order: Vec<usize> = (0..23).collect();
     order.shuffle(&mut StdRng::seed_from_u64(2));
     let drain = |mut p: Prefetch| std::iter::from_fn(move || p.next_batch().unwrap()).collect::<Vec<Batch>>();
-    let whole = drain(Prefetch::start(source(), order.clone(), 8, true, StdRng::seed_from_u64(3), 2));
+    let whole =
+        drain(Prefetch::start(source(), order.clone(), 8, true, StdRng::seed_from_u64(3), Preparation::one_thread(2)));
     // Two processes of two ranks: 4 ranks, batches of 8 (rows 4 + 4), 8 and the last 7 (rows 4 + 3).
     let parts = owt_hybrid::ThreadedGroup::run(2, |group| {
         let mesh: MeshDevice<burn::backend::flex::FlexDevice> =
@@ -192,8 +199,15 @@ fn each_process_of_a_job_reads_only_its_ranks_rows_and_together_they_are_the_who
                 .unwrap();
         let counting = Arc::new(Counting { inner: source(), asked: Default::default() });
         let split = owt_hybrid::RowSplit::of(&mesh, Placement::Shard(0));
-        let batches =
-            drain(Prefetch::start_rows(counting.clone(), order.clone(), 8, true, StdRng::seed_from_u64(3), 2, split));
+        let batches = drain(Prefetch::start_rows(
+            counting.clone(),
+            order.clone(),
+            8,
+            true,
+            StdRng::seed_from_u64(3),
+            Preparation::one_thread(2),
+            split,
+        ));
         let asked = counting.asked.lock().unwrap().clone();
         (batches, asked)
     });

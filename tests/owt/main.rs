@@ -16,6 +16,7 @@ mod empty_work;
 mod fashion_mnist;
 mod faults;
 mod input_pipeline;
+mod jpeg_pipeline;
 mod learner;
 mod plan_traffic;
 mod torchvision;

@@ -29,7 +29,7 @@ use owt::train::{sgd, train_step, upload_batch, FcUpdate, TrainConfig};
 use owt_hybrid::{parameter_values, PlanKind};
 use owt_hybrid::{Exchange, MeshDevice};
 use owt_hybrid::{MeshLayout, SingleDevice, StepLayout};
-use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelSpec};
+use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelSpec, PixelNorm};
 
 fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
     owt::train::RunOptions { resume, ..owt::train::RunOptions::new(dir) }
@@ -169,6 +169,9 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
         limit: Some(640),
         model_input: arch.input,
         seed: 0,
+        resize: None,
+        val_labels: None,
+        filter: owt_models::ResizeFilter::Area,
     })
     .expect("Fashion-MNIST (apt-get install dataset-fashion-mnist)");
     let weights = initial_weights(&spec);
@@ -187,14 +190,14 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
         let eval = |model: &AlexNet<H>| {
             let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);
             let b = splits.test.batch(&held_out, false, &mut rng);
-            let (x, y) = upload_batch(&layout, &b);
+            let (x, y) = upload_batch(&layout, &b, &PixelNorm::Symmetric);
             Head::Softmax.loss(model.forward(x), y).into_scalar().elem::<f64>()
         };
         let before = eval(&model);
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1);
         let order: Vec<usize> = (0..splits.train.len()).collect();
         for chunk in order.chunks(64) {
-            let (x, y) = upload_batch(&layout, &splits.train.batch(chunk, false, &mut rng));
+            let (x, y) = upload_batch(&layout, &splits.train.batch(chunk, false, &mut rng), &PixelNorm::Symmetric);
             model =
                 train_step(&layout, model, &mut optim, 0.01, Head::Softmax, fc_update, DropoutKey::default(), x, y).0;
         }

@@ -1,0 +1,356 @@
+//! Real images at the GPUs' rate: JPEG folders decoded on several workers give the batches of
+//! one (byte for byte, over an epoch, a failing image left out and counted alike) and train to
+//! the same checkpoint; decoding at a reduced DCT scale and the SIMD resize stay within 35 dB
+//! of a full decode and an exact-area resize on photographs of several sizes; the packed copy
+//! (`owt prepare`) holds the folder's pixels and refuses damage naming the shard.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use burn::backend::{Autodiff, Flex};
+use owt::data::decode::{self, Rgb};
+use owt::data::photo_folder::{write_photo_folder, PhotoFolder};
+use owt::data::{Batch, ImageFolder, ImageSource, PackedImages};
+use owt::train::input::{Prefetch, Preparation};
+use owt_hybrid::SingleDevice;
+use owt_models::ResizeFilter;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+fn photos() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/photos");
+    let mut all: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    all.retain(|p| p.extension().is_some_and(|x| x == "jpg"));
+    all.sort();
+    all
+}
+
+/// A JPEG folder of three classes (crops of three photographs), shorter sides 40 to 130 so
+/// that a crop of 32 from a resize to 36 decodes some at a reduced DCT scale (72 or more),
+/// plus a grey JPEG and a PNG.
+fn jpeg_folder(dir: &Path, train: usize, val: usize) {
+    let all = photos();
+    let three: Vec<&Path> = all
+        .iter()
+        .filter(|p| !p.ends_with("retina.jpg") && !p.ends_with("hubble.jpg"))
+        .take(3)
+        .map(PathBuf::as_path)
+        .collect();
+    let spec = PhotoFolder {
+        per_class: [train, val],
+        shorter: [40, 130],
+        aspect: 4.0 / 3.0,
+        quality: 90,
+        noise: 3.0,
+        seed: 7,
+    };
+    write_photo_folder(&three, dir, &spec).unwrap();
+    let class = std::fs::read_dir(dir.join("train")).unwrap().map(|e| e.unwrap().path()).min().unwrap();
+    let grey = image::GrayImage::from_fn(90, 70, |x, y| image::Luma([((x * 3 + y * 5) % 256) as u8]));
+    grey.save(class.join("grey.jpg")).unwrap();
+    let png = image::RgbImage::from_fn(50, 40, |x, y| image::Rgb([x as u8 * 5, y as u8 * 6, 128]));
+    png.save(class.join("colour.png")).unwrap();
+}
+
+fn drain(mut p: Prefetch) -> Vec<Batch> {
+    std::iter::from_fn(move || p.next_batch().unwrap()).collect()
+}
+
+/// One epoch of a JPEG folder, random crops and flips on, in batches of 7: the same bytes on
+/// 1, 2 and 4 workers; a PNG whose pixels fail is replaced by the next image on every count
+/// of workers alike and counted once.
+#[test]
+fn batches_are_byte_for_byte_those_of_one_thread_for_any_number_of_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    jpeg_folder(dir.path(), 34, 1);
+    let class = std::fs::read_dir(dir.path().join("train")).unwrap().map(|e| e.unwrap().path()).max().unwrap();
+    let bytes = std::fs::read(class.join("00003.jpg")).unwrap();
+    let broken = image::RgbImage::from_pixel(30, 30, image::Rgb([9, 9, 9]));
+    broken.save(class.join("00003b.png")).unwrap();
+    let png = std::fs::read(class.join("00003b.png")).unwrap();
+    std::fs::write(class.join("00003b.png"), &png[..45]).unwrap();
+    assert!(bytes.len() > 1000);
+    let epoch = |workers: usize| {
+        let folder = ImageFolder::open(&dir.path().join("train"), 3, 36, 32).unwrap();
+        assert_eq!(folder.len(), 3 * 34 + 3, "two extra images and the broken PNG (its header passes)");
+        let source: Arc<dyn ImageSource> = Arc::new(folder);
+        let mut order: Vec<usize> = (0..source.len()).collect();
+        order.shuffle(&mut StdRng::seed_from_u64(11));
+        let batches = drain(Prefetch::start(
+            source.clone(),
+            order,
+            7,
+            true,
+            StdRng::seed_from_u64(12),
+            Preparation::new(workers, 2),
+        ));
+        (batches, source.problem().is_none())
+    };
+    let (one, fine) = epoch(1);
+    assert!(fine, "1 of 105 is within 1%");
+    assert_eq!(one.len(), 15);
+    assert_eq!(one.iter().map(Batch::len).sum::<usize>(), 105);
+    for workers in [2, 4] {
+        let (many, fine) = epoch(workers);
+        assert!(fine);
+        assert_eq!(many, one, "{workers} workers");
+    }
+}
+
+/// At most `ahead` batches beyond the one in use are prepared, however many workers wait.
+#[test]
+fn workers_never_run_more_than_ahead_batches_before_the_step() {
+    struct Watched {
+        taken: Arc<std::sync::atomic::AtomicUsize>,
+        worst: std::sync::Mutex<i64>,
+    }
+    impl ImageSource for Watched {
+        fn len(&self) -> usize {
+            40
+        }
+        fn image_dims(&self) -> [usize; 3] {
+            [1, 1, 1]
+        }
+        fn classes(&self) -> usize {
+            1
+        }
+        fn batch(&self, indices: &[usize], _: bool, _: &mut dyn rand::RngCore) -> Batch {
+            let taken = self.taken.load(std::sync::atomic::Ordering::SeqCst) as i64;
+            let mut worst = self.worst.lock().unwrap();
+            *worst = (*worst).max(indices[0] as i64 - taken);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            Batch::new(vec![0; indices.len()], vec![0; indices.len()], [indices.len(), 1, 1, 1])
+        }
+    }
+    let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let source = Arc::new(Watched { taken: taken.clone(), worst: Default::default() });
+    let mut p =
+        Prefetch::start(source.clone(), (0..40).collect(), 1, false, StdRng::seed_from_u64(0), Preparation::new(4, 2));
+    while p.next_batch().unwrap().is_some() {
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    // Batch k starts once k - 2 batches are taken; this count lags the pool's by at most one.
+    let worst = *source.worst.lock().unwrap();
+    assert!((1..=2).contains(&worst), "a batch started {worst} batches ahead of the step");
+}
+
+/// A short training run on a JPEG folder with lighting noise: the same checkpoint on 1 and 4
+/// workers.
+#[test]
+fn a_training_run_on_four_workers_ends_with_the_checkpoint_of_one() {
+    use owt::data::{Lighting, LitImages, Splits};
+    use owt::train::{train, RunOptions, TrainConfig};
+    use owt_models::{ModelKind, ModelSpec};
+    let data = tempfile::tempdir().unwrap();
+    jpeg_folder(data.path(), 12, 4);
+    let spec =
+        ModelSpec { input: Some(32), channels: Some(3), classes: Some(3), ..ModelSpec::new(ModelKind::AlexNetSmall) };
+    let config = TrainConfig { batch: 8, epochs: 1, ..TrainConfig::new(spec, owt::data::DatasetKind::Folder) };
+    let run = |workers: usize| {
+        let train_split = Arc::new(ImageFolder::open(&data.path().join("train"), 3, 36, 32).unwrap());
+        let lighting = Lighting::fit(&*train_split, 0.1).unwrap();
+        let test = Arc::new(ImageFolder::open(&data.path().join("val"), 3, 36, 32).unwrap());
+        let splits = Splits { train: Arc::new(LitImages::new(train_split, lighting)), test };
+        let out = tempfile::tempdir().unwrap();
+        let layout = SingleDevice::<Autodiff<Flex>>::new(Default::default());
+        let metrics = train(&config, &splits, &layout, &RunOptions { workers, ..RunOptions::new(out.path()) }).unwrap();
+        let (model, _) = owt::train::load_model::<Flex>(out.path(), &Default::default()).unwrap();
+        (owt_hybrid::parameter_values(&model), metrics[0].train_loss, metrics[0].input_wait_s)
+    };
+    let (one, loss1, wait) = run(1);
+    let (four, loss4, _) = run(4);
+    assert_eq!(loss1, loss4);
+    assert!(one == four, "the weights after an epoch differ between 1 and 4 workers");
+    let fresh = owt_hybrid::parameter_values(
+        &config.model.architecture().unwrap().try_init::<Flex>(&Default::default()).unwrap(),
+    );
+    assert!(fresh != one, "the epoch changed the weights");
+    assert!(wait.is_some_and(|w| w >= 0.0), "the epoch says how long it waited for input: {wait:?}");
+}
+
+/// Our decode (a reduced DCT scale where the image keeps four times the target) and SIMD
+/// resize against a full decode and an exact-area resize to the same size: at least 35 dB
+/// on every photograph (shorter sides 300 to 1411) at every target, with owt's area filter;
+/// with torchvision's bilinear, the reduced decode against a full decode resized alike.
+#[test]
+fn fast_decode_and_resize_stay_within_35_db_of_a_full_decode_and_an_area_resize() {
+    let (mut scaled, mut worst) = (0, f64::INFINITY);
+    for path in photos() {
+        let bytes = std::fs::read(&path).unwrap();
+        let full = image::load_from_memory(&bytes).unwrap().into_rgb8();
+        let full = Rgb { width: full.width() as usize, height: full.height() as usize, pixels: full.into_raw() };
+        for side in [36, 64, 113, 144, 256, 259] {
+            let ours = decode::decode(&bytes, side).unwrap();
+            assert_eq!((ours.width, ours.height), (full.width, full.height), "the file's own size");
+            scaled += usize::from(ours.image.width < full.width);
+            let (w, h) = decode::shorter_side_size(full.width, full.height, side);
+            for filter in [ResizeFilter::Area, ResizeFilter::Bilinear] {
+                let got = ours.resized(side, filter);
+                assert_eq!((got.width, got.height), (w, h), "{}", path.display());
+                let reference = decode::resize(&full, w, h, filter);
+                let psnr = decode::psnr(&reference.pixels, &got.pixels);
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                eprintln!("{name} at {side}, {}: {psnr:.2} dB", filter.name());
+                assert!(psnr >= 35.0, "{name} at {side}, {}: {psnr:.2} dB", filter.name());
+                worst = worst.min(psnr);
+            }
+        }
+    }
+    eprintln!("worst {worst:.2} dB over {scaled} reduced decodes");
+    assert!(scaled >= 8, "only {scaled} decodes used a reduced DCT scale");
+}
+
+/// The packed copy of a folder, at the folder's resize side, gives the folder's batches byte
+/// for byte (random crops and flips included); at another side it is resized from the stored
+/// images.
+#[test]
+fn a_packed_split_holds_the_folders_pixels_after_the_same_resize() {
+    use owt::data::pack::{pack_split, PackOptions};
+    let data = tempfile::tempdir().unwrap();
+    jpeg_folder(data.path(), 10, 2);
+    let folder = ImageFolder::open(&data.path().join("train"), 3, 36, 36).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let opts = PackOptions { workers: 3, shard_bytes: 20_000, verbose: false };
+    let summary = pack_split(&folder, out.path(), "train", opts).unwrap();
+    assert_eq!(summary.images, 32);
+    assert!(summary.shards > 3, "small shards: {summary:?}");
+    for channels in [3, 1] {
+        let folder: Arc<dyn ImageSource> =
+            Arc::new(ImageFolder::open(&data.path().join("train"), channels, 36, 32).unwrap());
+        let packed: Arc<dyn ImageSource> =
+            Arc::new(PackedImages::open(out.path(), channels, 36, 32, ResizeFilter::Area).unwrap());
+        let order: Vec<usize> = (0..32).rev().collect();
+        for augment in [true, false] {
+            let a = drain(Prefetch::start(
+                folder.clone(),
+                order.clone(),
+                5,
+                augment,
+                StdRng::seed_from_u64(4),
+                Preparation::new(2, 2),
+            ));
+            let b = drain(Prefetch::start(
+                packed.clone(),
+                order.clone(),
+                5,
+                augment,
+                StdRng::seed_from_u64(4),
+                Preparation::new(3, 2),
+            ));
+            assert_eq!(a, b, "channels {channels}, augment {augment}");
+        }
+    }
+    // Stored at 36, read for a resize to 34: resized from the stored pixels.
+    let packed = PackedImages::open(out.path(), 3, 34, 32, ResizeFilter::Area).unwrap();
+    let stored = PackedImages::open(out.path(), 3, 36, 32, ResizeFilter::Area).unwrap().resized(3).unwrap();
+    assert_eq!(packed.resized(3).unwrap(), decode::resize_shorter_to(&stored, 34, ResizeFilter::Area));
+    let e = PackedImages::open(out.path(), 3, 36, 32, ResizeFilter::Bilinear).unwrap_err().to_string();
+    assert!(e.contains("resized with the area filter, the model resizes with bilinear"), "{e}");
+}
+
+fn owt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_owt")).args(args).output().expect("run owt")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `owt prepare` writes a packed copy that trains as the folder does, never overwrites it,
+/// leaves nothing when it fails, and a damaged or truncated shard is refused naming it.
+#[test]
+fn prepare_packs_atomically_and_damaged_shards_are_named() {
+    let data = tempfile::tempdir().unwrap();
+    jpeg_folder(data.path(), 8, 3);
+    let work = tempfile::tempdir().unwrap();
+    let packed = work.path().join("packed");
+    let d = |p: &Path| p.to_str().unwrap().to_string();
+    let prepare = |out: &Path| {
+        owt(&[
+            "prepare",
+            "--data",
+            &d(data.path()),
+            "--out",
+            &d(out),
+            "--side",
+            "36",
+            "--shard-mib",
+            "1",
+            "--workers",
+            "2",
+        ])
+    };
+    let o = prepare(&packed);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("train: 26 images"), "{}", String::from_utf8_lossy(&o.stdout));
+    let again = prepare(&packed);
+    assert!(!again.status.success() && stderr(&again).contains("never overwrites"), "{}", stderr(&again));
+    // Training on the packed copy and on the folder: the same losses and accuracies.
+    let train = |kind: &str, dir: &Path, out: &Path| {
+        let o = owt(&[
+            "train",
+            "--model",
+            "alexnet-small",
+            "--channels",
+            "3",
+            "--input",
+            "32",
+            "--classes",
+            "3",
+            "--resize",
+            "36",
+            "--dataset",
+            kind,
+            "--data",
+            &d(dir),
+            "--epochs",
+            "1",
+            "--batch",
+            "8",
+            "--lighting",
+            "0",
+            "--out",
+            &d(out),
+        ]);
+        assert!(o.status.success(), "{kind}: {}", stderr(&o));
+        let metrics: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+        let m = &metrics[0];
+        assert!(m["input_wait_s"].as_f64().is_some(), "{m}");
+        [m["train_loss"].as_f64(), m["test_loss"].as_f64(), m["test_accuracy"].as_f64()]
+    };
+    let from_folder = train("folder", data.path(), &work.path().join("run-folder"));
+    let from_packed = train("packed", &packed, &work.path().join("run-packed"));
+    assert_eq!(from_folder, from_packed);
+    // A flipped byte in a shard: found when its images are first read, named.
+    let shard = packed.join("train/shard-00000.bin");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&shard, &bytes).unwrap();
+    let split: Arc<dyn ImageSource> =
+        Arc::new(PackedImages::open(&packed.join("train"), 3, 36, 32, ResizeFilter::Area).unwrap());
+    let mut p = Prefetch::start(split, (0..26).collect(), 26, false, StdRng::seed_from_u64(0), Preparation::new(2, 2));
+    let e = p.next_batch().unwrap_err().to_string();
+    assert!(e.contains("shard-00000.bin is damaged") && e.contains("CRC-32"), "{e}");
+    // A truncated shard is refused when the split is opened.
+    std::fs::write(&shard, &bytes[..bytes.len() / 2]).unwrap();
+    let e = PackedImages::open(&packed.join("train"), 3, 36, 32, ResizeFilter::Area).unwrap_err().to_string();
+    assert!(e.contains("shard-00000.bin is truncated"), "{e}");
+    // A prepare that fails while packing (two PNGs whose pixels fail: more than 1% of the
+    // split) leaves no output behind.
+    let class = std::fs::read_dir(data.path().join("train")).unwrap().map(|e| e.unwrap().path()).max().unwrap();
+    for i in 0..2 {
+        let path = class.join(format!("broken{i}.png"));
+        image::RgbImage::from_pixel(30, 30, image::Rgb([9, 9, 9])).save(&path).unwrap();
+        let png = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &png[..45]).unwrap();
+    }
+    let failed = work.path().join("failed");
+    let o = prepare(&failed);
+    assert!(!o.status.success() && stderr(&o).contains("cannot be decoded"), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(work.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!failed.exists() && left.iter().all(|n| !n.to_string_lossy().contains("failed")), "{left:?}");
+}
