@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use owt_models::ResizeFilter;
 
-use crate::data::crop::Crop;
-use crate::data::decode::{self, Rgb};
+use owt_pixels::{decode, Crop, Rgb};
+
+use crate::data::filter_of;
 use crate::data::images::{Batch, ImageSource};
 use crate::data::stages::{Stage, StageClock};
 use crate::data::val_labels::{label_files, ValLabels};
@@ -304,13 +305,13 @@ impl ImageFolder {
     }
 
     /// The image at `index` read, decoded (at a reduced DCT scale where it is large enough:
-    /// [`decode::dct_reduction`]) and resized with the folder's filter so its shorter side is
+    /// [`owt_pixels::dct_reduction`]) and resized with the folder's filter so its shorter side is
     /// `resize`, to the size torchvision's `Resize(resize)` gives.
     pub fn resized(&self, index: usize) -> Result<Rgb, String> {
         let (path, _) = &self.files[index];
         let bytes = self.clock.time(Stage::Read, || read_image(path))?;
         let decoded = self.clock.time(Stage::Decode, || decode::decode(&bytes, self.resize))?;
-        let resized = self.clock.time(Stage::Resize, || decoded.resized(self.resize, self.filter));
+        let resized = self.clock.time(Stage::Resize, || decoded.resized(self.resize, filter_of(self.filter)));
         self.clock.count(1);
         Ok(resized)
     }

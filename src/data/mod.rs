@@ -1,7 +1,5 @@
 //! Data sources: IDX (MNIST, Fashion-MNIST), image folders, synthetic images.
 
-pub mod crop;
-pub mod decode;
 pub mod folder;
 pub mod idx;
 pub mod images;
@@ -31,6 +29,14 @@ pub use val_labels::ValLabels;
 use owt_models::ResizeFilter;
 
 use crate::error::OwtError;
+
+/// The resizer's filter a model spec's [`ResizeFilter`] names.
+pub fn filter_of(filter: ResizeFilter) -> owt_pixels::Filter {
+    match filter {
+        ResizeFilter::Area => owt_pixels::Filter::Area,
+        ResizeFilter::Bilinear => owt_pixels::Filter::Bilinear,
+    }
+}
 
 /// Which dataset (`--dataset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]

@@ -15,8 +15,9 @@ use memmap2::Mmap;
 use owt_models::ResizeFilter;
 use serde::{Deserialize, Serialize};
 
-use crate::data::crop::Crop;
-use crate::data::decode::{self, Rgb};
+use owt_pixels::{resize_shorter_to, Crop, Rgb};
+
+use crate::data::filter_of;
 use crate::data::images::{Batch, ImageSource};
 use crate::data::stages::{Stage, StageClock};
 use crate::error::OwtError;
@@ -272,7 +273,7 @@ impl PackedImages {
         if stored.shorter_side() == self.resize {
             return Ok(stored);
         }
-        Ok(self.clock.time(Stage::Resize, || decode::resize_shorter_to(&stored, self.resize, self.filter)))
+        Ok(self.clock.time(Stage::Resize, || resize_shorter_to(&stored, self.resize, filter_of(self.filter))))
     }
 
     /// The patch of the image at `index`: cut straight from the mapped shard when the

@@ -8,10 +8,8 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use owt_models::ResizeFilter;
-
-use crate::data::decode::{self, Rgb};
 use crate::error::OwtError;
+use owt_pixels::{decode, resize, Filter, Rgb};
 
 /// What folder to make.
 #[derive(Debug, Clone)]
@@ -37,7 +35,7 @@ pub fn write_photo_folder(photos: &[&Path], dir: &Path, spec: &PhotoFolder) -> R
         .iter()
         .map(|p| {
             let bytes = std::fs::read(p).map_err(|e| OwtError::data(format!("cannot read {}: {e}", p.display())))?;
-            let rgb = decode::decode(&bytes, 1).map_err(|e| OwtError::data(format!("{}: {e}", p.display())))?.image;
+            let rgb = decode(&bytes, 1).map_err(|e| OwtError::data(format!("{}: {e}", p.display())))?.image;
             let name = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
             Ok((name, rgb))
         })
@@ -75,7 +73,7 @@ fn photo_crop(photo: &Rgb, spec: &PhotoFolder, rng: &mut StdRng) -> Result<Vec<u
     for y in y0..y0 + ch {
         pixels.extend_from_slice(&photo.pixels[(y * photo.width + x0) * 3..(y * photo.width + x0 + cw) * 3]);
     }
-    let mut image = decode::resize(&Rgb { width: cw, height: ch, pixels }, w, h, ResizeFilter::Bilinear);
+    let mut image = resize(&Rgb { width: cw, height: ch, pixels }, w, h, Filter::Bilinear);
     if spec.noise > 0.0 {
         for v in image.pixels.iter_mut() {
             *v = (*v as f64 + spec.noise * crate::data::lighting::gaussian(rng)).round().clamp(0.0, 255.0) as u8;

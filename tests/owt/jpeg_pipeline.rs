@@ -1,15 +1,13 @@
 //! Real images at the GPUs' rate: JPEG folders decoded on several workers give the batches of
 //! one (byte for byte, over an epoch, a failing image left out and counted alike) and train to
-//! the same checkpoint; decoding at a reduced DCT scale and the SIMD resize stay within 35 dB
-//! of a full decode and an exact-area resize on photographs of several sizes; the packed copy
-//! (`owt prepare`) holds the folder's pixels and refuses damage naming the shard.
+//! the same checkpoint; the packed copy (`owt prepare`) holds the folder's pixels and refuses
+//! damage naming the shard. (The decode's quality is tested in pixels/tests.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
 use burn::backend::{Autodiff, Flex};
-use owt::data::decode::{self, Rgb};
 use owt::data::photo_folder::{write_photo_folder, PhotoFolder};
 use owt::data::{Batch, ImageFolder, ImageSource, PackedImages};
 use owt::train::input::{Prefetch, Preparation};
@@ -171,38 +169,6 @@ fn a_training_run_on_four_workers_ends_with_the_checkpoint_of_one() {
     assert!(wait.is_some_and(|w| w >= 0.0), "the epoch says how long it waited for input: {wait:?}");
 }
 
-/// Our decode (a reduced DCT scale where the image keeps four times the target) and SIMD
-/// resize against a full decode and an exact-area resize to the same size: at least 35 dB
-/// on every photograph (shorter sides 300 to 1411) at every target, with owt's area filter;
-/// with torchvision's bilinear, the reduced decode against a full decode resized alike.
-#[test]
-fn fast_decode_and_resize_stay_within_35_db_of_a_full_decode_and_an_area_resize() {
-    let (mut scaled, mut worst) = (0, f64::INFINITY);
-    for path in photos() {
-        let bytes = std::fs::read(&path).unwrap();
-        let full = image::load_from_memory(&bytes).unwrap().into_rgb8();
-        let full = Rgb { width: full.width() as usize, height: full.height() as usize, pixels: full.into_raw() };
-        for side in [36, 64, 113, 144, 256, 259] {
-            let ours = decode::decode(&bytes, side).unwrap();
-            assert_eq!((ours.width, ours.height), (full.width, full.height), "the file's own size");
-            scaled += usize::from(ours.image.width < full.width);
-            let (w, h) = decode::shorter_side_size(full.width, full.height, side);
-            for filter in [ResizeFilter::Area, ResizeFilter::Bilinear] {
-                let got = ours.resized(side, filter);
-                assert_eq!((got.width, got.height), (w, h), "{}", path.display());
-                let reference = decode::resize(&full, w, h, filter);
-                let psnr = decode::psnr(&reference.pixels, &got.pixels);
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                eprintln!("{name} at {side}, {}: {psnr:.2} dB", filter.name());
-                assert!(psnr >= 35.0, "{name} at {side}, {}: {psnr:.2} dB", filter.name());
-                worst = worst.min(psnr);
-            }
-        }
-    }
-    eprintln!("worst {worst:.2} dB over {scaled} reduced decodes");
-    assert!(scaled >= 8, "only {scaled} decodes used a reduced DCT scale");
-}
-
 /// The packed copy of a folder, at the folder's resize side, gives the folder's batches byte
 /// for byte (random crops and flips included); at another side it is resized from the stored
 /// images.
@@ -246,7 +212,7 @@ fn a_packed_split_holds_the_folders_pixels_after_the_same_resize() {
     // Stored at 36, read for a resize to 34: resized from the stored pixels.
     let packed = PackedImages::open(out.path(), 3, 34, 32, ResizeFilter::Area).unwrap();
     let stored = PackedImages::open(out.path(), 3, 36, 32, ResizeFilter::Area).unwrap().resized(3).unwrap();
-    assert_eq!(packed.resized(3).unwrap(), decode::resize_shorter_to(&stored, 34, ResizeFilter::Area));
+    assert_eq!(packed.resized(3).unwrap(), owt_pixels::resize_shorter_to(&stored, 34, owt_pixels::Filter::Area));
     let e = PackedImages::open(out.path(), 3, 36, 32, ResizeFilter::Bilinear).unwrap_err().to_string();
     assert!(e.contains("resized with the area filter, the model resizes with bilinear"), "{e}");
 }

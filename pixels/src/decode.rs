@@ -6,7 +6,15 @@
 //! area averaging; antialiased bilinear: torchvision's `Resize`).
 
 use fast_image_resize as fir;
-use owt_models::ResizeFilter;
+
+/// The filter images are resized with: Pillow's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    /// Exact area averaging (Pillow's box filter).
+    Area,
+    /// Pillow's antialiased bilinear (torchvision's `Resize`).
+    Bilinear,
+}
 
 /// An image as interleaved 8-bit RGB, row by row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +49,7 @@ pub struct Decoded {
 impl Decoded {
     /// Resized with `filter` so that its shorter side is `side`, to the size torchvision's
     /// `Resize(side)` gives the file's own size ([`shorter_side_size`]).
-    pub fn resized(&self, side: usize, filter: ResizeFilter) -> Rgb {
+    pub fn resized(&self, side: usize, filter: Filter) -> Rgb {
         let (width, height) = shorter_side_size(self.width, self.height, side);
         resize(&self.image, width, height, filter)
     }
@@ -168,28 +176,33 @@ pub fn shorter_side_size(width: usize, height: usize, side: usize) -> (usize, us
 
 /// `image` resized with `filter` so that its shorter side is `side` (see
 /// [`shorter_side_size`]); unchanged when it already has that size.
-pub fn resize_shorter_to(image: &Rgb, side: usize, filter: ResizeFilter) -> Rgb {
+pub fn resize_shorter_to(image: &Rgb, side: usize, filter: Filter) -> Rgb {
     let (width, height) = shorter_side_size(image.width, image.height, side);
     resize(image, width, height, filter)
 }
 
 /// `image` resized to `width` x `height` with `filter` (Pillow's box or antialiased bilinear
 /// filter); a copy when the size is its own.
-pub fn resize(image: &Rgb, width: usize, height: usize, filter: ResizeFilter) -> Rgb {
+pub fn resize(image: &Rgb, width: usize, height: usize, filter: Filter) -> Rgb {
     if (width, height) == (image.width, image.height) {
         return image.clone();
     }
     let filter = match filter {
-        ResizeFilter::Area => fir::FilterType::Box,
-        ResizeFilter::Bilinear => fir::FilterType::Bilinear,
+        Filter::Area => fir::FilterType::Box,
+        Filter::Bilinear => fir::FilterType::Bilinear,
     };
     let source =
         fir::images::ImageRef::new(image.width as u32, image.height as u32, &image.pixels, fir::PixelType::U8x3)
             .expect("an RGB image holds width x height x 3 bytes");
     let mut out = fir::images::Image::new(width as u32, height as u32, fir::PixelType::U8x3);
     let options = fir::ResizeOptions::new().resize_alg(fir::ResizeAlg::Convolution(filter));
-    fir::Resizer::new().resize(&source, &mut out, &options).expect("both images are U8x3 and not empty");
+    // One resizer per thread: it keeps its buffers between images.
+    RESIZER.with_borrow_mut(|r| r.resize(&source, &mut out, &options)).expect("both images are U8x3 and not empty");
     Rgb { width, height, pixels: out.into_vec() }
+}
+
+thread_local! {
+    static RESIZER: std::cell::RefCell<fir::Resizer> = std::cell::RefCell::new(fir::Resizer::new());
 }
 
 /// Peak signal-to-noise ratio of `b` against `a` (same length), in dB; infinite when equal.

@@ -5,7 +5,7 @@
 
 use rand::Rng;
 
-use crate::data::decode::Rgb;
+use crate::decode::Rgb;
 
 /// A square patch of a resized image: its top-left corner, and whether it is mirrored left
 /// to right.
@@ -56,21 +56,38 @@ impl Crop {
         let plane = side * side;
         let mut out = vec![0u8; channels * plane];
         for y in 0..side {
-            let row = &pixels[((self.y0 + y) * width + self.x0) * 3..][..side * 3];
-            for x in 0..side {
-                let sx = if self.flip { side - 1 - x } else { x };
-                let px = &row[sx * 3..sx * 3 + 3];
-                let at = y * side + x;
-                if channels == 1 {
-                    out[at] = luma(px[0], px[1], px[2]);
-                } else {
-                    out[at] = px[0];
-                    out[plane + at] = px[1];
-                    out[2 * plane + at] = px[2];
-                }
+            let row = pixels[((self.y0 + y) * width + self.x0) * 3..][..side * 3].chunks_exact(3);
+            let at = y * side..(y + 1) * side;
+            // Left to right, or right to left when mirrored.
+            if self.flip {
+                write_row(&mut out, plane, channels, at, row.rev());
+            } else {
+                write_row(&mut out, plane, channels, at, row);
             }
         }
         out
+    }
+}
+
+/// Writes one row of RGB pixels into the planes of `out` at `at` (grey when `channels` is 1).
+fn write_row<'a>(
+    out: &mut [u8],
+    plane: usize,
+    channels: usize,
+    at: std::ops::Range<usize>,
+    row: impl Iterator<Item = &'a [u8]>,
+) {
+    if channels == 1 {
+        for (o, px) in out[at].iter_mut().zip(row) {
+            *o = luma(px[0], px[1], px[2]);
+        }
+        return;
+    }
+    let (red, rest) = out.split_at_mut(plane);
+    let (green, blue) = rest.split_at_mut(plane);
+    let (r, g, b) = (&mut red[at.clone()], &mut green[at.clone()], &mut blue[at]);
+    for (((r, g), b), px) in r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut()).zip(row) {
+        (*r, *g, *b) = (px[0], px[1], px[2]);
     }
 }
 

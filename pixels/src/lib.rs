@@ -1,0 +1,10 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod crop;
+pub mod decode;
+
+pub use crop::{luma, Crop};
+pub use decode::{
+    dct_reduction, decode, psnr, resize, resize_shorter_to, shorter_side_size, Decoded, Filter, Rgb, DCT_MARGIN,
+};
