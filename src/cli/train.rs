@@ -161,14 +161,14 @@ impl TrainJob<'_> {
         if self.config.lighting == 0.0 {
             return Ok(splits);
         }
-        let lighting = self.lighting(&*splits.train)?;
+        let lighting = self.lighting(&splits.train)?;
         Ok(Splits { train: Arc::new(LitImages::new(splits.train, lighting)), test: splits.test })
     }
 
     /// The run's principal components: read back from `--out` when resuming a run that
     /// stored them for this noise level, else computed over the training split and stored
     /// there (process 0 writes).
-    fn lighting(&self, train: &dyn ImageSource) -> Result<Lighting, OwtError> {
+    fn lighting(&self, train: &Arc<dyn ImageSource>) -> Result<Lighting, OwtError> {
         let path = self.args.out.join(LIGHTING_FILE);
         if self.args.resume {
             let stored = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Lighting>(&b).ok());
@@ -185,7 +185,8 @@ impl TrainJob<'_> {
                 path.display()
             );
         }
-        let lighting = Lighting::fit(train, self.config.lighting)?;
+        let how = crate::train::prefetch::Preparation::new(self.args.workers.count(), crate::train::trainer::PREFETCH);
+        let lighting = Lighting::fit(train.clone(), self.config.lighting, how)?;
         if primary {
             let json = serde_json::to_vec_pretty(&lighting).map_err(|e| OwtError::io(e.to_string()))?;
             crate::train::atomic::write_atomic(&path, &json)?;

@@ -12,9 +12,13 @@ use serde::{Deserialize, Serialize};
 use crate::data::images::{Batch, ImageSource};
 use crate::data::stages::{Stage, StageClock};
 use crate::error::OwtError;
+use crate::train::prefetch::{Prefetch, Preparation};
 
 /// The file in a run's directory that holds its [`Lighting`] (JSON).
 pub const LIGHTING_FILE: &str = "lighting.json";
+
+/// Images per batch of the fit's preparation.
+const FIT_BATCH: usize = 64;
 
 /// At most this many training images enter the covariance (evenly spaced over the split):
 /// 3 x 3 sums over tens of millions of pixels already fix it to many digits.
@@ -36,8 +40,9 @@ pub struct Lighting {
 
 impl Lighting {
     /// The components of `source`'s RGB values (its deterministic view: centre crops), over
-    /// at most [`MAX_FIT_IMAGES`] images evenly spaced through it.
-    pub fn fit(source: &dyn ImageSource, std: f64) -> Result<Self, OwtError> {
+    /// at most [`MAX_FIT_IMAGES`] images evenly spaced through it, prepared as `how` says (the
+    /// sums are taken in the images' order, so the result is the same for any workers).
+    pub fn fit(source: Arc<dyn ImageSource>, std: f64, how: Preparation) -> Result<Self, OwtError> {
         let [c, h, w] = source.image_dims();
         if c != 3 {
             return Err(OwtError::input(format!("--lighting needs RGB images (3 channels), these have {c}")));
@@ -47,20 +52,22 @@ impl Lighting {
             return Err(OwtError::data("--lighting: the training split is empty"));
         }
         let take = n.min(MAX_FIT_IMAGES);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(0);
         let (mut sum, mut outer, mut count) = ([0f64; 3], [[0f64; 3]; 3], 0f64);
         let plane = h * w;
-        for k in 0..take {
-            let batch = source.batch(&[k * n / take], false, &mut rng);
-            for p in 0..plane {
-                let v = [0, 1, 2].map(|ch| batch.images[ch * plane + p] as f64 / 255.0);
-                for i in 0..3 {
-                    sum[i] += v[i];
-                    for j in 0..3 {
-                        outer[i][j] += v[i] * v[j];
+        let order = (0..take).map(|k| k * n / take).collect();
+        let mut batches = Prefetch::start(source, order, FIT_BATCH, false, rand::rngs::StdRng::seed_from_u64(0), how);
+        while let Some(batch) = batches.next_batch()? {
+            for image in batch.images.chunks_exact(3 * plane) {
+                for p in 0..plane {
+                    let v = [0, 1, 2].map(|ch| image[ch * plane + p] as f64 / 255.0);
+                    for i in 0..3 {
+                        sum[i] += v[i];
+                        for j in 0..3 {
+                            outer[i][j] += v[i] * v[j];
+                        }
                     }
+                    count += 1.0;
                 }
-                count += 1.0;
             }
         }
         let mean = sum.map(|s| s / count);
@@ -273,7 +280,7 @@ mod tests {
 
     #[test]
     fn the_fit_finds_the_components_of_the_pixels() {
-        let l = Lighting::fit(&BlackAndYellow, 0.1).unwrap();
+        let l = Lighting::fit(Arc::new(BlackAndYellow), 0.1, Preparation::new(2, 2)).unwrap();
         assert_eq!(l.images, 2);
         assert!((l.eigenvalues[0] - 0.5).abs() < 1e-12 && l.eigenvalues[1].abs() < 1e-12, "{:?}", l.eigenvalues);
         let h = std::f64::consts::FRAC_1_SQRT_2;
@@ -308,7 +315,10 @@ mod tests {
                 Batch::new(vec![0; 4], vec![0], [1, 1, 2, 2])
             }
         }
-        assert!(Lighting::fit(&Grey, 0.1).unwrap_err().to_string().contains("3 channels"));
+        assert!(Lighting::fit(Arc::new(Grey), 0.1, Preparation::one_thread(1))
+            .unwrap_err()
+            .to_string()
+            .contains("3 channels"));
     }
 
     /// Over many draws the shifts have mean 0 and covariance std^2 P diag(l^2) P^T.

@@ -231,3 +231,34 @@ fn each_process_of_a_job_reads_only_its_ranks_rows_and_together_they_are_the_who
     assert_eq!(first.1, want(|_| 0..4));
     assert_eq!(second.1, want(|n| 4..n));
 }
+
+/// ImageNet's mean and std, as torchvision computes them (`ToTensor` then `Normalize`), on the
+/// device and on the host alike, and on a mesh without moving a byte between ranks.
+#[test]
+fn imagenet_normalisation_on_the_device_equals_the_host_and_torchvisions_arithmetic() {
+    let device = Default::default();
+    let source = synthetic_images([3, 4, 5], 2, 6, 1);
+    let batch = source.batch(&[0, 1, 2, 3, 4, 5], false, &mut StdRng::seed_from_u64(0));
+    let norm = PixelNorm::IMAGENET;
+    let on_host = batch.normalised_data(&norm).to_vec::<f32>().unwrap();
+    // By hand, channel by channel: (x / 255 - mean) / std in f32.
+    let (mean, std) = ([0.485f32, 0.456, 0.406], [0.229f32, 0.224, 0.225]);
+    let want: Vec<f32> = batch
+        .images
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (x as f32 / 255.0 - mean[(i / 20) % 3]) / std[(i / 20) % 3])
+        .collect();
+    assert_eq!(on_host, want);
+    assert_eq!(upload_images::<Flex>(&batch, &device, &norm).into_data().to_vec::<f32>().unwrap(), want);
+    assert_ne!(batch.normalised_data(&PixelNorm::Symmetric).to_vec::<f32>().unwrap(), want);
+    let layout = MeshLayout::<Flex>::new(
+        MeshDevice::virtual_ranks(Default::default(), 2),
+        PlanKind::DataParallel.plan(),
+        Exchange::AllGather,
+    );
+    let (images, _) = upload_batch(&layout, &batch, &norm);
+    assert_eq!(images.placement(), Placement::Shard(0));
+    assert_eq!(layout.traffic().unwrap().total().bytes, 0, "the mean and std are replicated, the shards stay");
+    assert_eq!(images.inner().into_data().to_vec::<f32>().unwrap(), want);
+}

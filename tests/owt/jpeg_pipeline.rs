@@ -149,7 +149,7 @@ fn a_training_run_on_four_workers_ends_with_the_checkpoint_of_one() {
     let config = TrainConfig { batch: 8, epochs: 1, ..TrainConfig::new(spec, owt::data::DatasetKind::Folder) };
     let run = |workers: usize| {
         let train_split = Arc::new(ImageFolder::open(&data.path().join("train"), 3, 36, 32).unwrap());
-        let lighting = Lighting::fit(&*train_split, 0.1).unwrap();
+        let lighting = Lighting::fit(train_split.clone(), 0.1, Preparation::new(workers, 2)).unwrap();
         let test = Arc::new(ImageFolder::open(&data.path().join("val"), 3, 36, 32).unwrap());
         let splits = Splits { train: Arc::new(LitImages::new(train_split, lighting)), test };
         let out = tempfile::tempdir().unwrap();

@@ -20,5 +20,6 @@ mod jpeg_pipeline;
 mod learner;
 mod plan_traffic;
 mod torchvision;
+mod val_labels;
 mod wgpu_mesh;
 mod writers;
