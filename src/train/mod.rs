@@ -22,4 +22,4 @@ pub use input::{batch_tensors, upload_batch, upload_eval};
 pub use metrics::{Communication, EpochMetrics, TrafficPerStep, METRICS_FILE};
 pub use schedule::{LrScaling, LrSchedule};
 pub use step::{classifier, correct_count, features, train_step, FcUpdate, StepOutcome};
-pub use trainer::{evaluate, evaluate_with, load_model, sgd, train, Evaluation, RunOptions};
+pub use trainer::{evaluate, evaluate_with, load_model, predictions, sgd, train, Evaluation, RunOptions};

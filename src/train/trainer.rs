@@ -131,6 +131,27 @@ pub fn evaluate<B: Backend>(
     evaluate_with(model, head, source, EVAL_BATCH, how, &|batch| batch_tensors::<B>(batch, device, norm))
 }
 
+/// The class `model` ranks first for each image of `source`, in order (its deterministic
+/// view: centre crops), pixels normalised as `norm` says: what a comparison with another
+/// framework's predictions, image by image, needs.
+pub fn predictions<B: Backend>(
+    model: &AlexNet<B>,
+    norm: &PixelNorm,
+    source: &Arc<dyn ImageSource>,
+    device: &B::Device,
+    how: Preparation,
+) -> Result<Vec<usize>, OwtError> {
+    let order: Vec<usize> = (0..source.len()).collect();
+    let mut batches = Prefetch::start(source.clone(), order, EVAL_BATCH, false, StdRng::seed_from_u64(0), how);
+    let mut out = Vec::with_capacity(source.len());
+    while let Some(batch) = batches.next_batch()? {
+        let (images, _) = batch_tensors::<B>(&batch, device, norm);
+        let top = model.forward(images).argmax(1).into_data();
+        out.extend(top.iter::<i64>().map(|c| c as usize));
+    }
+    Ok(out)
+}
+
 /// [`evaluate`] in batches of `batch` images, each brought to the device by `upload` (a
 /// parallel run's input placement, so evaluation is split over the ranks like training).
 /// Batches are prepared ahead on worker threads as `how` says; the sums stay on the device

@@ -19,6 +19,7 @@ mod input_pipeline;
 mod jpeg_pipeline;
 mod learner;
 mod plan_traffic;
+mod preprocessing;
 mod torchvision;
 mod val_labels;
 mod wgpu_mesh;
