@@ -48,10 +48,16 @@ pub struct Decoded {
 
 impl Decoded {
     /// Resized with `filter` so that its shorter side is `side`, to the size torchvision's
-    /// `Resize(side)` gives the file's own size ([`shorter_side_size`]).
-    pub fn resized(&self, side: usize, filter: Filter) -> Rgb {
+    /// `Resize(side)` gives the file's own size ([`shorter_side_size`]); the decoded pixels'
+    /// buffer is kept for reuse.
+    pub fn resized(self, side: usize, filter: Filter) -> Rgb {
         let (width, height) = shorter_side_size(self.width, self.height, side);
-        resize(&self.image, width, height, filter)
+        if (width, height) == (self.image.width, self.image.height) {
+            return self.image;
+        }
+        let out = resize(&self.image, width, height, filter);
+        recycle(self.image.pixels);
+        out
     }
 }
 
@@ -113,13 +119,20 @@ fn decode_jpeg(bytes: &[u8], target: usize) -> Result<Decoded, String> {
     Ok(Decoded { image, width, height })
 }
 
-/// A full-scale decode (zune-jpeg), converted to RGB whatever the file's colour space.
+/// A full-scale decode (zune-jpeg) into a buffer of this thread's, converted to RGB whatever
+/// the file's colour space.
 fn decode_full(bytes: &[u8]) -> Result<Rgb, String> {
     use zune_core::colorspace::ColorSpace;
     let options = zune_core::options::DecoderOptions::new_fast().jpeg_set_out_colorspace(ColorSpace::RGB);
     let mut decoder = zune_jpeg::JpegDecoder::new_with_options(zune_core::bytestream::ZCursor::new(bytes), options);
-    let pixels = decoder.decode().map_err(|e| e.to_string())?;
+    decoder.decode_headers().map_err(|e| e.to_string())?;
     let (width, height) = decoder.dimensions().ok_or("a JPEG without dimensions")?;
+    let size = decoder.output_buffer_size().ok_or("a JPEG without an output size")?;
+    let mut pixels = take_buffer(size);
+    if let Err(e) = decoder.decode_into(&mut pixels) {
+        recycle(pixels);
+        return Err(e.to_string());
+    }
     let out = decoder.output_colorspace().unwrap_or(ColorSpace::RGB);
     let pixels = match out.num_components() {
         3 => pixels,
@@ -128,6 +141,38 @@ fn decode_full(bytes: &[u8]) -> Result<Rgb, String> {
     };
     check_len(&pixels, width, height)?;
     Ok(Rgb { width, height, pixels })
+}
+
+/// The most spare pixel buffers a thread keeps for reuse.
+const SPARE_BUFFERS: usize = 4;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer of `len` bytes whose contents are to be overwritten: one of this thread's spare
+/// buffers where it has one (no allocation, and no zeroing when it is already long enough).
+pub fn take_buffer(len: usize) -> Vec<u8> {
+    let mut buffer = SPARE.with_borrow_mut(|spare| {
+        let fit = spare.iter().position(|b| b.capacity() >= len);
+        fit.map(|i| spare.swap_remove(i)).or_else(|| spare.pop()).unwrap_or_default()
+    });
+    if buffer.len() >= len {
+        buffer.truncate(len);
+    } else {
+        buffer.resize(len, 0);
+    }
+    buffer
+}
+
+/// Gives `buffer` back for reuse by [`take_buffer`] on this thread (an image's pixels once
+/// its crop is cut): decoding and resizing then allocate nothing image after image.
+pub fn recycle(buffer: Vec<u8>) {
+    SPARE.with_borrow_mut(|spare| {
+        if spare.len() < SPARE_BUFFERS {
+            spare.push(buffer);
+        }
+    });
 }
 
 /// A decode at DCT scale `1/d` (jpeg-decoder's reduced inverse DCT), converted to RGB.
@@ -194,7 +239,9 @@ pub fn resize(image: &Rgb, width: usize, height: usize, filter: Filter) -> Rgb {
     let source =
         fir::images::ImageRef::new(image.width as u32, image.height as u32, &image.pixels, fir::PixelType::U8x3)
             .expect("an RGB image holds width x height x 3 bytes");
-    let mut out = fir::images::Image::new(width as u32, height as u32, fir::PixelType::U8x3);
+    let buffer = take_buffer(width * height * 3);
+    let mut out = fir::images::Image::from_vec_u8(width as u32, height as u32, buffer, fir::PixelType::U8x3)
+        .expect("the buffer holds width x height x 3 bytes");
     let options = fir::ResizeOptions::new().resize_alg(fir::ResizeAlg::Convolution(filter));
     // One resizer per thread: it keeps its buffers between images.
     RESIZER.with_borrow_mut(|r| r.resize(&source, &mut out, &options)).expect("both images are U8x3 and not empty");

@@ -31,7 +31,7 @@ fn fast_decode_and_resize_stay_within_35_db_of_a_full_decode_and_an_area_resize(
             scaled += usize::from(ours.image.width < full.width);
             let (w, h) = decode::shorter_side_size(full.width, full.height, side);
             for filter in [Filter::Area, Filter::Bilinear] {
-                let got = ours.resized(side, filter);
+                let got = ours.clone().resized(side, filter);
                 assert_eq!((got.width, got.height), (w, h), "{}", path.display());
                 let reference = decode::resize(&full, w, h, filter);
                 let psnr = decode::psnr(&reference.pixels, &got.pixels);

@@ -291,7 +291,9 @@ impl ImageFolder {
         let resized = self.resized(index)?;
         let (w, h, side) = (resized.width, resized.height, self.crop);
         let crop = if augment { Crop::random(rng, w, h, side) } else { Crop::centre(w, h, side) };
-        Ok(self.clock.time(Stage::Crop, || crop.planes(&resized, side, self.channels)))
+        let planes = self.clock.time(Stage::Crop, || crop.planes(&resized, side, self.channels));
+        owt_pixels::recycle(resized.pixels);
+        Ok(planes)
     }
 
     /// The 2012 paper's ten test patches of the image at `index` ([`Crop::ten`]), each `crop`
