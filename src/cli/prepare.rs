@@ -20,7 +20,7 @@ use crate::train::writer_lock::WriterLock;
 /// Arguments of `owt prepare`.
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
-    /// The image folder dataset: DIR/train/<class>/* and DIR/val/<class>/* (or test/; or a
+    /// The image folder dataset: `DIR/train/<class>/*` and `DIR/val/<class>/*` (or `test/`; or a
     /// flat val/ with --val-labels).
     #[arg(long)]
     pub data: PathBuf,
