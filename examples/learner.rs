@@ -222,16 +222,7 @@ impl MetricsRenderer for TextProgress {
 
 /// Fashion-MNIST from Debian's `dataset-fashion-mnist`.
 pub fn fashion_mnist() -> Splits {
-    let request = DataRequest {
-        kind: DatasetKind::FashionMnist,
-        dir: None,
-        limit: None,
-        model_input: [1, 28, 28],
-        seed: 0,
-        resize: None,
-        val_labels: None,
-        filter: owt_models::ResizeFilter::Area,
-    };
+    let request = DataRequest::new(DatasetKind::FashionMnist, [1, 28, 28]);
     open_splits(&request).unwrap_or_else(|e| panic!("{e} (apt-get install dataset-fashion-mnist)"))
 }
 

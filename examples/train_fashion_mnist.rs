@@ -13,16 +13,7 @@ fn main() -> Result<(), owt::OwtError> {
     let config =
         TrainConfig { epochs, ..TrainConfig::new(ModelSpec::new(ModelKind::AlexNetSmall), DatasetKind::FashionMnist) };
     let arch = config.model.architecture()?;
-    let splits = open_splits(&DataRequest {
-        kind: config.dataset,
-        dir: None,
-        limit: None,
-        model_input: arch.input,
-        seed: 0,
-        resize: None,
-        val_labels: None,
-        filter: owt_models::ResizeFilter::Area,
-    })?;
+    let splits = open_splits(&DataRequest::new(config.dataset, arch.input))?;
     let out = std::path::Path::new("runs/example-fashion-mnist");
     let device: burn::backend::flex::FlexDevice = Default::default();
     train(

@@ -28,16 +28,7 @@ fn main() -> Result<(), owt::OwtError> {
         ..TrainConfig::new(ModelSpec::new(ModelKind::AlexNetSmall), DatasetKind::FashionMnist)
     };
     let arch = config.model.architecture()?;
-    let splits = open_splits(&DataRequest {
-        kind: config.dataset,
-        dir: None,
-        limit: config.limit,
-        model_input: arch.input,
-        seed: 0,
-        resize: None,
-        val_labels: None,
-        filter: owt_models::ResizeFilter::Area,
-    })?;
+    let splits = open_splits(&DataRequest { limit: config.limit, ..DataRequest::new(config.dataset, arch.input) })?;
     let mesh = MeshDevice::virtual_ranks(Default::default(), 4);
     let layout = MeshLayout::<Flex>::new(mesh, plan.clone(), Exchange::Broadcast);
     let out = std::path::Path::new("runs/example-weird-trick");

@@ -324,12 +324,15 @@ impl owt::data::ImageSource for Recording {
 }
 
 /// Trains `epochs` epochs (resuming from `dir` when asked) and returns each epoch's draws:
-/// the order of its images and the first random value of each of its batches.
+/// the order of its images and the first random value of each of its batches. One worker
+/// prepares the batches, so the source is asked for the images in the epoch's order (that
+/// more workers prepare the same batches is tests/owt/jpeg_pipeline.rs's).
 fn draws_of(dir: &std::path::Path, epochs: usize, resume: bool) -> Vec<(Vec<usize>, Vec<u64>)> {
     let recording = Arc::new(Recording { inner: splits(64).train, log: Default::default() });
     let data = Splits { train: recording.clone(), test: splits(64).test };
     let c = TrainConfig { epochs, ..config(epochs, Head::Softmax) };
-    train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir, resume)).unwrap();
+    let opts = RunOptions { workers: 1, ..quiet(dir, resume) };
+    train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &opts).unwrap();
     let log = recording.log.lock().unwrap();
     // One entry per image (each image's crops and flips have their own generator), 64 an epoch.
     log.chunks(64)

@@ -71,15 +71,12 @@ pub fn run(args: &BenchArgs) -> Result<InputReport, OwtError> {
     let spec = args.model.spec();
     let arch = spec.architecture()?;
     let request = DataRequest {
-        kind: args.dataset,
         dir: args.data.clone(),
         limit: args.limit,
-        model_input: arch.input,
         seed: args.seed,
-        resize: spec.resize,
-        val_labels: None,
-        filter: spec.resize_filter,
-    };
+        ..DataRequest::new(args.dataset, arch.input)
+    }
+    .resized_as(&spec);
     let train = open_splits(&request)?.train;
     let batches = args.warmup + args.steps;
     let images = batches.checked_mul(args.batch).ok_or_else(|| OwtError::input("--batch x --steps is too large"))?;

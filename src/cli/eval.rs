@@ -51,15 +51,12 @@ impl BackendJob for EvalJob<'_> {
         let norm = &state.config.model.pixel_norm;
         let how = Preparation::new(args.workers.count(), PREFETCH);
         let request = DataRequest {
-            kind: args.dataset,
             dir: args.data.clone(),
-            limit: None,
-            model_input: arch.input,
             seed: state.config.seed,
-            resize: state.config.model.resize,
             val_labels: args.val.spec(),
-            filter: state.config.model.resize_filter,
-        };
+            ..DataRequest::new(args.dataset, arch.input)
+        }
+        .resized_as(&state.config.model);
         if args.ten_crop {
             let test = std::sync::Arc::new(open_ten_crop_split(&request)?);
             crate::train::trainer::check_classes(

@@ -57,16 +57,13 @@ pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
             "{what} exists; owt prepare never overwrites: remove it or choose another directory"
         )));
     }
+    // The crop side only bounds the resize here: nothing is cropped.
     let request = DataRequest {
-        kind: DatasetKind::Folder,
         dir: Some(args.data.clone()),
-        limit: None,
-        // The crop side only bounds the resize here: nothing is cropped.
-        model_input: [3, args.side, args.side],
-        seed: 0,
         resize: Some(args.side),
         val_labels: args.val.spec(),
         filter: args.resize_filter,
+        ..DataRequest::new(DatasetKind::Folder, [3, args.side, args.side])
     };
     let train = args.data.join("train");
     let train = if train.is_dir() { Some(train_folder(&args.data, &request)?) } else { None };

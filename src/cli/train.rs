@@ -146,16 +146,14 @@ struct TrainJob<'a> {
 impl TrainJob<'_> {
     fn splits(&self) -> Result<Splits, OwtError> {
         let arch = self.config.model.architecture()?;
-        let splits = open_splits(&DataRequest {
-            kind: self.args.dataset,
+        let request = DataRequest {
             dir: self.args.data.clone(),
             limit: self.args.limit,
-            model_input: arch.input,
             seed: self.args.seed,
-            resize: self.config.model.resize,
             val_labels: self.args.val.spec(),
-            filter: self.config.model.resize_filter,
-        })?;
+            ..DataRequest::new(self.args.dataset, arch.input)
+        };
+        let splits = open_splits(&request.resized_as(&self.config.model))?;
         let [c, h, w] = splits.train.image_dims();
         arch.check_input([0, c, h, w])?;
         if self.config.lighting == 0.0 {

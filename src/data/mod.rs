@@ -89,6 +89,27 @@ pub struct DataRequest {
 }
 
 impl DataRequest {
+    /// `kind` for a network whose input is `model_input`, every other setting at its default:
+    /// no directory, every image, seed 0, images resized (to 8/7 of the side) with owt's area
+    /// filter, held-out images in class folders.
+    pub fn new(kind: DatasetKind, model_input: [usize; 3]) -> Self {
+        DataRequest {
+            kind,
+            dir: None,
+            limit: None,
+            model_input,
+            seed: 0,
+            resize: None,
+            val_labels: None,
+            filter: ResizeFilter::Area,
+        }
+    }
+
+    /// This request with images resized as `spec` says (its resize side and filter).
+    pub fn resized_as(self, spec: &owt_models::ModelSpec) -> Self {
+        DataRequest { resize: spec.resize, filter: spec.resize_filter, ..self }
+    }
+
     /// Refuses flags the dataset cannot use: `--val-labels` labels a flat folder of images.
     fn check(&self) -> Result<(), OwtError> {
         match &self.val_labels {

@@ -8,12 +8,12 @@ use owt_models::{ModelKind, ModelSpec};
 
 /// Runs `owt` in a directory of its own: a command without `--out` writes `runs/latest` there,
 /// not into the checkout beside another test's (one writer per run directory refuses that).
-fn owt(args: &[&str]) -> Output {
+pub(crate) fn owt(args: &[&str]) -> Output {
     let cwd = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_owt")).args(args).current_dir(cwd.path()).output().expect("run owt")
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
@@ -820,15 +820,10 @@ fn torchvision_weights_import_evaluate_fine_tune_and_export() {
     assert_eq!(spec.pixel_norm, owt_models::PixelNorm::IMAGENET);
     assert_eq!((spec.resize, spec.resize_filter), (Some(76), owt_models::ResizeFilter::Bilinear));
     let request = owt::data::DataRequest {
-        kind: owt::data::DatasetKind::Folder,
         dir: Some(data.clone()),
-        limit: None,
-        model_input: [3, side, side],
-        seed: 0,
-        resize: spec.resize,
-        val_labels: None,
-        filter: spec.resize_filter,
-    };
+        ..owt::data::DataRequest::new(owt::data::DatasetKind::Folder, [3, side, side])
+    }
+    .resized_as(spec);
     let crops = std::sync::Arc::new(owt::data::open_ten_crop_split(&request).unwrap());
     let e = owt::train::ten_crop::evaluate_ten_crop(
         &imported,

@@ -4,9 +4,9 @@
 //! damage naming the shard. (The decode's quality is tested in pixels/tests.)
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Arc;
 
+use crate::cli::{owt, stderr};
 use burn::backend::{Autodiff, Flex};
 use owt::data::photo_folder::{write_photo_folder, PhotoFolder};
 use owt::data::{Batch, ImageFolder, ImageSource, PackedImages};
@@ -215,14 +215,6 @@ fn a_packed_split_holds_the_folders_pixels_after_the_same_resize() {
     assert_eq!(packed.resized(3).unwrap(), owt_pixels::resize_shorter_to(&stored, 34, owt_pixels::Filter::Area));
     let e = PackedImages::open(out.path(), 3, 36, 32, ResizeFilter::Bilinear).unwrap_err().to_string();
     assert!(e.contains("resized with the area filter, the model resizes with bilinear"), "{e}");
-}
-
-fn owt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_owt")).args(args).output().expect("run owt")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// `owt prepare` writes a packed copy that trains as the folder does, never overwrites it,

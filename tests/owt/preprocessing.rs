@@ -50,14 +50,10 @@ fn pytorch() -> Vec<(String, usize, usize, f64)> {
 /// owt's held-out split of the fixture as `owt eval` opens it for a checkpoint of `spec`.
 fn held_out(side: usize, resize: usize, filter: ResizeFilter) -> Arc<dyn ImageSource> {
     let request = DataRequest {
-        kind: DatasetKind::Folder,
         dir: Some(fixture()),
-        limit: None,
-        model_input: [3, side, side],
-        seed: 0,
         resize: Some(resize),
-        val_labels: None,
         filter,
+        ..DataRequest::new(DatasetKind::Folder, [3, side, side])
     };
     open_test_split(&request).unwrap()
 }

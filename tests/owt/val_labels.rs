@@ -4,8 +4,8 @@
 //! the same images in class folders.
 
 use std::path::Path;
-use std::process::Command;
 
+use crate::cli::owt;
 use owt::data::{ImageFolder, ImageSource, ValLabels};
 
 /// `n` tiny PNGs named like ImageNet's validation images, and their classes (cycling).
@@ -121,7 +121,6 @@ fn what_is_missing_is_refused_in_one_line() {
 #[test]
 fn eval_on_a_flat_folder_with_its_labels_equals_eval_on_class_folders() {
     let d = |p: &Path| p.to_str().unwrap().to_string();
-    let owt = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_owt")).args(args).output().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let folders = dir.path().join("folders");
     for split in ["train", "val"] {

@@ -164,14 +164,9 @@ fn per_chunk_fc_updates_differ_from_synchronous_sgd_and_still_learn_fashion_mnis
     let spec = ModelSpec { dropout: Some(0.0), ..small(2) };
     let arch = spec.architecture().unwrap();
     let splits = owt::data::open_splits(&owt::data::DataRequest {
-        kind: owt::data::DatasetKind::FashionMnist,
         dir: Some(dir.to_path_buf()),
         limit: Some(640),
-        model_input: arch.input,
-        seed: 0,
-        resize: None,
-        val_labels: None,
-        filter: owt_models::ResizeFilter::Area,
+        ..owt::data::DataRequest::new(owt::data::DatasetKind::FashionMnist, arch.input)
     })
     .expect("Fashion-MNIST (apt-get install dataset-fashion-mnist)");
     let weights = initial_weights(&spec);
