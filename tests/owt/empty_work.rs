@@ -150,3 +150,18 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
         assert!((got.loss - want.loss).abs() <= 1e-5 * want.loss, "K={k}: {} vs {}", got.loss, want.loss);
     }
 }
+
+/// Burn's own kernels (single-device runs, autodiff, the optimizer) can launch over zero
+/// cubes too, where no `Hybrid` rule sees them: the cubecl-runtime linked is owt's patched copy
+/// (vendor/README.md), whose every launch returns at once for a grid with a zero axis. Without
+/// the patch this does not build (`SKIPS_EMPTY_LAUNCHES` is owt's).
+#[cfg(feature = "wgpu")]
+#[test]
+fn the_linked_cubecl_runtime_skips_launches_over_zero_cubes() {
+    use cubecl_runtime::server::{CubeCount, SKIPS_EMPTY_LAUNCHES};
+    assert!(SKIPS_EMPTY_LAUNCHES);
+    for empty in [CubeCount::Static(0, 1, 1), CubeCount::Static(4, 0, 1), CubeCount::Static(1, 1, 0)] {
+        assert!(empty.is_empty(), "{empty:?}");
+    }
+    assert!(!CubeCount::Static(1, 1, 1).is_empty());
+}
