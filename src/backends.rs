@@ -150,7 +150,7 @@ pub fn run_on<J: BackendJob>(kind: BackendKind, fusion: bool, job: J) -> Result<
 }
 
 #[cfg(feature = "wgpu")]
-mod wgpu_backend {
+pub(crate) mod wgpu_backend {
     use super::*;
     use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 
@@ -283,6 +283,9 @@ mod cuda_backend {
             && every_process_loads_nccl(&spanned)?;
         let gpus: Vec<usize> = devices.iter().map(|d| d.index).collect();
         let mesh = mesh_over(caps, devices, &spanned)?;
+        if mesh.transport() == Transport::DeviceToDevice {
+            mesh.set_send_fence(Arc::new(crate::cuda_send_fence::CudaSendFence));
+        }
         if on_devices && spanned.count() == 1 {
             mesh.set_device_all_reduce::<Plain>(Arc::new(crate::nccl::NcclAllReduce));
         }

@@ -11,6 +11,8 @@ pub mod backends;
 pub mod bounded_read;
 pub mod cli;
 pub mod cuda_preflight;
+#[cfg(feature = "cuda")]
+pub mod cuda_send_fence;
 pub mod data;
 pub mod error;
 pub mod exit;
@@ -18,6 +20,9 @@ pub mod filters;
 pub mod kernel_cache;
 #[cfg(feature = "cuda")]
 pub mod nccl;
+// With CUDA, and in the wgpu tests that check its layout arithmetic on a machine without a GPU.
+#[cfg(any(feature = "cuda", all(test, feature = "wgpu")))]
+mod nccl_buffer;
 pub mod nccl_join;
 #[cfg(feature = "cuda")]
 pub mod nccl_world;

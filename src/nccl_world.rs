@@ -12,7 +12,6 @@ use std::ffi::c_void;
 use std::sync::Mutex;
 
 use burn::tensor::DType;
-use burn::tensor::TensorMetadata;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl_cuda::CudaRuntime;
 use cudarc::driver::result as driver;
@@ -154,7 +153,7 @@ impl NcclWorld {
     }
 }
 
-/// NCCL's element type and the element count of a float tensor of `dtype`.
+/// NCCL's element type for a float tensor of `dtype`.
 fn nccl_type(dtype: DType) -> nccl_sys::ncclDataType_t {
     match dtype {
         DType::F64 => nccl_sys::ncclDataType_t::ncclFloat64,
@@ -168,9 +167,16 @@ impl DeviceAllReduce<Plain> for NcclWorld {
     fn all_reduce_sum(&self, pieces: Vec<CubeTensor<CudaRuntime>>) -> Vec<CubeTensor<CudaRuntime>> {
         let comms = self.comms.lock().unwrap_or_else(|e| e.into_inner());
         assert_eq!(pieces.len(), comms.len(), "NCCL world: one piece per rank of this process");
-        // Contiguous copies that NCCL sums in place, each finished on its GPU before NCCL
-        // (on its own stream) reads it.
-        let sums = crate::nccl::fresh_copies(pieces);
+        // Contiguous copies that NCCL sums in place, counted from their buffers' size
+        // (`nccl_buffer`), each finished on its GPU before NCCL (on its own stream) reads it.
+        let buffers = crate::nccl_buffer::nccl_buffers(pieces);
+        let count = buffers[0].count;
+        assert!(
+            buffers.iter().all(|b| b.count == count),
+            "NCCL world: the ranks' pieces differ in size ({:?} elements)",
+            buffers.iter().map(|b| b.count).collect::<Vec<_>>()
+        );
+        let sums: Vec<CubeTensor<CudaRuntime>> = buffers.into_iter().map(|b| b.tensor).collect();
         for sum in &sums {
             cubecl_common::future::block_on(sum.client.sync())
                 .unwrap_or_else(|e| panic!("Hybrid: NCCL world: the GPU failed before the all-reduce: {e:?}"));
@@ -183,7 +189,6 @@ impl DeviceAllReduce<Plain> for NcclWorld {
                     .unwrap_or_else(|e| panic!("Hybrid: NCCL world: no buffer for the all-reduce: {e:?}"))
             })
             .collect();
-        let count = sums[0].shape().num_elements();
         let dtype = nccl_type(sums[0].dtype);
         let check = |what: &str, r: Result<(), String>| {
             if let Err(e) = r {

@@ -17,6 +17,7 @@ use crate::ledger::Traffic;
 use crate::mesh::MeshDevice;
 use crate::mutation::{self, Mutation};
 use crate::placement::{can_shard, shard_ranges, Placement};
+use crate::transport::Transport;
 use crate::wire;
 
 pub use crate::placement::ReduceOp;
@@ -61,7 +62,18 @@ pub(crate) fn route<B: Backend, K: ShardKind<B>>(
             traffic.cross_process_messages += 1;
         }
         if mesh.is_local(dst) {
-            inbox[dst - local.start].push((key, K::to_device(piece, mesh.rank_device(dst), mesh.transport())));
+            let (from, to) = (mesh.rank_device(src), mesh.rank_device(dst));
+            let moved = if mesh.transport() == Transport::DeviceToDevice && from != to {
+                // The source is held until the fence is issued, so its memory cannot go back
+                // to the pool before later work on its device waits for the send.
+                let moved = K::to_device(piece.clone(), to, Transport::DeviceToDevice);
+                mesh.after_send(from);
+                drop(piece);
+                moved
+            } else {
+                K::to_device(piece, to, mesh.transport())
+            };
+            inbox[dst - local.start].push((key, moved));
         } else {
             let parcel = wire::Parcel { key: key as u64, dst: dst as u64, data: K::into_host(piece) };
             wire::write(&mut outgoing[mesh.process_of(dst)], &parcel);

@@ -61,7 +61,7 @@ pub use process_group::MpiGroup;
 pub use process_group::{GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
 pub use scheme::Exchange;
 pub use topology::{Pattern, Uplink};
-pub use transport::{DeviceAllReduce, RuntimeCapabilities, Transport};
+pub use transport::{DeviceAllReduce, RuntimeCapabilities, SendFence, Transport};
 pub use upload::{RowSplit, Upload};
 
 /// The placement rule table (markdown) as the registry decides it for example inputs: what

@@ -11,7 +11,7 @@ use burn::tensor::backend::Backend;
 use crate::ledger::{Ledger, LedgerSnapshot};
 use crate::process_group::{GroupError, ProcessGroup, Solo};
 use crate::scheme::Exchange;
-use crate::transport::{DeviceAllReduce, Transport};
+use crate::transport::{DeviceAllReduce, SendFence, Transport};
 
 /// Device-type id `Hybrid` devices report to Burn ("HY").
 const MESH_TYPE_ID: u16 = 0x4859;
@@ -34,6 +34,9 @@ struct MeshInner<D> {
     exchange: Mutex<Exchange>,
     /// An `Arc<dyn DeviceAllReduce<B>>` for the inner backend `B`, when installed.
     device_all_reduce: Mutex<Option<Box<dyn Any + Send + Sync>>>,
+    /// What keeps a device-to-device transfer's source intact (see [`SendFence`]), when
+    /// installed.
+    send_fence: Mutex<Option<Arc<dyn SendFence<D>>>>,
 }
 
 impl<D> Drop for MeshInner<D> {
@@ -102,6 +105,7 @@ impl Registry {
             ledger: Mutex::new(Ledger::default()),
             exchange: Mutex::new(Exchange::default()),
             device_all_reduce: Mutex::new(None),
+            send_fence: Mutex::new(None),
         });
         self.live.insert(id, Box::new(Arc::downgrade(&inner)));
         MeshDevice { inner }
@@ -252,6 +256,20 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// the ranks' devices (NCCL on CUDA) instead of their ring of transfers.
     pub fn set_device_all_reduce<B: Backend<Device = D>>(&self, all_reduce: Arc<dyn DeviceAllReduce<B>>) {
         *self.inner.device_all_reduce.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(all_reduce));
+    }
+
+    /// Makes every transfer between two of this mesh's distinct devices call `fence` on the
+    /// source's device right after it is issued (see [`SendFence`]: CUDA needs it).
+    pub fn set_send_fence(&self, fence: Arc<dyn SendFence<D>>) {
+        *self.inner.send_fence.lock().unwrap_or_else(|e| e.into_inner()) = Some(fence);
+    }
+
+    /// After a transfer from `source` to another device: the installed fence, if any.
+    pub(crate) fn after_send(&self, source: &D) {
+        let fence = self.inner.send_fence.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(fence) = fence {
+            fence.after_send(source);
+        }
     }
 
     /// Whether an inner all-reduce is installed.

@@ -65,6 +65,21 @@ pub trait DeviceAllReduce<B: Backend>: Send + Sync + 'static {
     }
 }
 
+/// What keeps the source of a device-to-device transfer intact until the transfer is done,
+/// where the inner runtime does not. CubeCL CUDA's send (cubecl-cuda 0.10.0 `server.rs`,
+/// `send`) makes its NCCL stream wait for the source's compute stream, but nothing makes the
+/// compute stream wait for the send: only the receiver calls `sync_collective`
+/// (cubecl-runtime 0.10.0 `client.rs`, `to_client_tensor`). A source dropped after the call
+/// returns its memory to the pool, and the next kernel on that device may overwrite it while
+/// NCCL still reads it. Installed on a mesh with [`crate::MeshDevice::set_send_fence`]; the
+/// collectives call it after every transfer between distinct devices, still holding the
+/// source, before anything else is issued on the source's device.
+pub trait SendFence<D>: Send + Sync + 'static {
+    /// Makes all later work on `source` (this thread's queue of it) wait for the transfers
+    /// started from it so far. Must not block the host.
+    fn after_send(&self, source: &D);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
