@@ -252,7 +252,9 @@ mod cuda_backend {
 
     fn usable<B: Backend<Device = CudaDevice>>(devices: &[CudaDevice], transfers: bool) -> Result<(), OwtError> {
         let gpus = devices.iter().map(|d| d.index).max().map_or(1, |i| i + 1);
-        preflight(&HostSystem, CudaNeeds { gpus, transfers })?;
+        for warning in preflight(&HostSystem, CudaNeeds { gpus, transfers })? {
+            eprintln!("warning: {warning}");
+        }
         let name = HostSystem.gpu_name(0).unwrap_or_else(|| "unknown".into());
         crate::kernel_cache::configure(&format!("cuda-{name}"));
         for device in devices {

@@ -5,6 +5,13 @@
 //! CubeCL loads by name), the CUDA headers NVRTC compiles against, and NCCL when ranks sit on
 //! distinct GPUs.
 //!
+//! `cuInit` is the test of the driver: a sandboxed GPU machine (gVisor) may have no
+//! `/proc/driver/nvidia/version`, so its absence is a warning, and an error only alongside a
+//! driver that does not start. NVRTC compiles CubeCL's kernels to PTX that the driver loads
+//! (cubecl-cuda 0.10.0 `compute/context.rs`, `get_ptx`, `module::load_data`): an NVRTC newer
+//! than the driver's CUDA writes PTX the driver cannot read, so every kernel would fail to
+//! load; that is refused naming both versions.
+//!
 //! The checks read the machine through [`CudaSystem`], so every message is tested on a machine
 //! without a GPU with a substitute system.
 
@@ -66,6 +73,65 @@ pub trait CudaSystem {
     fn loads(&self, name: &str) -> bool;
     /// Initialises the driver library and counts GPUs.
     fn count_gpus(&self) -> Result<usize, DriverError>;
+    /// The CUDA version the driver supports (`cuDriverGetVersion`), if the driver answers.
+    fn driver_cuda_version(&self) -> Option<CudaVersion>;
+    /// The version of the NVRTC library `name` (`nvrtcVersion`), if it loads and answers.
+    fn nvrtc_version(&self, name: &str) -> Option<CudaVersion>;
+}
+
+/// A CUDA version, major and minor (13.0 is the driver's 13000, NVRTC's (13, 0)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CudaVersion {
+    /// Major version.
+    pub major: i32,
+    /// Minor version.
+    pub minor: i32,
+}
+
+impl CudaVersion {
+    /// The version `cuDriverGetVersion` writes as one number (`1000 * major + 10 * minor`).
+    pub fn from_driver(v: i32) -> Self {
+        CudaVersion { major: v / 1000, minor: (v % 1000) / 10 }
+    }
+}
+
+impl std::fmt::Display for CudaVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The versions a CUDA run depends on, as `owt bench --json` reports them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CudaVersions {
+    /// The GPU's name as the driver gives it (GPU 0).
+    pub gpu: Option<String>,
+    /// The CUDA version the driver supports.
+    pub driver_cuda: Option<String>,
+    /// The NVRTC library CubeCL loads (the first of [`NVRTC_NAMES`] that loads).
+    pub nvrtc_library: Option<String>,
+    /// That library's version.
+    pub nvrtc: Option<String>,
+    /// How f32 matmuls round on this GPU: CubeCL registers TF32 on every GPU that has it and
+    /// its tensor-core matmuls use it, so "f32" runs compare with PyTorch's TF32 figures.
+    pub f32_matmul: &'static str,
+}
+
+/// The first NVRTC library of [`NVRTC_NAMES`] that loads (the one cudarc loads).
+pub fn nvrtc_library(system: &dyn CudaSystem) -> Option<&'static str> {
+    NVRTC_NAMES.iter().copied().find(|n| system.loads(n))
+}
+
+/// What `system` says of the versions a CUDA run depends on.
+pub fn versions(system: &dyn CudaSystem, gpu: Option<String>) -> CudaVersions {
+    let library = nvrtc_library(system);
+    CudaVersions {
+        gpu,
+        driver_cuda: system.driver_cuda_version().map(|v| v.to_string()),
+        nvrtc_library: library.map(str::to_string),
+        nvrtc: library.and_then(|l| system.nvrtc_version(l)).map(|v| v.to_string()),
+        f32_matmul: "tf32 on tensor-core paths (CubeCL)",
+    }
 }
 
 /// What a run needs of CUDA.
@@ -114,18 +180,30 @@ pub fn cuda_root(system: &dyn CudaSystem) -> Option<PathBuf> {
         .or_else(|| system.exists(Path::new("/usr/bin/nvcc")).then(|| PathBuf::from("/usr")))
 }
 
-/// Checks everything a CUDA run needs; the first problem found, as a one-line error.
-pub fn preflight(system: &dyn CudaSystem, needs: CudaNeeds) -> Result<(), OwtError> {
-    if !system.driver_loaded() {
-        return Err(OwtError::backend(format!(
-            "--backend cuda: expected an NVIDIA GPU with its driver, found none ({DRIVER_VERSION_FILE} is missing); install the NVIDIA driver or use --backend flex"
-        )));
+/// Checks everything a CUDA run needs; the first problem found, as a one-line error. What is
+/// odd but not fatal comes back as warnings, one line each, for the caller to print.
+pub fn preflight(system: &dyn CudaSystem, needs: CudaNeeds) -> Result<Vec<String>, OwtError> {
+    let mut warnings = Vec::new();
+    let driver_file = system.driver_loaded();
+    if !driver_file {
+        warnings.push(format!(
+            "--backend cuda: {DRIVER_VERSION_FILE} is missing (a sandboxed machine may lack it); asking the driver itself"
+        ));
     }
     let stubs = stub_dirs(system);
     if !stubs.is_empty() {
         return Err(OwtError::backend(stub_message(&stubs)));
     }
     let found = system.count_gpus().map_err(|e| match e {
+        DriverError::NotLoadable(_) | DriverError::Call { code: CUDA_ERROR_NO_DEVICE, .. } if !driver_file => {
+            OwtError::backend(format!(
+                "--backend cuda: expected an NVIDIA GPU with its driver, found none ({DRIVER_VERSION_FILE} is missing and {}); install the NVIDIA driver or use --backend flex",
+                match &e {
+                    DriverError::NotLoadable(why) => format!("libcuda does not load: {why}"),
+                    _ => "cuInit sees no GPU".to_string(),
+                }
+            ))
+        }
         DriverError::NotLoadable(why) => OwtError::backend(format!(
             "--backend cuda: the NVIDIA driver library libcuda.so.1 does not load ({why}); reinstall the driver, or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH"
         )),
@@ -146,11 +224,20 @@ pub fn preflight(system: &dyn CudaSystem, needs: CudaNeeds) -> Result<(), OwtErr
             needs.gpus
         )));
     }
-    if !NVRTC_NAMES.iter().any(|n| system.loads(n)) {
+    let Some(nvrtc) = nvrtc_library(system) else {
         return Err(OwtError::backend(format!(
             "--backend cuda: NVRTC (CUDA's run-time compiler) not found: tried {}; install it (CUDA toolkit `cuda-nvrtc`, or `pip install nvidia-cuda-nvrtc`) and add its lib directory to LD_LIBRARY_PATH",
             NVRTC_NAMES.join(", ")
         )));
+    };
+    match (system.nvrtc_version(nvrtc), system.driver_cuda_version()) {
+        (Some(compiler), Some(driver)) if compiler > driver => {
+            return Err(OwtError::backend(format!(
+                "--backend cuda: NVRTC {compiler} ({nvrtc}) is newer than the driver's CUDA {driver}: the driver cannot load the kernels it compiles; put an NVRTC of CUDA {driver} or older first on LD_LIBRARY_PATH, or update the driver"
+            )))
+        }
+        (None, _) => warnings.push(format!("--backend cuda: {nvrtc} loads but does not tell its version")),
+        _ => {}
     }
     match cuda_root(system) {
         Some(root) if system.exists(&root.join(CUDA_RUNTIME_HEADER)) => {}
@@ -172,7 +259,7 @@ pub fn preflight(system: &dyn CudaSystem, needs: CudaNeeds) -> Result<(), OwtErr
             NCCL_NAMES.join(", ")
         )));
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// This machine, read through the file system, the environment and the dynamic loader.
@@ -222,6 +309,30 @@ impl CudaSystem for HostSystem {
             Ok(n.max(0) as usize)
         }
     }
+
+    fn driver_cuda_version(&self) -> Option<CudaVersion> {
+        type CuDriverGetVersion = unsafe extern "C" fn(*mut i32) -> i32;
+        // SAFETY: the driver's documented C entry point, with a valid out pointer; it needs
+        // no cuInit.
+        unsafe {
+            let lib =
+                libloading::Library::new("libcuda.so.1").or_else(|_| libloading::Library::new("libcuda.so")).ok()?;
+            let get: libloading::Symbol<CuDriverGetVersion> = lib.get(b"cuDriverGetVersion\0").ok()?;
+            let mut v = 0i32;
+            (get(&mut v) == 0 && v > 0).then(|| CudaVersion::from_driver(v))
+        }
+    }
+
+    fn nvrtc_version(&self, name: &str) -> Option<CudaVersion> {
+        type NvrtcVersion = unsafe extern "C" fn(*mut i32, *mut i32) -> i32;
+        // SAFETY: NVRTC's documented C entry point, with valid out pointers.
+        unsafe {
+            let lib = libloading::Library::new(name).ok()?;
+            let get: libloading::Symbol<NvrtcVersion> = lib.get(b"nvrtcVersion\0").ok()?;
+            let (mut major, mut minor) = (0i32, 0i32);
+            (get(&mut major, &mut minor) == 0).then_some(CudaVersion { major, minor })
+        }
+    }
 }
 
 impl HostSystem {
@@ -262,7 +373,11 @@ mod tests {
         files: HashSet<PathBuf>,
         libs: HashSet<String>,
         gpus: Option<Result<usize, DriverError>>,
+        driver_cuda: Option<CudaVersion>,
+        nvrtc: HashMap<String, CudaVersion>,
     }
+
+    const V13_0: CudaVersion = CudaVersion { major: 13, minor: 0 };
 
     impl Fake {
         /// A working machine with `gpus` GPUs, NVRTC, NCCL and the toolkit in /usr/local/cuda.
@@ -272,6 +387,8 @@ mod tests {
             f.files.insert("/usr/local/cuda/include/cuda_runtime.h".into());
             f.libs.insert("libnvrtc.so.13".into());
             f.libs.insert("libnccl.so".into());
+            f.driver_cuda = Some(V13_0);
+            f.nvrtc.insert("libnvrtc.so.13".into(), V13_0);
             f
         }
     }
@@ -292,6 +409,12 @@ mod tests {
         fn count_gpus(&self) -> Result<usize, DriverError> {
             self.gpus.clone().unwrap_or(Err(DriverError::NotLoadable("not faked".into())))
         }
+        fn driver_cuda_version(&self) -> Option<CudaVersion> {
+            self.driver_cuda
+        }
+        fn nvrtc_version(&self, name: &str) -> Option<CudaVersion> {
+            self.nvrtc.get(name).copied().filter(|_| self.libs.contains(name))
+        }
     }
 
     const ONE: CudaNeeds = CudaNeeds { gpus: 1, transfers: false };
@@ -305,13 +428,59 @@ mod tests {
 
     #[test]
     fn a_working_machine_passes() {
-        preflight(&Fake::working(2), CudaNeeds { gpus: 2, transfers: true }).unwrap();
+        let warnings = preflight(&Fake::working(2), CudaNeeds { gpus: 2, transfers: true }).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn a_missing_proc_file_is_a_warning_when_the_driver_starts() {
+        // A sandboxed GPU machine: no /proc/driver/nvidia/version, cuInit works.
+        let warnings = preflight(&Fake { driver: false, ..Fake::working(1) }, ONE).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains(DRIVER_VERSION_FILE) && !warnings[0].contains('\n'), "{warnings:?}");
     }
 
     #[test]
     fn no_driver() {
-        let e = error(&Fake { driver: false, ..Fake::working(1) }, ONE);
-        assert!(e.contains("driver") && e.contains(DRIVER_VERSION_FILE) && e.contains("--backend flex"), "{e}");
+        // Neither the file nor a loadable driver, or a driver that sees no GPU: one line.
+        let gone = Some(Err(DriverError::NotLoadable("libcuda.so.1: cannot open shared object file".into())));
+        let e = error(&Fake { driver: false, gpus: gone, ..Fake::working(1) }, ONE);
+        assert!(e.contains("found none") && e.contains(DRIVER_VERSION_FILE) && e.contains("--backend flex"), "{e}");
+        assert!(e.contains("libcuda does not load: libcuda.so.1: cannot open"), "{e}");
+        let none = Some(Err(DriverError::Call { call: "cuInit", code: CUDA_ERROR_NO_DEVICE }));
+        let e = error(&Fake { driver: false, gpus: none, ..Fake::working(1) }, ONE);
+        assert!(e.contains("cuInit sees no GPU") && e.contains("--backend flex"), "{e}");
+    }
+
+    #[test]
+    fn an_nvrtc_newer_than_the_driver_is_refused_naming_both() {
+        let mut system = Fake::working(1);
+        system.nvrtc.insert("libnvrtc.so.13".into(), CudaVersion { major: 13, minor: 1 });
+        let e = error(&system, ONE);
+        assert!(e.contains("NVRTC 13.1 (libnvrtc.so.13)") && e.contains("driver's CUDA 13.0"), "{e}");
+        // Older or equal passes; an older major too (CUDA 12.8's NVRTC on a 13.0 driver).
+        system.nvrtc.insert("libnvrtc.so.13".into(), CudaVersion { major: 12, minor: 8 });
+        assert!(preflight(&system, ONE).unwrap().is_empty());
+        // The library cudarc loads first is the one checked.
+        system.libs.insert("libnvrtc.so".into());
+        system.nvrtc.insert("libnvrtc.so".into(), CudaVersion { major: 13, minor: 2 });
+        assert!(error(&system, ONE).contains("NVRTC 13.2 (libnvrtc.so)"));
+        // A version the library does not tell is a warning.
+        system.nvrtc.remove("libnvrtc.so");
+        let warnings = preflight(&system, ONE).unwrap();
+        assert!(warnings.len() == 1 && warnings[0].contains("libnvrtc.so loads but"), "{warnings:?}");
+    }
+
+    #[test]
+    fn versions_are_reported_as_major_dot_minor() {
+        assert_eq!(CudaVersion::from_driver(13000), V13_0);
+        assert_eq!(CudaVersion::from_driver(12080).to_string(), "12.8");
+        let v = versions(&Fake::working(1), Some("NVIDIA H200".into()));
+        assert_eq!(v.driver_cuda.as_deref(), Some("13.0"));
+        assert_eq!((v.nvrtc_library.as_deref(), v.nvrtc.as_deref()), (Some("libnvrtc.so.13"), Some("13.0")));
+        assert!(v.f32_matmul.contains("tf32"));
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(json["gpu"], "NVIDIA H200");
     }
 
     #[test]
@@ -379,7 +548,7 @@ mod tests {
     fn this_machine_is_checked_for_real() {
         // Whatever this machine has, the answer is a clean one-line result.
         match preflight(&HostSystem, ONE) {
-            Ok(()) => assert!(HostSystem.driver_loaded()),
+            Ok(warnings) => assert!(HostSystem.count_gpus().is_ok() && warnings.iter().all(|w| !w.contains('\n'))),
             Err(e) => {
                 let e = e.to_string();
                 assert!(e.contains("--backend cuda:") && !e.contains('\n') && !e.contains("RecvError"), "{e}");

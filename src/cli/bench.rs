@@ -140,6 +140,10 @@ pub struct BenchReport {
     pub empty_ops: u64,
     /// Mean loss of every step, warmup included (before each update).
     pub losses: Vec<f64>,
+    /// On CUDA, the GPU, the driver's CUDA version, the NVRTC library and its version, and
+    /// how f32 matmuls round (what a figure is compared against depends on all four).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<crate::cuda_preflight::CudaVersions>,
 }
 
 impl BenchReport {
@@ -338,6 +342,10 @@ impl BenchJob<'_> {
             fallbacks: ledger.total_fallbacks(),
             empty_ops: ledger.total_empty_ops(),
             losses,
+            cuda: (args.backend == BackendKind::Cuda).then(|| {
+                use crate::cuda_preflight::{versions, HostSystem};
+                versions(&HostSystem, HostSystem.gpu_name(0))
+            }),
         })
     }
 }
