@@ -41,26 +41,42 @@ pub fn cache_dir() -> PathBuf {
     cache_dir_from(|name| std::env::var_os(name))
 }
 
-/// The cache directory of one kind of device (`wgpu-cpu`, `cuda-NVIDIA-H200`, ...): any
-/// character other than letters, digits, `-`, `_` and `.` becomes `-`.
+/// The directory name of a device class, in the cache and under `kernel-cache/` alike: any
+/// character other than letters, digits, `-`, `_` and `.` becomes `-` (the driver's "NVIDIA
+/// H200" is class `cuda-NVIDIA H200`, directory `cuda-NVIDIA-H200`).
+pub fn class_dir_name(class: &str) -> String {
+    class.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect()
+}
+
+/// The cache directory of one kind of device (`wgpu-cpu`, `cuda-NVIDIA-H200`, ...), named by
+/// [`class_dir_name`].
 pub fn device_dir(class: &str) -> PathBuf {
-    let clean: String =
-        class.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
-    cache_dir().join(clean)
+    cache_dir().join(class_dir_name(class))
 }
 
 /// The seed files built into this binary for device class `class`: (path under the class's
 /// cache directory, contents).
 pub fn seeds(class: &str) -> Vec<(&'static str, &'static [u8])> {
-    let prefix = format!("{class}/");
-    seeds::SEEDS.iter().filter_map(|(path, bytes)| path.strip_prefix(prefix.as_str()).map(|p| (p, *bytes))).collect()
+    seeds_of(seeds::SEEDS, class)
+}
+
+/// Of `all` (paths under `kernel-cache/`, contents), the seeds of device class `class`, found
+/// under its [`class_dir_name`].
+fn seeds_of(all: &[(&'static str, &'static [u8])], class: &str) -> Vec<(&'static str, &'static [u8])> {
+    let prefix = format!("{}/", class_dir_name(class));
+    all.iter().filter_map(|(path, bytes)| path.strip_prefix(prefix.as_str()).map(|p| (p, *bytes))).collect()
 }
 
 /// Copies the seeds of `class` into `dir` where `dir` has no file of that name (what CubeCL
 /// learned on this machine is never overwritten). Returns how many files were written.
 pub fn seed(dir: &Path, class: &str) -> std::io::Result<usize> {
+    write_seeds(dir, &seeds(class))
+}
+
+/// Writes `seeds` (path under `dir`, contents) where `dir` has no file of that name.
+fn write_seeds(dir: &Path, seeds: &[(&str, &[u8])]) -> std::io::Result<usize> {
     let mut written = 0;
-    for (path, bytes) in seeds(class) {
+    for &(path, bytes) in seeds {
         let target = dir.join(path);
         if target.exists() {
             continue;
@@ -175,5 +191,32 @@ mod tests {
         }
         assert_eq!(seed(dir.path(), class).unwrap(), 0, "a second start writes nothing");
         assert!(seeds("no-such-device").is_empty());
+    }
+
+    #[test]
+    fn a_cuda_gpus_seeds_are_found_by_the_name_its_driver_gives() {
+        // As `kernel-cache/cuda-NVIDIA-Fake-X1/` would hold them after a harvest (README),
+        // beside the lavapipe seeds; the class is what backends.rs makes of the driver's name.
+        let autotune = "autotune/0.10.0/device-0-0-cuda/burn_cubecl-kernel-matmul-tune-base.json.log";
+        let all: Vec<(&'static str, &'static [u8])> = vec![
+            (
+                "cuda-NVIDIA-Fake-X1/autotune/0.10.0/device-0-0-cuda/burn_cubecl-kernel-matmul-tune-base.json.log",
+                b"{\"tuned\":1}",
+            ),
+            ("cuda-NVIDIA-Other/autotune/0.10.0/device-0-0-cuda/x.json.log", b"other"),
+            ("wgpu-cpu/autotune/0.10.0/device-4-0-wgpu_spirv_/y.json.log", b"lavapipe"),
+        ];
+        let class = format!("cuda-{}", "NVIDIA Fake X1");
+        let found = seeds_of(&all, &class);
+        assert_eq!(found, vec![(autotune, &b"{\"tuned\":1}"[..])]);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(write_seeds(dir.path(), &found).unwrap(), 1);
+        assert_eq!(std::fs::read(dir.path().join(autotune)).unwrap(), b"{\"tuned\":1}");
+        assert_eq!(write_seeds(dir.path(), &found).unwrap(), 0, "never overwritten");
+        // The cache directory and the seed directory have one name.
+        assert!(device_dir(&class).ends_with(class_dir_name(&class)));
+        assert_eq!(class_dir_name(&class), "cuda-NVIDIA-Fake-X1");
+        // The lavapipe seeds built in are found the same way.
+        assert_eq!(seeds_of(seeds::SEEDS, "wgpu-cpu"), seeds("wgpu-cpu"));
     }
 }
