@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# owt's GPU check: runs a prebuilt `owt` (built elsewhere with --features cuda) on this machine,
+# owt's long GPU check (for a GPU lent for longer than 15 minutes; scripts/gpu-run.sh is the
+# 15-minute run, and writes its results as it goes): runs a prebuilt `owt` (built elsewhere with --features cuda) on this machine,
 # which needs no Rust toolchain and no network, and writes one JSON with what it measured:
 #   - cold and warm starts (the first step with an empty kernel cache, then with a warm one);
 #   - `owt bench` for AlexNetOwt at batch 128 on one GPU (Cuda with fusion, and plain
@@ -73,19 +74,8 @@ touch "$work/cases.txt"
 echo "gpu-check: owt $owt, backend $backend, work in $work, kernel cache in $OWT_CACHE_DIR" >&2
 
 if [ "$backend" = cuda ]; then
-    # NVRTC: any libnvrtc.so* that is not a stub; never a `stubs` directory on the path.
-    nvrtc=$(find /usr /opt /root /home -name 'libnvrtc.so*' 2>/dev/null | grep -v '/stubs/' | head -n 1)
-    clean_path=$(printf '%s' "${LD_LIBRARY_PATH:-}" | tr ':' '\n' | grep -v stubs | paste -sd: -)
-    if [ -n "$nvrtc" ]; then
-        export LD_LIBRARY_PATH="$(dirname "$nvrtc")${clean_path:+:$clean_path}"
-    else
-        export LD_LIBRARY_PATH="$clean_path"
-    fi
-    # CUDA headers: CUDA_PATH must hold include/cuda_runtime.h.
-    if [ -z "${CUDA_PATH:-}" ] || [ ! -f "$CUDA_PATH/include/cuda_runtime.h" ]; then
-        header=$(find /usr/local /opt /usr/include -name cuda_runtime.h -path '*include*' 2>/dev/null | head -n 1)
-        [ -n "$header" ] && export CUDA_PATH=$(dirname "$(dirname "$header")")
-    fi
+    . "$here/gpu-env.sh"
+    nvrtc=$GPU_ENV_NVRTC
     echo "gpu-check: NVRTC ${nvrtc:-not found}, CUDA_PATH ${CUDA_PATH:-unset}" >&2
     big="--model alexnet-owt --classes 10"; side=224; batch=128; small_batch=128; warm=3; steps=16
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$work/gpu.txt" 2>/dev/null

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# owt's GPU run: one command of at most ~9 minutes for a GPU lent for 15 (machine start
+# included), leaving room for one rerun. It runs a prebuilt `owt` (built elsewhere with
+# --features cuda: the GPU machine has no Rust toolchain) and writes what it found to $OUT after
+# every step, so a run stopped at its limit still returns what it did. In this order, each step
+# under its own timeout and all of them under --budget:
+#   a. environment: nvidia-smi, NVRTC and the CUDA headers (paths, versions); starts sampling the
+#      GPU's utilisation;
+#   b. small_one_device: AlexNetSmall on one GPU, a few steps (preflight, NVRTC, the u8 upload);
+#   c. small_2ranks_data_parallel, small_2ranks_weird_trick_a: the same on 2 virtual ranks of
+#      that GPU (the old crash): exit status, empty ops, losses against (b)'s;
+#   d. owt_cold, owt_warm: AlexNetOwt at batch 128 with fusion, on an empty kernel cache and then
+#      on the cache the first left (images/s, median and first step, utilisation);
+#   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works.
+# $OUT holds at most 6 files, none deeper than $OUT/x:
+#   summary.json      the checks and every case's JSON (rewritten after each step)
+#   environment.txt   step a's findings
+#   stderr.txt        every case's whole stderr, one section per case
+#   utilisation.csv   unix time, busy %, memory MiB (nvidia-smi, every 0.25 s)
+#   caches.tar.gz     CubeCL's autotune results and compiled kernels (the seeds of the next run:
+#                     see kernel-cache/README.md)
+#   run.log           what this script did, step by step
+# `--backend flex` or `--backend wgpu` runs the same steps on the CPU at small sizes, to try
+# the script itself (`--cpu-sizes` is implied).
+#
+# Usage: scripts/gpu-run.sh [--owt PATH] [--backend cuda|flex|wgpu] [--out DIR] [--budget S]
+#   --owt PATH    the owt binary, or it gzipped as PATH.gz (default ./owt, else ./owt.gz)
+#   --out DIR     where results go (default $OUT, else ./gpu-run-out)
+#   --budget S    seconds for all steps together (default 540)
+#   --cache DIR   kernel cache to start from and keep (default: an empty one, so step d's
+#                 first case is a cold start)
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+owt=""
+backend=cuda
+out=${OUT:-./gpu-run-out}
+budget=540
+cache=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --owt) owt=$2; shift 2 ;;
+        --backend) backend=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --budget) budget=$2; shift 2 ;;
+        --cache) cache=$2; shift 2 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        *) echo "gpu-run: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$backend" in cuda|flex|wgpu) ;; *) echo "gpu-run: --backend is cuda, flex or wgpu, not $backend" >&2; exit 2 ;; esac
+begin=$(date +%s)
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+log() { echo "gpu-run +$(( $(date +%s) - begin ))s: $*" | tee -a "$out/run.log" >&2; }
+
+if [ -z "$owt" ]; then
+    if [ -x ./owt ]; then owt=./owt
+    elif [ -f ./owt.gz ]; then gunzip -kf ./owt.gz && chmod +x ./owt && owt=./owt
+    else echo "gpu-run: no owt binary: pass --owt PATH (a release build with --features cuda)" >&2; exit 2
+    fi
+fi
+command -v python3 >/dev/null || { echo "gpu-run: python3 is needed to write the summary" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/owt-gpu-run.XXXXXX)
+case "$owt" in
+    *.gz) gunzip -c "$owt" > "$work/owt" && chmod +x "$work/owt" && owt=$work/owt || exit 2 ;;
+esac
+export OWT_CACHE_DIR=${cache:-$work/cache}
+mkdir -p "$OWT_CACHE_DIR"
+: > "$work/cases.tsv"
+: > "$out/stderr.txt"
+if [ "$backend" = cuda ]; then
+    tolerance=5e-3   # TF32 rounding between differently tuned kernels (one device against 2 ranks)
+    small="--model alexnet-small --batch 64"; small_steps="--warmup 1 --steps 4"
+    big="--model alexnet-owt --classes 10 --batch 128"; big_steps="--warmup 3 --steps 16"
+    torch_args="--batch 128 --steps 16 --input 224"
+elif [ "$backend" = flex ]; then
+    tolerance=1e-4   # f32 on the CPU: the same kernels on both sides
+    small="--model alexnet-small --batch 16"; small_steps="--warmup 1 --steps 3"
+    big="--model alexnet-owt --classes 10 --input 67 --batch 8"; big_steps="--warmup 1 --steps 3"
+    torch_args="--batch 8 --steps 3 --input 67 --cpu"
+else
+    # wgpu on Mesa lavapipe: the batch its built-in autotune seeds were recorded at (an unseeded
+    # shape spends minutes tuning), and AlexNetSmall for step d too: AlexNetOwt's fc6 weight
+    # (over 128 MiB) fails lavapipe's storage-binding validation.
+    tolerance=1e-4
+    small="--model alexnet-small --batch 64"; small_steps="--warmup 1 --steps 3"
+    big="--model alexnet-small --batch 64"; big_steps="--warmup 1 --steps 3"
+    torch_args="--batch 8 --steps 3 --input 67 --cpu"
+fi
+
+left() { echo $(( budget - ($(date +%s) - begin) )); }
+summarise() { python3 "$here/gpu_run.py" summary "$work" "$out" "$backend" "$tolerance" 2>>"$out/run.log"; }
+
+# run_case NAME LIMIT COMMAND...: one step, its JSON to $work/NAME.json, its stderr appended
+# whole to stderr.txt, the summary rewritten. Skipped when less than 20 s of the budget is left.
+run_case() {
+    local name=$1 limit=$2; shift 2
+    local remaining; remaining=$(left)
+    local t0; t0=$(date +%s.%N)
+    if [ "$remaining" -lt 20 ]; then
+        printf '%s\t-1\t%s\t%s\tout of budget (%ss left)\n' "$name" "$t0" "$t0" "$remaining" >> "$work/cases.tsv"
+        log "$name: skipped, ${remaining}s of the budget left"
+        summarise
+        return
+    fi
+    [ "$limit" -gt $(( remaining - 5 )) ] && limit=$(( remaining - 5 ))
+    log "$name (limit ${limit}s): $*"
+    timeout -k 5 "$limit" "$@" > "$work/$name.json" 2> "$work/$name.err"
+    local rc=$?
+    local t1; t1=$(date +%s.%N)
+    { echo "===== $name (rc $rc, $(python3 -c "print(round($t1 - $t0, 1))") s): $*"; cat "$work/$name.err"; echo; } >> "$out/stderr.txt"
+    local IFS=$'\t'
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$t0" "$t1" "$*" >> "$work/cases.tsv"
+    log "$name: rc $rc"
+    summarise
+}
+
+# caches.tar.gz: what CubeCL tuned and compiled (rewritten after each owt step that fills it).
+keep_caches() {
+    tar -czf "$out/.caches.tar.gz.tmp" -C "$OWT_CACHE_DIR" . 2>>"$out/run.log" \
+        && mv "$out/.caches.tar.gz.tmp" "$out/caches.tar.gz"
+    local size; size=$(stat -c %s "$out/caches.tar.gz" 2>/dev/null || echo 0)
+    if [ "$size" -gt $(( 15 * 1024 * 1024 )) ]; then
+        # Over what comes back from $OUT: the autotune results only (the seeds).
+        (cd "$OWT_CACHE_DIR" && find . -path '*autotune*' -type f -print0 | tar -czf "$out/caches.tar.gz" --null -T -)
+        log "caches.tar.gz: compiled kernels left out ($size bytes with them)"
+    fi
+}
+
+# a. Environment, and the utilisation sampler.
+{
+    echo "date: $(date -u +%FT%TZ)"
+    echo "owt: $owt ($("$owt" --version 2>&1))"
+    echo "backend: $backend, budget ${budget}s, kernel cache $OWT_CACHE_DIR"
+    if [ "$backend" = cuda ]; then
+        . "$here/gpu-env.sh"
+        echo "nvidia-smi:"; timeout 20 nvidia-smi 2>&1 | sed 's/^/  /'
+        timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | sed 's/^/  /'
+        echo "NVRTC: ${GPU_ENV_NVRTC:-not found}"
+        [ -n "$GPU_ENV_NVRTC" ] && ls -l "$(dirname "$GPU_ENV_NVRTC")"/libnvrtc.so* 2>&1 | sed 's/^/  /'
+        echo "CUDA headers: ${GPU_ENV_HEADER:-not found} (CUDA_PATH ${CUDA_PATH:-unset})"
+        [ -n "${CUDA_PATH:-}" ] && grep -m1 'define CUDA_VERSION' "$CUDA_PATH/include/cuda.h" 2>/dev/null | sed 's/^/  /'
+        echo "nvcc: $(command -v nvcc >/dev/null && nvcc --version | tail -n 2 | head -n 1 || echo none)"
+        echo "/proc/driver/nvidia/version: $(cat /proc/driver/nvidia/version 2>/dev/null | head -n 1 || echo missing)"
+        echo "NCCL: $(ldconfig -p 2>/dev/null | grep -m1 libnccl || find / -name 'libnccl.so*' 2>/dev/null | head -n 1)"
+        echo "LD_LIBRARY_PATH: $LD_LIBRARY_PATH"
+    else
+        echo "CPU try-out: $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+    fi
+    echo "python: $(python3 --version 2>&1); torch: $(timeout 60 python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -n 1)"
+} > "$out/environment.txt" 2>&1
+log "environment: $(wc -l < "$out/environment.txt") lines"
+if [ "$backend" = cuda ]; then
+    python3 "$here/gpu_run.py" sample "$out/utilisation.csv" &
+else
+    python3 "$here/gpu_run.py" sample "$out/utilisation.csv" --cpu &
+fi
+sampler=$!
+trap 'kill $sampler 2>/dev/null' EXIT
+summarise
+
+# b. One device, a few steps (the plain backend: the kernels the meshes use).
+run_case small_one_device 150 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion
+# c. Two virtual ranks of the same device.
+run_case small_2ranks_data_parallel 90 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan data-parallel
+run_case small_2ranks_weird_trick_a 90 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan weird-trick --scheme a
+keep_caches
+# d. AlexNetOwt at batch 128, fused: cold (nothing tuned for its shapes yet), then warm.
+run_case owt_cold 210 "$owt" bench --backend "$backend" --json $big $big_steps
+keep_caches
+run_case owt_warm 90 "$owt" bench --backend "$backend" --json $big $big_steps
+keep_caches
+# e. PyTorch on the same shapes.
+if timeout 60 python3 -c 'import torch' 2>/dev/null; then
+    run_case torch 90 python3 "$here/torch_alexnet.py" $torch_args
+else
+    printf '%s\t-1\t%s\t%s\timport torch failed\n' torch "$(date +%s.%N)" "$(date +%s.%N)" >> "$work/cases.tsv"
+    log "torch: import torch failed, skipped"
+fi
+kill $sampler 2>/dev/null
+summarise
+python3 - "$out/summary.json" <<'PY'
+import json, sys
+checks = json.load(open(sys.argv[1]))["checks"]
+print(json.dumps({k: checks[k] for k in ("failed", "cases_skipped", "empty_ops", "owt_cold", "owt_warm",
+                                         "owt_warm_over_torch_tf32", "owt_warm_over_torch_fp32_strict")}, indent=1))
+for name, m in checks["mesh_against_one_device"].items():
+    print(name, "max relative gap", m["max_relative_gap"], "within", checks["mesh_tolerance"], m["within_tolerance"])
+PY
+log "done in $(( $(date +%s) - begin ))s; $(ls "$out" | wc -l) files in $out"
+rm -rf "$work"
