@@ -102,9 +102,59 @@ pub fn decode(bytes: &[u8], target: usize) -> Result<Decoded, String> {
     Ok(Rgb { width, height, pixels: image.into_raw() }.into())
 }
 
+/// Whether a JPEG's bytes hold a whole image: its headers, then scan data, then the
+/// end-of-image marker, or why not. Both decoders fill what a file lacks (zune-jpeg with grey,
+/// jpeg-decoder with its last rows) and return the image without an error, so a file cut
+/// short, or holding headers and no scan data, would be trained on as an image. The headers
+/// are walked by their lengths up to the first scan (so an EXIF thumbnail's own end marker
+/// does not count), and a scan's data cannot hold the end marker's bytes (a 0xFF there is
+/// followed by 0x00 or a restart marker), so the marker after it is the file's own.
+pub fn check_complete_jpeg(bytes: &[u8]) -> Result<(), String> {
+    const SOS: u8 = 0xDA;
+    const EOI: u8 = 0xD9;
+    let mut at = 2; // after SOI
+    loop {
+        // Fill bytes (0xFF runs) may precede a marker.
+        while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
+            at += 1;
+        }
+        match (bytes.get(at), bytes.get(at + 1)) {
+            (Some(0xFF), Some(&SOS)) => break,
+            (Some(0xFF), Some(&EOI)) => {
+                return Err("a JPEG with no scan data (its end marker follows its headers)".into())
+            }
+            (Some(0xFF), Some(&m)) if (0xD0..=0xD7).contains(&m) || m == 0x01 => at += 2,
+            (Some(0xFF), Some(_)) => {
+                let len = match (bytes.get(at + 2), bytes.get(at + 3)) {
+                    (Some(&hi), Some(&lo)) => usize::from(hi) << 8 | usize::from(lo),
+                    _ => return Err("a JPEG whose data ends early (in its headers, before any scan data)".into()),
+                };
+                if len < 2 || at + 2 + len > bytes.len() {
+                    return Err("a JPEG whose data ends early (in its headers, before any scan data)".into());
+                }
+                at += 2 + len;
+            }
+            (None, _) | (_, None) => {
+                return Err("a JPEG whose data ends early (in its headers, before any scan data)".into())
+            }
+            // Stray bytes between segments: skipped to the next marker, as libjpeg does
+            // (it warns of "extraneous bytes before marker" and decodes on).
+            (Some(_), _) => at += 1,
+        }
+    }
+    let scans = &bytes[at..];
+    if scans.windows(2).any(|w| w == [0xFF, EOI]) {
+        Ok(())
+    } else {
+        Err("a JPEG whose data ends early (no end-of-image marker after its scan data)".into())
+    }
+}
+
 /// A JPEG: at full scale through zune-jpeg (the faster decoder measured here), at a reduced
-/// DCT scale through jpeg-decoder (zune-jpeg has none).
+/// DCT scale through jpeg-decoder (zune-jpeg has none). Refused when not whole
+/// ([`check_complete_jpeg`]).
 fn decode_jpeg(bytes: &[u8], target: usize) -> Result<Decoded, String> {
+    check_complete_jpeg(bytes)?;
     let mut header = jpeg_decoder::Decoder::new(bytes);
     header.read_info().map_err(|e| e.to_string())?;
     let info = header.info().ok_or("a JPEG without a frame header")?;

@@ -97,6 +97,39 @@ fn batches_are_byte_for_byte_those_of_one_thread_for_any_number_of_workers() {
     }
 }
 
+/// JPEGs cut short or holding headers and no scan data are undecodable, not images: left out
+/// and counted toward the 1% rule (2 of 106 here trips it, naming them), on any workers.
+#[test]
+fn truncated_jpegs_are_left_out_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    jpeg_folder(dir.path(), 34, 1);
+    let class = std::fs::read_dir(dir.path().join("train")).unwrap().map(|e| e.unwrap().path()).max().unwrap();
+    let bytes = std::fs::read(class.join("00003.jpg")).unwrap();
+    std::fs::write(class.join("00003c.jpg"), &bytes[..bytes.len() / 3]).unwrap();
+    let sos = bytes.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+    std::fs::write(class.join("00003d.jpg"), [&bytes[..sos], &[0xFF, 0xD9][..]].concat()).unwrap();
+    for workers in [1, 2] {
+        let folder = ImageFolder::open(&dir.path().join("train"), 3, 36, 32).unwrap();
+        // The file with no scan data is found when the split opens (its header is read then),
+        // the one cut short when its pixels are.
+        assert_eq!(folder.len(), 3 * 34 + 2 + 1);
+        let source: Arc<dyn ImageSource> = Arc::new(folder);
+        let order = (0..105).collect();
+        let mut p =
+            Prefetch::start(source.clone(), order, 8, true, StdRng::seed_from_u64(1), Preparation::new(workers, 2));
+        let stopped = loop {
+            match p.next_batch() {
+                Ok(Some(_)) => continue,
+                Ok(None) => break None,
+                Err(e) => break Some(e.to_string()),
+            }
+        };
+        let e = stopped.or_else(|| source.problem().map(|e| e.to_string())).expect("2 of 106 is more than 1%");
+        assert!(e.contains("2 of 106 images") && e.contains("ends early"), "{e}");
+        assert!(e.contains("00003c.jpg") || e.contains("00003d.jpg"), "{e}");
+    }
+}
+
 /// At most `ahead` batches beyond the one in use are prepared, however many workers wait.
 #[test]
 fn workers_never_run_more_than_ahead_batches_before_the_step() {
