@@ -253,7 +253,7 @@ mod cuda_backend {
     fn usable<B: Backend<Device = CudaDevice>>(devices: &[CudaDevice], transfers: bool) -> Result<(), OwtError> {
         let gpus = devices.iter().map(|d| d.index).max().map_or(1, |i| i + 1);
         for warning in preflight(&HostSystem, CudaNeeds { gpus, transfers })? {
-            eprintln!("warning: {warning}");
+            crate::err_line!("warning: {warning}");
         }
         let name = HostSystem.gpu_name(0).unwrap_or_else(|| "unknown".into());
         crate::kernel_cache::configure(&format!("cuda-{name}"));
@@ -300,7 +300,7 @@ mod cuda_backend {
             ) {
                 Ok(nccl) => mesh.set_device_all_reduce::<Plain>(Arc::new(nccl)),
                 Err(why) if request.processes.primary() => {
-                    eprintln!("owt: gradients cross processes through MPI on the host: {why}")
+                    crate::err_line!("owt: gradients cross processes through MPI on the host: {why}")
                 }
                 Err(_) => {}
             }
@@ -315,7 +315,7 @@ mod cuda_backend {
         let every = processes.group().all_gather(vec![here as u8]).map_err(|e| OwtError::backend(e.to_string()))?;
         let missing: Vec<usize> = (0..every.len()).filter(|&p| every[p] != [1]).collect();
         if !missing.is_empty() && processes.primary() {
-            eprintln!(
+            crate::err_line!(
                 "owt: gradients cross processes through MPI on the host: NCCL does not load on process(es) {missing:?} (tried {})",
                 NCCL_NAMES.join(", ")
             );

@@ -111,7 +111,7 @@ pub fn configure(class: &str) -> Option<PathBuf> {
         }
         let dir = device_dir(class);
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| seed(&dir, class)) {
-            eprintln!("warning: kernel cache {}: {e}; kernels are compiled and tuned afresh", dir.display());
+            crate::err_line!("warning: kernel cache {}: {e}; kernels are compiled and tuned afresh", dir.display());
             return None;
         }
         let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();

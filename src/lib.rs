@@ -10,6 +10,7 @@
 pub mod backends;
 pub mod bounded_read;
 pub mod cli;
+pub mod console;
 pub mod cuda_preflight;
 #[cfg(feature = "cuda")]
 pub mod cuda_send_fence;

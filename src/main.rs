@@ -7,13 +7,23 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Whether a panic was `println!` failing to write (not a bug: exit status 1).
+static PRINT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn main() {
     // An unexpected panic still ends in one line, not a backtrace, and names its cause rather
     // than a GPU worker's hung-up channel.
     std::panic::set_hook(Box::new(|info| {
-        let msg = owt::panics::clean(&owt::panics::payload_text(info.payload()));
+        let text = owt::panics::payload_text(info.payload());
+        if owt::console::is_print_failure(&text) {
+            // A command's output could not be written (a full disk under stdout): said as such.
+            PRINT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+            owt::err_line!("error: {}{text}", owt::processes::prefix());
+            return;
+        }
+        let msg = owt::panics::clean(&text);
         let at = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
-        eprintln!(
+        owt::err_line!(
             "error: {}internal: {}{at}",
             owt::processes::prefix(),
             msg.as_deref().unwrap_or(owt::panics::NO_CAUSE)
@@ -38,10 +48,11 @@ fn main() {
             0
         }
         Ok(Err(e)) => {
-            eprintln!("error: {}{e}", owt::processes::prefix());
+            owt::err_line!("error: {}{e}", owt::processes::prefix());
             1
         }
-        // The hook has said why.
+        // The hook has said why: the output could not be written, or a bug.
+        Err(_) if PRINT_FAILED.load(std::sync::atomic::Ordering::Relaxed) => 1,
         Err(_) => 101,
     };
     owt::exit::now(code)

@@ -96,13 +96,17 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
     remove_if_present(&args.out.join(METRICS_FILE))?;
     Checkpoint::save(&args.out, &state, &model_bytes, &[])?;
     if let Some(classes) = report.fresh_fc8 {
-        eprintln!("fc8 left freshly initialised: the file has {classes} classes, the network {}", arch.classes);
+        crate::err_line!("fc8 left freshly initialised: the file has {classes} classes, the network {}", arch.classes);
     }
     if !report.unused.is_empty() {
         let shown: Vec<&str> = report.unused.iter().take(3).map(String::as_str).collect();
-        eprintln!("{} keys of the file not used by the network (such as {})", report.unused.len(), shown.join(", "));
+        crate::err_line!(
+            "{} keys of the file not used by the network (such as {})",
+            report.unused.len(),
+            shown.join(", ")
+        );
     }
-    println!(
+    crate::out_line!(
         "imported {} tensors of {} into {} in {}; its input: {}, images resized ({}) to a shorter side of {} and the centre {} x {} cut",
         report.loaded,
         args.file.display(),
@@ -138,7 +142,7 @@ pub fn export(args: &ExportArgs) -> Result<(), OwtError> {
     write_atomic(&args.out, &bytes)?;
     let spec = &state.config.model;
     let side = model.architecture.input[1];
-    println!(
+    crate::out_line!(
         "exported {} as a torchvision state dict to {}; in PyTorch feed it {}, after Resize({}, interpolation={}) and CenterCrop({side})",
         model.architecture.name,
         args.out.display(),

@@ -158,6 +158,10 @@ impl<const REQUIRED: bool> ModelArgs<REQUIRED> {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<(), OwtError> {
+    // Commands whose only product is what they print end quietly on a closed pipe.
+    if matches!(cli.command, Command::Info(_) | Command::Plan(_)) {
+        crate::console::quiet_on_closed_pipe();
+    }
     match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Train(args) => train::run(&args),

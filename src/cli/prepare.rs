@@ -79,7 +79,12 @@ pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
         for (name, folder) in splits {
             let dir = temporary.join(&name);
             std::fs::create_dir_all(&dir).map_err(|e| OwtError::io(format!("cannot create {}: {e}", dir.display())))?;
-            eprintln!("packing {name}: {} images of {} at side {}", folder.len(), folder.root().display(), args.side);
+            crate::err_line!(
+                "packing {name}: {} images of {} at side {}",
+                folder.len(),
+                folder.root().display(),
+                args.side
+            );
             let s = pack_split(folder, &dir, &name, opts)?;
             lines.push(format!(
                 "{name}: {} images ({} left out) in {} shards, {:.2} GB",
@@ -101,9 +106,9 @@ pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
         let _ = std::fs::remove_dir_all(&temporary);
     })?;
     for line in lines {
-        println!("{line}");
+        crate::out_line!("{line}");
     }
-    println!(
+    crate::out_line!(
         "packed {} into {} in {:.1} s; train with --dataset packed --data {}",
         args.data.display(),
         out.display(),

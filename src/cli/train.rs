@@ -177,7 +177,7 @@ impl TrainJob<'_> {
         let primary = crate::processes::Processes::join()?.primary();
         if primary {
             let images = train.len().min(crate::data::lighting::MAX_FIT_IMAGES);
-            eprintln!(
+            crate::err_line!(
                 "lighting noise {}: the RGB principal components of {images} training images (once; stored in {})",
                 self.config.lighting,
                 path.display()
@@ -196,7 +196,7 @@ impl TrainJob<'_> {
         let splits = self.splits()?;
         let primary = layout.primary();
         if primary {
-            eprintln!(
+            crate::err_line!(
                 "training {} on {:?} ({} train / {} test images) with {} on {} ({}), batch {}, lr {}, FC update {}",
                 self.config.model.architecture()?.name,
                 self.args.dataset,
@@ -333,7 +333,7 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         run_on(args.backend, true, TrainJob { args, config, grid: None })?
     };
     if let Some(last) = metrics.last().filter(|_| processes.primary()) {
-        println!(
+        crate::out_line!(
             "final test accuracy {:.2}% after {} epochs; metrics and checkpoint in {}",
             100.0 * last.test_accuracy,
             last.epoch,

@@ -276,7 +276,7 @@ impl ImageFolder {
                     // Workers that meet the same file at once warn once.
                     let found = &mut self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).found;
                     if found.insert(j, why.clone()).is_none() {
-                        eprintln!(
+                        crate::err_line!(
                             "warning: cannot decode {}: {why}; left out (the next image of the split takes its place)",
                             self.files[j].0.display()
                         );
@@ -398,7 +398,7 @@ fn drop_undecodable(root: &Path, files: Files) -> Result<(Files, Vec<String>), O
             MAX_UNDECODABLE * 100.0
         )));
     }
-    eprintln!("warning: {summary}; they are left out");
+    crate::err_line!("warning: {summary}; they are left out");
     Ok((files.into_iter().zip(verdicts).filter(|(_, v)| v.is_none()).map(|(f, _)| f).collect(), first))
 }
 

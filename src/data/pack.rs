@@ -79,7 +79,7 @@ pub fn pack_split(folder: &ImageFolder, dir: &Path, name: &str, opts: PackOption
             }
             if opts.verbose && said.elapsed() > Duration::from_secs(5) {
                 let rate = done as f64 / started.elapsed().as_secs_f64();
-                eprintln!("{name}: {done}/{n} images ({rate:.0} images/s)");
+                crate::err_line!("{name}: {done}/{n} images ({rate:.0} images/s)");
                 said = Instant::now();
             }
         }
@@ -93,7 +93,10 @@ pub fn pack_split(folder: &ImageFolder, dir: &Path, name: &str, opts: PackOption
             )));
         }
         if let Some(first) = bad.first() {
-            eprintln!("warning: {} images of {name} cannot be decoded and are left out, e.g. {first}", bad.len());
+            crate::err_line!(
+                "warning: {} images of {name} cannot be decoded and are left out, e.g. {first}",
+                bad.len()
+            );
         }
         let shards = writer.finish().map_err(|e| io(e, dir))?;
         let table: Vec<u8> = records.iter().flat_map(Record::to_bytes).collect();

@@ -295,8 +295,8 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         imported_from = ckpt.state.imported_from;
         if verbose {
             match (&imported_from, start_epoch) {
-                (Some(origin), 0) => eprintln!("starting from the weights imported from {origin}"),
-                _ => eprintln!("resuming after epoch {start_epoch} of {}", config.epochs),
+                (Some(origin), 0) => crate::err_line!("starting from the weights imported from {origin}"),
+                _ => crate::err_line!("resuming after epoch {start_epoch} of {}", config.epochs),
             }
         }
     }
@@ -399,9 +399,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             layout: Some(layout.describe()),
             communication,
         };
-        if verbose {
-            println!("{}", m.summary(config.epochs));
-        }
+        let line = verbose.then(|| m.summary(config.epochs));
         metrics.push(m);
         let state = CheckpointState {
             config: config.clone(),
@@ -419,6 +417,10 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;
             let json = serde_json::to_vec_pretty(&metrics).map_err(|e| OwtError::io(e.to_string()))?;
             write_atomic(&opts.out.join(crate::train::METRICS_FILE), &json)?;
+        }
+        // Said once the epoch is saved: a closed or full stdout loses a line, never an epoch.
+        if let Some(line) = line {
+            crate::out_line!("{line}");
         }
     }
     Ok(metrics)

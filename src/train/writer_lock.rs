@@ -78,7 +78,7 @@ impl WriterLock {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => return Err(busy(&mut file, what)),
                 Err(TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
-                    eprintln!(
+                    crate::err_line!(
                         "warning: {what}: the file system cannot lock files ({e}); a second writer started now would not be refused"
                     );
                 }

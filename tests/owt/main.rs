@@ -8,6 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bounded_inputs;
 mod cli;
+mod closed_output;
 mod cost_tiers;
 mod cuda_transport;
 mod data;
