@@ -338,7 +338,10 @@ pub(crate) fn parse_mesh(s: &str) -> Result<[usize; 2], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     let dims: Vec<usize> = parts.iter().filter_map(|p| p.parse().ok()).collect();
     match (parts.len(), dims.as_slice()) {
-        (2, &[n, l]) if n > 0 && l > 0 => Ok([n, l]),
+        (2, &[n, l]) if n > 0 && l > 0 => match n.checked_mul(l).and_then(|k| u32::try_from(k).ok()) {
+            Some(_) => Ok([n, l]),
+            None => Err(format!("a mesh of {n} x {l} ranks: expected at most {} ranks in all", u32::MAX)),
+        },
         _ => Err(format!("expected N,L (nodes, local ranks, both at least 1), got {s:?}")),
     }
 }

@@ -1001,3 +1001,16 @@ fn bench_compares_the_three_schemes_side_by_side() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert_eq!(text.lines().filter(|l| l.contains("plan weird-trick, scheme")).count(), 3, "{text}");
 }
+
+#[test]
+fn a_mesh_whose_rank_count_overflows_is_refused_in_words() {
+    for extra in [&["plan"][..], &["train", "--dataset", "synthetic"][..]] {
+        let o = owt(&[extra, &["--model", "alexnet-small", "--mesh", "4294967296,4294967296"][..]].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "a usage error: {err}");
+        assert!(
+            err.contains("4294967296 x 4294967296 ranks: expected at most 4294967295") && !err.contains("internal"),
+            "{err}"
+        );
+    }
+}
