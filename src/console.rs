@@ -48,13 +48,13 @@ pub fn quiet_on_closed_pipe() {
     }
 }
 
-/// [`out`] with `format!`'s arguments.
+/// [`console::out`](crate::console::out) with `format!`'s arguments.
 #[macro_export]
 macro_rules! out_line {
     ($($arg:tt)*) => { $crate::console::out(format_args!($($arg)*)) };
 }
 
-/// [`err`] with `format!`'s arguments.
+/// [`console::err`](crate::console::err) with `format!`'s arguments.
 #[macro_export]
 macro_rules! err_line {
     ($($arg:tt)*) => { $crate::console::err(format_args!($($arg)*)) };
