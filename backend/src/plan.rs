@@ -215,8 +215,8 @@ impl Plan {
     }
 
     /// Checks what the plan needs of the mesh and the batch alone: at least one rank, the
-    /// plan's rank count if it has one, and at least one image per rank when the batch is
-    /// sharded.
+    /// plan's rank count if it has one, an input either replicated or split along the batch,
+    /// and at least one image per rank when the batch is sharded.
     pub fn check_mesh(&self, ranks: usize, batch: usize) -> Result<(), PlanError> {
         if ranks == 0 {
             return Err(PlanError::new("--devices must be at least 1, got 0"));
@@ -228,6 +228,12 @@ impl Plan {
                     self.name
                 )));
             }
+        }
+        if !matches!(self.input, Placement::Replicate | Placement::Shard(0)) {
+            return Err(PlanError::new(format!(
+                "plan {} places the input {}: expected Replicate (every rank the whole batch) or Shard(0) (the batch split over the ranks); the images' other dims and the labels, which have only the batch dim, cannot be split",
+                self.name, self.input
+            )));
         }
         if matches!(self.input, Placement::Shard(0)) && batch < ranks {
             return Err(PlanError::new(format!(

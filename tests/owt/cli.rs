@@ -1014,3 +1014,33 @@ fn a_mesh_whose_rank_count_overflows_is_refused_in_words() {
         );
     }
 }
+
+#[test]
+fn a_plan_that_splits_the_input_along_another_dim_than_the_batch_is_refused_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, json: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, json).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    for d in [1, 2, 4] {
+        let flat = write(
+            &format!("flat{d}.json"),
+            &format!(r#"{{"name": "odd", "rules": [], "default": "Replicate", "input": {{"Shard": {d}}}}}"#),
+        );
+        let grid = write(
+            &format!("grid{d}.json"),
+            &format!(
+                r#"{{"name": "odd-2d", "rules": [], "default": ["Replicate", "Replicate"], "input": [{{"Shard": 0}}, {{"Shard": {d}}}]}}"#
+            ),
+        );
+        for (mesh, file) in [(["--devices", "2"], &flat), (["--mesh", "2,2"], &grid)] {
+            for cmd in [&["train", "--dataset", "synthetic", "--limit", "32"][..], &["plan"][..]] {
+                let o = owt(
+                    &[cmd, &["--model", "alexnet-small", "--batch", "16", "--plan-file", file], &mesh[..]].concat()
+                );
+                assert_one_line_error(&o, &[&format!("places the input Shard({d})"), "expected Replicate"]);
+            }
+        }
+    }
+}
