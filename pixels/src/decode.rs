@@ -90,15 +90,37 @@ fn is_jpeg(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0xFF, 0xD8, 0xFF])
 }
 
+/// The most the longer side of an image may be, in multiples of its shorter side, for owt to
+/// resize it: panoramas of 10:1 are far inside, while a strip of 1,000,000 x 1 pixels (a
+/// 1 KB PNG) resized to a shorter side of 36 would be 36,000,000 x 36 pixels, 3.9 GB.
+pub const MAX_ASPECT_RATIO: usize = 64;
+
+/// Why an image of `width` x `height` pixels is not resized, if it is not: an empty side, or
+/// sides more than [`MAX_ASPECT_RATIO`] to 1 apart (its resize would be [`MAX_ASPECT_RATIO`]
+/// times larger than a square image's, and more).
+pub fn check_aspect_ratio(width: usize, height: usize) -> Result<(), String> {
+    let (long, short) = (width.max(height), width.min(height));
+    if short == 0 {
+        return Err(format!("an image of {width} x {height} pixels"));
+    }
+    if long > MAX_ASPECT_RATIO * short {
+        return Err(format!(
+            "an image of {width} x {height} pixels: its sides are more than {MAX_ASPECT_RATIO}:1 apart, beyond what owt resizes"
+        ));
+    }
+    Ok(())
+}
+
 /// The image in `bytes` (JPEG, PNG) as RGB, decoded at a reduced DCT scale where it keeps
 /// [`DCT_MARGIN`] times the `target` shorter side ([`dct_reduction`]), or why it cannot be
-/// decoded.
+/// decoded (including sides too far apart to resize, [`check_aspect_ratio`]).
 pub fn decode(bytes: &[u8], target: usize) -> Result<Decoded, String> {
     if is_jpeg(bytes) {
         return decode_jpeg(bytes, target);
     }
     let image = image::load_from_memory(bytes).map_err(|e| e.to_string())?.into_rgb8();
     let (width, height) = (image.width() as usize, image.height() as usize);
+    check_aspect_ratio(width, height)?;
     Ok(Rgb { width, height, pixels: image.into_raw() }.into())
 }
 
@@ -162,6 +184,7 @@ fn decode_jpeg(bytes: &[u8], target: usize) -> Result<Decoded, String> {
     if width == 0 || height == 0 {
         return Err(format!("a JPEG of {width} x {height} pixels"));
     }
+    check_aspect_ratio(width, height)?;
     let image = match dct_reduction(width, height, target) {
         Some(d) => decode_scaled(header, info, d)?,
         None => decode_full(bytes)?,
@@ -313,6 +336,21 @@ pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sides_more_than_64_to_1_apart_are_not_resized() {
+        assert!(check_aspect_ratio(640, 10).is_ok());
+        assert!(check_aspect_ratio(10, 640).is_ok());
+        let e = check_aspect_ratio(1_000_000, 1).unwrap_err();
+        assert!(e.contains("1000000 x 1 pixels") && e.contains("64:1"), "{e}");
+        assert!(check_aspect_ratio(641, 10).is_err() && check_aspect_ratio(0, 10).is_err());
+        let mut png = Vec::new();
+        image::GrayImage::from_pixel(100_000, 1, image::Luma([7]))
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        assert!(png.len() < 2000, "a small file");
+        assert!(decode(&png, 36).unwrap_err().contains("64:1"));
+    }
 
     #[test]
     fn reductions_keep_four_times_the_target() {

@@ -306,7 +306,10 @@ impl ParallelArgs {
             "mesh": self.mesh,
             "virtual_ranks": self.virtual_ranks,
             "plan": self.plan.map(|p| p.name()),
-            "plan_file": self.plan_file.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()),
+            "plan_file": self.plan_file.as_ref().map(|p| {
+                let bytes = crate::bounded_read::read(p, MAX_PLAN_BYTES, "a plan file").unwrap_or_default();
+                String::from_utf8_lossy(&bytes).into_owned()
+            }),
             "scheme": self.scheme.letter().to_string(),
             "fc_update": self.fc_update.name(),
         })

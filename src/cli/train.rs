@@ -168,8 +168,15 @@ impl TrainJob<'_> {
     /// there (process 0 writes).
     fn lighting(&self, train: &Arc<dyn ImageSource>) -> Result<Lighting, OwtError> {
         let path = self.args.out.join(LIGHTING_FILE);
-        if self.args.resume {
-            let stored = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Lighting>(&b).ok());
+        if self.args.resume && path.exists() {
+            // Through the bounded reader: a FIFO there would hang the resume while it holds the
+            // run's lock, and a huge file would be read whole. Either is refused in one line
+            // rather than replaced (the fit below writes over the path).
+            let bytes = crate::bounded_read::read(&path, crate::data::lighting::MAX_LIGHTING_BYTES, "a lighting file")
+                .map_err(|e| {
+                    OwtError::input(format!("--resume: {}: {e}; remove it (owt fits it again)", path.display()))
+                })?;
+            let stored = serde_json::from_slice::<Lighting>(&bytes).ok();
             if let Some(l) = stored.filter(|l| l.std == self.config.lighting) {
                 return Ok(l);
             }

@@ -362,7 +362,10 @@ fn reader(path: &Path) -> Result<image::ImageReader<std::io::BufReader<std::fs::
 fn undecodable(path: &Path) -> Option<String> {
     match reader(path) {
         Err(e) => Some(e),
-        Ok(r) => r.into_dimensions().err().map(|e| e.to_string()),
+        Ok(r) => match r.into_dimensions() {
+            Err(e) => Some(e.to_string()),
+            Ok((w, h)) => owt_pixels::check_aspect_ratio(w as usize, h as usize).err(),
+        },
     }
 }
 

@@ -17,6 +17,10 @@ use crate::train::prefetch::{Prefetch, Preparation};
 /// The file in a run's directory that holds its [`Lighting`] (JSON).
 pub const LIGHTING_FILE: &str = "lighting.json";
 
+/// The largest `lighting.json` read back (it holds three eigenvalues, nine vector components
+/// and the noise level: a few hundred bytes).
+pub const MAX_LIGHTING_BYTES: u64 = 64 << 10;
+
 /// Images per batch of the fit's preparation.
 const FIT_BATCH: usize = 64;
 

@@ -129,14 +129,16 @@ fn image_files_too_large_to_decode_are_left_out_like_undecodable_ones() {
         for class in ["a", "b"] {
             let dir = root.path().join(split).join(class);
             std::fs::create_dir_all(&dir).unwrap();
-            for i in 0..60 {
-                image::GrayImage::from_pixel(12, 12, image::Luma([i as u8 * 3]))
+            for i in 0..120 {
+                image::GrayImage::from_pixel(12, 12, image::Luma([i as u8 * 2]))
                     .save(dir.join(format!("{i}.png")))
                     .unwrap();
             }
         }
     }
     huge(&root.path().join("train/a/huge.png"), 600 << 20);
+    // A strip of 1,000,000 x 1 pixels (a 1 KB PNG) would be resized to 28,000,000 x 28.
+    image::GrayImage::from_pixel(1_000_000, 1, image::Luma([7])).save(root.path().join("train/b/strip.png")).unwrap();
     let out = root.path().join("run");
     let o = owt(&[
         "train",
@@ -156,9 +158,32 @@ fn image_files_too_large_to_decode_are_left_out_like_undecodable_ones() {
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("1 of 121 images") && err.contains("huge.png") && err.contains("more than an image file can hold"),
+        err.contains("2 of 242 images") && err.contains("huge.png") && err.contains("more than an image file can hold"),
         "{err}"
     );
+    assert!(err.contains("strip.png") && err.contains("1000000 x 1 pixels") && err.contains("64:1"), "{err}");
+}
+
+/// `lighting.json` read back on resume goes through the bounded reader: a FIFO there (which a
+/// plain read would wait on forever, holding the run's lock) or a file far larger than the
+/// components take is one line, and left as it is.
+#[test]
+fn a_lighting_file_that_is_not_one_is_refused_on_resume() {
+    let out = tempfile::tempdir().unwrap();
+    let o_ = out.path().to_str().unwrap();
+    let base = ["train", "--model", "alexnet-small", "--channels", "3", "--dataset", "synthetic", "--limit", "32"];
+    let run = |epochs: &str, extra: &[&str]| {
+        owt(&[&base[..], &["--batch", "16", "--lighting", "0.1", "--epochs", epochs, "--out", o_], extra].concat())
+    };
+    ok(&run("1", &[]));
+    let lighting = out.path().join("lighting.json");
+    std::fs::remove_file(&lighting).unwrap();
+    fifo(&lighting);
+    one_line_error(&run("2", &["--resume"]), &["lighting.json", "a FIFO, not a regular file"]);
+    std::fs::remove_file(&lighting).unwrap();
+    huge(&lighting, 2 << 30);
+    one_line_error(&run("2", &["--resume"]), &["lighting.json", "more than a lighting file can hold"]);
+    assert_eq!(std::fs::metadata(&lighting).unwrap().len(), 2 << 30, "left as it is");
 }
 
 #[test]
