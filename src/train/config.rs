@@ -215,10 +215,8 @@ impl TrainConfig {
             ("--lr-schedule", self.lr_schedule.to_string()),
             ("--lr-scaling", self.lr_scaling.name().to_string()),
         ]);
-        // Absent (0) in runs from before lighting noise, so they compare equal.
-        if self.lighting != 0.0 {
-            out.push(("--lighting", self.lighting.to_string()));
-        }
+        // 0 (off) in runs from before lighting noise, which read back as 0.
+        out.push(("--lighting", self.lighting.to_string()));
         if self.lr_scaling != LrScaling::None {
             out.push(("--base-batch", self.base_batch.to_string()));
         }
@@ -238,14 +236,25 @@ impl TrainConfig {
         self.first_difference(saved, |flag| MODEL_SETTINGS.contains(&flag))
     }
 
+    /// Compared flag by flag, every flag either side has (one side's list may hold a setting
+    /// the other lacks: `--base-batch` with a learning-rate scaling), never position by position.
     fn first_difference(&self, saved: &TrainConfig, compared: impl Fn(&str) -> bool) -> Option<String> {
-        self.effective_settings()
-            .into_iter()
-            .zip(saved.effective_settings())
-            .filter(|((flag, _), _)| compared(flag))
-            .find(|(a, b)| a != b)
-            .map(|((flag, ours), (_, theirs))| {
-                format!("this command has {flag} {ours}, the checkpoint was trained with {flag} {theirs}")
-            })
+        let (ours, theirs) = (self.effective_settings(), saved.effective_settings());
+        let value = |list: &[(&'static str, String)], flag: &str| {
+            list.iter().find(|(f, _)| *f == flag).map(|(_, v)| v.clone()).unwrap_or_else(|| "unset".into())
+        };
+        let flags = ours.iter().chain(&theirs).map(|(f, _)| *f);
+        let mut seen = Vec::new();
+        for flag in flags.filter(|f| compared(f)) {
+            if seen.contains(&flag) {
+                continue;
+            }
+            seen.push(flag);
+            let (a, b) = (value(&ours, flag), value(&theirs, flag));
+            if a != b {
+                return Some(format!("this command has {flag} {a}, the checkpoint was trained with {flag} {b}"));
+            }
+        }
+        None
     }
 }

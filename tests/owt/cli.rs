@@ -506,6 +506,11 @@ fn lighting_noise_is_stored_with_the_run_and_part_of_it() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read(out.path().join("lighting.json")).unwrap(), stored, "read back, not refitted");
     assert_one_line_error(&run(&["--epochs", "3", "--lighting", "0.2", "--resume"]), &["cannot resume", "--lighting"]);
+    // Resumed without the flag: the noise would be dropped; refused naming both levels.
+    assert_one_line_error(
+        &run(&["--epochs", "3", "--resume"]),
+        &["cannot resume", "this command has --lighting 0, the checkpoint was trained with --lighting 0.1"],
+    );
     let grey =
         owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1", "--lighting", "0.1"]);
     assert_one_line_error(&grey, &["--lighting 0.1", "1 channel"]);
