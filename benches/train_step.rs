@@ -1,7 +1,7 @@
 //! Training-step throughput of AlexNetSmall on Flex (images/s) with the training run's own
 //! optimizer (SGD, momentum 0.9, weight decay 5e-4) and dropout, at batch 64 and 128 and one
 //! and two towers: the figures the README's CPU comparison with PyTorch
-//! (`../shared/bench/torch_alexnet_small_cpu.py`) uses, and the single-device baseline the
+//! (`scripts/torch_alexnet_small_cpu.py`) uses, and the single-device baseline the
 //! Hybrid<B> benchmarks compare against. `owt bench --model alexnet-small --batch 64` times the
 //! same step through the trainer's own code and should agree within noise.
 //! Run: `cargo bench --bench train_step --profile dev` (the dev profile shares the test build;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # owt against PyTorch on the CPU, side by side: ROUNDS interleaved rounds of `owt bench`
 # (AlexNetSmall, batch 64) on one rank and on 2 virtual ranks under data parallelism, and
-# ../shared/bench/torch_alexnet_small_cpu.py (2 threads), each round's ratios, then the
+# scripts/torch_alexnet_small_cpu.py (2 threads), each round's ratios, then the
 # median ratio of each. Interleaving lets a noisy neighbour hit all three alike; read the
 # medians, not one round (issue 23).
 #
@@ -15,7 +15,7 @@ PYTHON=${2:-python3}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/owt-target}"
 cargo build --locked --quiet --bin owt
 OWT="$CARGO_TARGET_DIR/debug/owt"
-TORCH=../shared/bench/torch_alexnet_small_cpu.py
+TORCH=scripts/torch_alexnet_small_cpu.py
 rate() { grep -o '[0-9.]* images/s' | head -1 | cut -d' ' -f1; }
 one=(); two=()
 for i in $(seq 1 "$ROUNDS"); do

@@ -1,5 +1,5 @@
 # PyTorch's side of `owt bench --model alexnet-small --profile`: the same AlexNetSmall (two
-# towers, 28x28x1, the paper's LRN within each tower) as ../shared/bench/torch_alexnet_small_cpu.py,
+# towers, 28x28x1, the paper's LRN within each tower) as scripts/torch_alexnet_small_cpu.py,
 # each layer run alone on the activations of one batch (forward, then backward from a fixed
 # random upstream gradient), the loss, the SGD-momentum update and the whole step, medians over
 # the runs; then torch.profiler's table of one whole step.
