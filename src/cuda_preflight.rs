@@ -262,6 +262,14 @@ pub fn preflight(system: &dyn CudaSystem, needs: CudaNeeds) -> Result<Vec<String
     Ok(warnings)
 }
 
+/// The NVIDIA driver library: `libcuda.so.1`, else `libcuda.so`.
+///
+/// # Safety
+/// Loading a library runs its initialisers; this is the driver's own, which CubeCL loads anyway.
+unsafe fn libcuda() -> Result<libloading::Library, libloading::Error> {
+    libloading::Library::new("libcuda.so.1").or_else(|_| libloading::Library::new("libcuda.so"))
+}
+
 /// This machine, read through the file system, the environment and the dynamic loader.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostSystem;
@@ -290,9 +298,7 @@ impl CudaSystem for HostSystem {
         type CuDeviceGetCount = unsafe extern "C" fn(*mut i32) -> i32;
         // SAFETY: the driver's documented C entry points, called with valid arguments.
         unsafe {
-            let lib = libloading::Library::new("libcuda.so.1")
-                .or_else(|_| libloading::Library::new("libcuda.so"))
-                .map_err(|e| DriverError::NotLoadable(e.to_string()))?;
+            let lib = libcuda().map_err(|e| DriverError::NotLoadable(e.to_string()))?;
             let init: libloading::Symbol<CuInit> =
                 lib.get(b"cuInit\0").map_err(|e| DriverError::NotLoadable(e.to_string()))?;
             let count: libloading::Symbol<CuDeviceGetCount> =
@@ -315,8 +321,7 @@ impl CudaSystem for HostSystem {
         // SAFETY: the driver's documented C entry point, with a valid out pointer; it needs
         // no cuInit.
         unsafe {
-            let lib =
-                libloading::Library::new("libcuda.so.1").or_else(|_| libloading::Library::new("libcuda.so")).ok()?;
+            let lib = libcuda().ok()?;
             let get: libloading::Symbol<CuDriverGetVersion> = lib.get(b"cuDriverGetVersion\0").ok()?;
             let mut v = 0i32;
             (get(&mut v) == 0 && v > 0).then(|| CudaVersion::from_driver(v))

@@ -132,6 +132,7 @@ pub fn decode(bytes: &[u8], target: usize) -> Result<Decoded, String> {
 /// does not count), and a scan's data cannot hold the end marker's bytes (a 0xFF there is
 /// followed by 0x00 or a restart marker), so the marker after it is the file's own.
 pub fn check_complete_jpeg(bytes: &[u8]) -> Result<(), String> {
+    const CUT_IN_HEADERS: &str = "a JPEG whose data ends early (in its headers, before any scan data)";
     const SOS: u8 = 0xDA;
     const EOI: u8 = 0xD9;
     let mut at = 2; // after SOI
@@ -149,16 +150,14 @@ pub fn check_complete_jpeg(bytes: &[u8]) -> Result<(), String> {
             (Some(0xFF), Some(_)) => {
                 let len = match (bytes.get(at + 2), bytes.get(at + 3)) {
                     (Some(&hi), Some(&lo)) => usize::from(hi) << 8 | usize::from(lo),
-                    _ => return Err("a JPEG whose data ends early (in its headers, before any scan data)".into()),
+                    _ => return Err(CUT_IN_HEADERS.into()),
                 };
                 if len < 2 || at + 2 + len > bytes.len() {
-                    return Err("a JPEG whose data ends early (in its headers, before any scan data)".into());
+                    return Err(CUT_IN_HEADERS.into());
                 }
                 at += 2 + len;
             }
-            (None, _) | (_, None) => {
-                return Err("a JPEG whose data ends early (in its headers, before any scan data)".into())
-            }
+            (None, _) | (_, None) => return Err(CUT_IN_HEADERS.into()),
             // Stray bytes between segments: skipped to the next marker, as libjpeg does
             // (it warns of "extraneous bytes before marker" and decodes on).
             (Some(_), _) => at += 1,
