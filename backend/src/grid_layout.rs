@@ -31,7 +31,7 @@ use crate::layout::{MeshLayout, StepLayout};
 use crate::ledger::LedgerSnapshot;
 use crate::params::parameter_paths;
 use crate::phases::{layer_of, map_gradients, phase_label, GradientMap, LayerLabels};
-use crate::placement::{shard_ranges, Placement};
+use crate::placement::{can_shard, shard_ranges, Placement};
 use crate::plan::{Plan, PlanError};
 use crate::scheme::Exchange;
 use crate::upload::RowSplit;
@@ -82,9 +82,22 @@ impl<IB: Backend> GridLayout<IB> {
         self.plan.input[0] == Placement::Replicate
     }
 
-    /// The rows of a batch of `total` this node takes.
+    /// Whether every node takes the whole of a batch of `total` rows: when the plan says so,
+    /// and when the batch has fewer rows than there are nodes (a short last batch), which then
+    /// stays whole as a dimension shorter than a 1-D mesh does ([`can_shard`]): no node holds
+    /// an empty piece, and nothing is summed over the nodes (each already has the batch's).
+    fn whole_on_each_node(&self, total: usize) -> bool {
+        self.replicated_input() || !can_shard(total, self.grid.shape()[0])
+    }
+
+    /// Whether every node holds the whole of the batch last placed.
+    fn last_batch_whole(&self) -> bool {
+        self.whole_on_each_node(self.total.load(Ordering::SeqCst))
+    }
+
+    /// The rows of a batch of `total` this node takes (those [`StepLayout::row_split`] names).
     fn rows(&self, total: usize) -> Range<usize> {
-        if self.replicated_input() {
+        if self.whole_on_each_node(total) {
             0..total
         } else {
             self.grid.node_rows(total)
@@ -229,13 +242,14 @@ impl<IB: Backend> ModuleMapper<AH<IB>> for NodeGatherer<'_, IB> {
 
 /// Each gradient summed over the nodes, weighted by their shares (a replicated one by
 /// slices: [`sums_by_slices`]); that of a parameter sharded over the nodes reduce-scattered
-/// to this node's slice. With the whole batch on every node (`replicated_input`) nothing is
+/// to this node's slice. With the whole batch on every node (`whole_batch_each`: the plan's
+/// input `Replicate` along the nodes, or a batch shorter than the node count) nothing is
 /// summed: every node's gradient is already the batch's, and a sharded one is cut.
 struct NodeSum<'a, IB: Backend> {
     grid: &'a GridMesh<IB::Device>,
     weights: &'a [f64],
     outer: &'a HashMap<ParamId, Placement>,
-    replicated_input: bool,
+    whole_batch_each: bool,
 }
 
 impl<IB: Backend> GradientMap<IB> for NodeSum<'_, IB> {
@@ -244,7 +258,7 @@ impl<IB: Backend> GradientMap<IB> for NodeSum<'_, IB> {
         param: &Param<Tensor<AH<IB>, D>>,
         grad: Tensor<Hybrid<IB>, D>,
     ) -> Tensor<Hybrid<IB>, D> {
-        match (self.outer.get(&param.id), self.replicated_input) {
+        match (self.outer.get(&param.id), self.whole_batch_each) {
             (Some(&Placement::Shard(d)), false) => {
                 return self.grid.reduce_scatter_over_nodes(grad, d, Some(self.weights))
             }
@@ -405,7 +419,7 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
             grid: &self.grid,
             weights: &weights,
             outer: &outer,
-            replicated_input: self.replicated_input(),
+            whole_batch_each: self.last_batch_whole(),
         };
         map_gradients(module, &mut grads, self.grid.local(), sum);
         grads
@@ -433,14 +447,14 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
     }
 
     fn mean_over_outer(&self, x: Tensor<Hybrid<IB>, 1>) -> Tensor<Hybrid<IB>, 1> {
-        if self.replicated_input() {
+        if self.last_batch_whole() {
             return x;
         }
         self.grid.all_reduce_over_nodes(x, Some(&self.node_weights()))
     }
 
     fn sum_over_outer(&self, x: Tensor<Hybrid<IB>, 1, Int>) -> Tensor<Hybrid<IB>, 1, Int> {
-        if self.replicated_input() {
+        if self.last_batch_whole() {
             return x;
         }
         self.grid.all_reduce_ints_over_nodes(x)

@@ -113,6 +113,44 @@ pub(crate) fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     (parameter_values(&layout.compute_module(&model)), losses)
 }
 
+/// Rows `rows` of `data` (along dimension 0).
+pub(crate) fn host_rows(data: &TensorData, rows: std::ops::Range<usize>) -> TensorData {
+    let total = data.shape[0];
+    let per_row = data.as_bytes().len() / total.max(1);
+    let mut shape = data.shape.clone();
+    shape[0] = rows.len();
+    TensorData::from_bytes_vec(data.as_bytes()[rows.start * per_row..rows.end * per_row].to_vec(), shape, data.dtype)
+}
+
+/// [`run`] with batch `step` of `sizes[step]` images, each brought to the device as the
+/// trainer does: this process's (or node's) rows only, those [`StepLayout::row_split`] names.
+pub(crate) fn run_batches<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    config: &TrainConfig,
+    weights: &[u8],
+    sizes: &[usize],
+) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
+    let arch = config.model.architecture().unwrap();
+    let device = layout.device();
+    let model: AlexNet<B> = init_model(&arch, device);
+    let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
+    let mut model = layout.place_module(model).unwrap();
+    let mut optim = sgd::<B>(config);
+    let mut losses = Vec::new();
+    for (step, &n) in sizes.iter().enumerate() {
+        let (x, y) = batch(step, n, arch.input, arch.classes);
+        let rows = layout.row_split().rows(n);
+        let x = layout.upload_input_rows::<4>(host_rows(&x, rows.clone()), rows.clone(), n);
+        let y = layout.upload_labels_rows::<1>(host_rows(&y, rows.clone()), None, rows, n);
+        let key = DropoutKey::new(config.seed, step as u64);
+        let (next, outcome) =
+            train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
+        model = next;
+        losses.push(outcome.read().0);
+    }
+    (parameter_values(&layout.compute_module(&model)), losses)
+}
+
 /// Largest over parameters of max |a - b| / max |b|, at f64 precision.
 pub(crate) fn relative_gap(a: &[(String, Vec<f64>)], b: &[(String, Vec<f64>)]) -> (f64, String) {
     assert_eq!(a.len(), b.len());

@@ -20,6 +20,7 @@
 //! gradient, gone when the batch is scaled by 1 + 1e-4); in f64 such a tie needs 1e-16.
 
 mod hybrid_step;
+mod short_batches;
 
 use burn::backend::Flex;
 use burn::module::Module;
