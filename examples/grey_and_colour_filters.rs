@@ -35,7 +35,7 @@ fn main() -> Result<(), owt::OwtError> {
     model.conv1.weight = Param::from_tensor(Tensor::from_data(TensorData::new(v, [n, c, k, k]), &device));
     type A = burn::backend::Autodiff<Flex>;
     let optim = sgd::<A>(&config);
-    let state = CheckpointState { config, epochs_done: 0, metrics: Vec::new(), imported_from: None };
+    let state = CheckpointState { config, epochs_done: 0, metrics: Vec::new(), imported_from: None, dataset: None };
     let model_bytes = record_to_bytes::<Flex, _>(model.into_record())?;
     let optim_bytes = record_to_bytes::<A, _>(burn::optim::Optimizer::<AlexNet<A>, A>::to_record(&optim))?;
     Checkpoint::save(dir, &state, &model_bytes, &optim_bytes)?;

@@ -256,14 +256,6 @@ impl<D: DeviceOps> GridMesh<D> {
         d: crate::dtensor::DTensor<B, K>,
         weights: Option<&[f64]>,
     ) -> crate::dtensor::DTensor<B, K> {
-        // A pending sum is completed inside the node first: the nodes need not agree on it
-        // (a count over a node's rows is `Partial` where its block was split over the local
-        // ranks and `Replicate` where it was too short to split), and summing rank by rank a
-        // piece of one with a piece of the other would count a node's rows once per rank.
-        let d = match d.placement {
-            Placement::Partial(_) => crate::collectives::redistribute(d, Placement::Replicate),
-            _ => d,
-        };
         let nodes = self.nodes.size();
         let pieces: Vec<TensorData> = d.shards.iter().map(|p| K::into_host(p.clone())).collect();
         let dtype = pieces.first().map_or(DType::F32, |p| p.dtype);

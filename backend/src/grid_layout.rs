@@ -95,6 +95,24 @@ impl<IB: Backend> GridLayout<IB> {
         self.whole_on_each_node(self.total.load(Ordering::SeqCst))
     }
 
+    /// `x` (a figure of this node's rows: a mean loss, a count) ready to be summed over the
+    /// nodes, which add their pieces rank by rank and so must agree on its placement. When
+    /// some nodes' blocks of the last batch split over their local ranks and others' are too
+    /// short to ([`can_shard`]), the first hold such a figure as a pending sum (`Partial`)
+    /// and the others whole: then every node completes it first. (Added rank by rank, a
+    /// `Partial` count and a whole one counted the short node's rows once per local rank.)
+    fn agreed<T: Distributed>(&self, x: T) -> T {
+        let total = self.total.load(Ordering::SeqCst);
+        let local = self.grid.local().size();
+        let blocks = shard_ranges(total, self.grid.shape()[0]);
+        let split = |r: &Range<usize>| can_shard(r.len(), local);
+        if blocks.iter().all(split) || !blocks.iter().any(split) {
+            x
+        } else {
+            x.distribute(Placement::Replicate)
+        }
+    }
+
     /// The rows of a batch of `total` this node takes (those [`StepLayout::row_split`] names).
     fn rows(&self, total: usize) -> Range<usize> {
         if self.whole_on_each_node(total) {
@@ -450,14 +468,14 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         if self.last_batch_whole() {
             return x;
         }
-        self.grid.all_reduce_over_nodes(x, Some(&self.node_weights()))
+        self.grid.all_reduce_over_nodes(self.agreed(x), Some(&self.node_weights()))
     }
 
     fn sum_over_outer(&self, x: Tensor<Hybrid<IB>, 1, Int>) -> Tensor<Hybrid<IB>, 1, Int> {
         if self.last_batch_whole() {
             return x;
         }
-        self.grid.all_reduce_ints_over_nodes(x)
+        self.grid.all_reduce_ints_over_nodes(self.agreed(x))
     }
 
     fn whole_batch(&self, rows: usize) -> usize {

@@ -54,6 +54,7 @@ impl BackendJob for EvalJob<'_> {
             dir: args.data.clone(),
             seed: state.config.seed,
             val_labels: args.val.spec(),
+            trained_classes: state.dataset.as_ref().map(|d| d.classes.clone()),
             ..DataRequest::new(args.dataset, arch.input)
         }
         .resized_as(&state.config.model);
@@ -67,12 +68,32 @@ impl BackendJob for EvalJob<'_> {
             return evaluate_ten_crop(&model, state.config.head, norm, test, &device, how);
         }
         let test = open_test_split(&request)?;
+        same_classes_as_trained(test.class_names(), &state)?;
         let [c, h, w] = test.image_dims();
         arch.check_input([0, c, h, w])?;
         let advice = "evaluate a checkpoint trained on these classes";
         crate::train::trainer::check_classes(test.classes(), arch, advice)?;
         evaluate(&model, state.config.head, norm, &test, &device, how)
     }
+}
+
+/// Refuses a test split whose classes are not the ones the checkpoint learnt, in id order
+/// (a folder's are mapped to them by name when it is opened; packed and IDX data keep theirs).
+/// Checkpoints that do not keep their class names accept any.
+fn same_classes_as_trained(test: Vec<String>, state: &crate::train::CheckpointState) -> Result<(), OwtError> {
+    let Some(trained) = state.dataset.as_ref().map(|d| &d.classes) else { return Ok(()) };
+    if &test == trained {
+        return Ok(());
+    }
+    let id = test.iter().zip(trained).position(|(a, b)| a != b).unwrap_or(test.len().min(trained.len()));
+    let name = |names: &[String]| names.get(id).cloned().unwrap_or_else(|| "none".into());
+    Err(OwtError::data(format!(
+        "the test split's class {id} is '{}', the checkpoint learnt it as '{}' ({} classes here, {} in the checkpoint)",
+        name(&test),
+        name(trained),
+        test.len(),
+        trained.len()
+    )))
 }
 
 /// Evaluates and prints accuracy and loss.

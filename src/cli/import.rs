@@ -90,6 +90,7 @@ pub fn import(args: &ImportArgs) -> Result<(), OwtError> {
         epochs_done: 0,
         metrics: Vec::new(),
         imported_from: Some(origin),
+        dataset: None,
     };
     let model_bytes = record_to_bytes::<Flex, _>(model.into_record())?;
     // The metrics of a run this import replaces belong to that run's model, not this one.

@@ -144,15 +144,21 @@ struct TrainJob<'a> {
 }
 
 impl TrainJob<'_> {
-    fn splits(&self) -> Result<Splits, OwtError> {
+    /// What the run reads its data as.
+    fn request(&self) -> Result<DataRequest, OwtError> {
         let arch = self.config.model.architecture()?;
-        let request = DataRequest {
+        Ok(DataRequest {
             dir: self.args.data.clone(),
             limit: self.args.limit,
             seed: self.args.seed,
             val_labels: self.args.val.spec(),
             ..DataRequest::new(self.args.dataset, arch.input)
-        };
+        })
+    }
+
+    fn splits(&self) -> Result<Splits, OwtError> {
+        let arch = self.config.model.architecture()?;
+        let request = self.request()?;
         let splits = open_splits(&request.resized_as(&self.config.model))?;
         let [c, h, w] = splits.train.image_dims();
         arch.check_input([0, c, h, w])?;
@@ -201,6 +207,13 @@ impl TrainJob<'_> {
 
     fn train<B: AutodiffBackend, L: StepLayout<B>>(&self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {
         let splits = self.splits()?;
+        let data_dir = self.request()?.data_dir();
+        if self.args.resume {
+            // Another folder, renamed classes or grown splits: refused before the run starts
+            // (the trainer checks again, for library users).
+            let data = crate::train::DatasetIdentity::of(self.config.dataset, data_dir.as_deref(), &splits);
+            crate::train::Checkpoint::read_state(&self.args.out)?.check_data(&data)?;
+        }
         let primary = layout.primary();
         if primary {
             crate::err_line!(
@@ -218,6 +231,7 @@ impl TrainJob<'_> {
             );
         }
         let opts = RunOptions {
+            data_dir: data_dir.as_deref(),
             resume: self.args.resume,
             overwrite: self.args.overwrite,
             verbose: primary,

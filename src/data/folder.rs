@@ -239,6 +239,33 @@ impl ImageFolder {
         self.undecodable.lock().unwrap_or_else(|e| e.into_inner()).at_open
     }
 
+    /// The folder labelled by `trained`'s class ids (the class names a network learnt, in
+    /// id order) instead of its own: a held-out folder with fewer classes, or classes in
+    /// another order, scored as the network means them. Refused, naming them, when the
+    /// folder has a class `trained` lacks.
+    pub fn labelled_as(mut self, trained: &[String]) -> Result<Self, OwtError> {
+        if self.class_names == trained {
+            return Ok(self);
+        }
+        let unknown: Vec<&String> = self.class_names.iter().filter(|n| !trained.contains(n)).collect();
+        if !unknown.is_empty() {
+            let shown: Vec<&String> = trained.iter().take(10).collect();
+            let more = if trained.len() > 10 { " ..." } else { "" };
+            return Err(OwtError::data(format!(
+                "{}: class folders {unknown:?} are not among the {} classes the checkpoint was trained on ({shown:?}{more})",
+                self.root.display(),
+                trained.len()
+            )));
+        }
+        let ids: Vec<usize> =
+            self.class_names.iter().map(|n| trained.iter().position(|t| t == n).expect("checked above")).collect();
+        for (_, class) in &mut self.files {
+            *class = ids[*class];
+        }
+        self.class_names = trained.to_vec();
+        Ok(self)
+    }
+
     /// Class names, in class-id order.
     pub fn class_names(&self) -> &[String] {
         &self.class_names
@@ -416,6 +443,10 @@ impl ImageSource for ImageFolder {
 
     fn classes(&self) -> usize {
         self.class_names.len()
+    }
+
+    fn class_names(&self) -> Vec<String> {
+        self.class_names.clone()
     }
 
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch {

@@ -94,6 +94,11 @@ pub trait ImageSource: Send + Sync {
     fn image_dims(&self) -> [usize; 3];
     /// Number of classes.
     fn classes(&self) -> usize;
+    /// The classes' names in class-id order: a folder's class folders; the ids in words
+    /// ("0", "1", ...) for data whose classes have no names (IDX files, synthetic images).
+    fn class_names(&self) -> Vec<String> {
+        (0..self.classes()).map(|c| c.to_string()).collect()
+    }
     /// The images at `indices`; `augment` turns on random crops / flips where the source has
     /// them (training), off gives the deterministic view (evaluation).
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch;

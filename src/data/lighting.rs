@@ -195,6 +195,10 @@ impl ImageSource for LitImages {
         self.inner.classes()
     }
 
+    fn class_names(&self) -> Vec<String> {
+        self.inner.class_names()
+    }
+
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch {
         let mut batch = self.inner.batch(indices, augment, rng);
         if augment {

@@ -86,6 +86,11 @@ pub struct DataRequest {
     pub val_labels: Option<ValLabels>,
     /// The filter folder images are resized with (the model spec's).
     pub filter: ResizeFilter,
+    /// The class names of the network the held-out split is evaluated on, in id order (a
+    /// checkpoint's, for `owt eval`): a held-out folder's classes are looked up among them
+    /// rather than compared with a `train/` folder's, so a folder with fewer classes scores
+    /// those classes as the network means them.
+    pub trained_classes: Option<Vec<String>>,
 }
 
 impl DataRequest {
@@ -102,6 +107,7 @@ impl DataRequest {
             resize: None,
             val_labels: None,
             filter: ResizeFilter::Area,
+            trained_classes: None,
         }
     }
 
@@ -119,6 +125,16 @@ impl DataRequest {
                 self.kind
             ))),
             _ => Ok(()),
+        }
+    }
+
+    /// The directory the data is read from: `--data`, or the dataset's default one
+    /// (Fashion-MNIST's Debian package); `None` for synthetic images, which owt makes.
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        match self.kind {
+            DatasetKind::Synthetic => None,
+            DatasetKind::FashionMnist => Some(self.dir.clone().unwrap_or_else(|| PathBuf::from(FASHION_MNIST_DIR))),
+            _ => self.dir.clone(),
         }
     }
 
@@ -239,6 +255,12 @@ fn held_out_split(req: &DataRequest) -> Result<ImageFolder, OwtError> {
         .dir
         .clone()
         .ok_or_else(|| OwtError::data("--dataset folder needs --data DIR with DIR/val/<class>/*.jpg (or DIR/test/)"))?;
+    if let Some(trained) = &req.trained_classes {
+        if req.val_labels.is_some() {
+            return held_out_folder(&dir, req, Some(trained));
+        }
+        return held_out_folder(&dir, req, None)?.labelled_as(trained);
+    }
     let train = dir.join("train");
     let classes = if train.is_dir() { Some(class_names_in(&train)?) } else { None };
     held_out_folder(&dir, req, classes.as_deref())

@@ -380,6 +380,10 @@ impl ImageSource for PackedImages {
         self.index.classes.len()
     }
 
+    fn class_names(&self) -> Vec<String> {
+        self.index.classes.clone()
+    }
+
     fn batch(&self, indices: &[usize], augment: bool, rng: &mut dyn rand::RngCore) -> Batch {
         let size = self.channels * self.crop * self.crop;
         let mut images = Vec::with_capacity(indices.len() * size);

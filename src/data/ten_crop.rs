@@ -45,6 +45,10 @@ impl ImageSource for TenCrops {
         self.folder.classes()
     }
 
+    fn class_names(&self) -> Vec<String> {
+        self.folder.class_names().to_vec()
+    }
+
     fn batch(&self, indices: &[usize], _augment: bool, _rng: &mut dyn rand::RngCore) -> Batch {
         let [c, h, w] = self.image_dims();
         let mut images = Vec::with_capacity(indices.len() * c * h * w);

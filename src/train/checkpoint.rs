@@ -51,6 +51,10 @@ pub struct CheckpointState {
     /// than initialised by owt: "torchvision FILE". Kept by the runs that continue it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
+    /// The data the run trained on (`None` in checkpoints from before it was kept, and in an
+    /// import no run has trained yet): a resume must read the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<crate::train::DatasetIdentity>,
 }
 
 impl CheckpointState {
@@ -77,6 +81,17 @@ impl CheckpointState {
             config.difference(&self.config)
         };
         match diff {
+            Some(diff) => Err(OwtError::checkpoint(format!("cannot resume: {diff}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses to continue this checkpoint on `data` when it is not the data the run trained
+    /// on (another folder, classes renamed or reordered, splits of other sizes), in words.
+    /// Checkpoints that do not say what they trained on, and fresh imports, accept any.
+    pub fn check_data(&self, data: &crate::train::DatasetIdentity) -> Result<(), OwtError> {
+        let Some(saved) = self.dataset.as_ref().filter(|_| !self.is_fresh_import()) else { return Ok(()) };
+        match data.difference(saved) {
             Some(diff) => Err(OwtError::checkpoint(format!("cannot resume: {diff}"))),
             None => Ok(()),
         }

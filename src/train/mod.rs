@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod budget;
 pub mod checkpoint;
 pub mod config;
+pub mod dataset_identity;
 pub mod input;
 pub mod metrics;
 pub mod momentum;
@@ -18,6 +19,7 @@ pub mod writer_lock;
 
 pub use checkpoint::{Checkpoint, CheckpointState, CHECKPOINT_FILE};
 pub use config::TrainConfig;
+pub use dataset_identity::DatasetIdentity;
 pub use input::{batch_tensors, upload_batch, upload_eval};
 pub use metrics::{Communication, EpochMetrics, TrafficPerStep, METRICS_FILE};
 pub use schedule::{LrScaling, LrSchedule};

@@ -88,6 +88,9 @@ pub struct RunOptions<'a> {
     pub read_every: usize,
     /// Threads preparing batches (`--workers`; the batches are the same for any number).
     pub workers: usize,
+    /// Where the splits were read from (`--data`, or the dataset's default directory), kept
+    /// in the checkpoint so that a resume on another folder is refused.
+    pub data_dir: Option<&'a Path>,
 }
 
 impl<'a> RunOptions<'a> {
@@ -100,6 +103,7 @@ impl<'a> RunOptions<'a> {
             verbose: false,
             read_every: READ_EVERY,
             workers: available_cores(),
+            data_dir: None,
         }
     }
 }
@@ -274,6 +278,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let (ranks, batch) = layout.plan_mesh(config.batch);
         check_run(plan, &arch, ranks, batch)?;
     }
+    let data = crate::train::DatasetIdentity::of(config.dataset, opts.data_dir, splits);
     let device = layout.device();
     let mut optim = sgd::<B>(config);
     let mut model: AlexNet<B> = init_model(&arch, device, config.seed)?;
@@ -284,6 +289,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     if opts.resume {
         let ckpt = Checkpoint::load(opts.out)?;
         ckpt.state.check_resume(config)?;
+        ckpt.state.check_data(&data)?;
         model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
         check_finite(&model, opts.out)?;
         // Imported weights come without optimizer state: momentum starts at zero.
@@ -406,6 +412,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             epochs_done: epoch + 1,
             metrics: metrics.clone(),
             imported_from: imported_from.clone(),
+            dataset: Some(data.clone()),
         };
         // The whole model and optimizer state.
         let model_bytes = record_to_bytes::<B, _>(gathered.into_record())?;

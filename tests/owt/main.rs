@@ -12,6 +12,7 @@ mod closed_output;
 mod cost_tiers;
 mod cuda_transport;
 mod data;
+mod data_identity;
 mod dropout_masks;
 mod empty_work;
 mod fashion_mnist;
