@@ -198,6 +198,9 @@ impl Checkpoint {
         let mut sections = decode(&file, &bytes, SECTIONS.len())?;
         let optimizer = sections.pop().expect("three sections");
         let model = sections.pop().expect("three sections");
+        // Believed only once the records are the network the state names, shape by shape.
+        let params = crate::train::record_shapes::check_model_record(&file, &model, &arch)?;
+        crate::train::record_shapes::check_optimizer_record(&file, &optimizer, &params)?;
         Ok(Checkpoint { state, model, optimizer })
     }
 
@@ -358,8 +361,21 @@ fn decode(path: &Path, bytes: &[u8], count: usize) -> Result<Vec<Vec<u8>>, OwtEr
     Ok(sections)
 }
 
+/// The state section, read and checked for sanity: settings a run can have (as `owt train`
+/// checks its flags), at most as many epochs done as the run has, and one entry of metrics for
+/// each.
 fn parse_state(path: &Path, json: &[u8]) -> Result<CheckpointState, OwtError> {
-    serde_json::from_slice(json).map_err(|e| OwtError::checkpoint(format!("{}: unreadable state: {e}", path.display())))
+    let state: CheckpointState = serde_json::from_slice(json)
+        .map_err(|e| OwtError::checkpoint(format!("{}: unreadable state: {e}", path.display())))?;
+    let lies = |what: String| OwtError::checkpoint(format!("{}: its state is not a run's: {what}", path.display()));
+    state.config.validate().map_err(|e| lies(e.to_string()))?;
+    if state.epochs_done > state.config.epochs {
+        return Err(lies(format!("{} epochs done of a run of {}", state.epochs_done, state.config.epochs)));
+    }
+    if state.metrics.len() != state.epochs_done {
+        return Err(lies(format!("{} epochs done, metrics for {}", state.epochs_done, state.metrics.len())));
+    }
+    Ok(state)
 }
 
 /// The first `count` sections of a format-1 checkpoint (no checksums: only truncation shows).

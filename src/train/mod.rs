@@ -9,6 +9,7 @@ pub mod input;
 pub mod metrics;
 pub mod momentum;
 pub mod prefetch;
+pub mod record_shapes;
 pub mod progress;
 pub mod run_dir;
 pub mod schedule;

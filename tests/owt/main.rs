@@ -7,6 +7,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bounded_inputs;
+mod checkpoint_lies;
 mod cli;
 mod closed_output;
 mod cost_tiers;
