@@ -95,6 +95,11 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
     if devices == 0 {
         return Err(OwtError::input("--devices must be at least 1, got 0"));
     }
+    let what = match args.mesh {
+        Some([n, l]) => format!("--mesh {n},{l}"),
+        None => format!("--devices {devices}"),
+    };
+    crate::train::budget::check_dry_run_fits(devices, &what, crate::train::budget::available_memory())?;
     let profile = profile_from_args(
         args.profile.as_deref(),
         [args.tflops, args.mem_gbps, args.link_gbps, args.latency_us],

@@ -200,7 +200,15 @@ fn counts_near_the_integer_limits_are_refused_in_one_line() {
     one_line_error(&bench(&["--batch", &half]), &["--batch 9223372036854775808"]);
     // `owt plan` said "internal: capacity overflow" and "attempt to multiply with overflow".
     let plan = |extra: &[&str]| owt(&[&["plan", "--model", "alexnet-owt"][..], extra].concat());
-    one_line_error(&plan(&["--devices", &half, "--batch", "128"]), &["--batch must be at least --devices"]);
+    one_line_error(&plan(&["--devices", &half, "--batch", "128"]), &["a dry run stands for at most 65534 ranks"]);
+    // A dry run is held in memory: --devices 4096 grew past 6 GB, --devices 70000 said
+    // "internal: Meta: 65535 devices alive at once". (20000 ranks need about 6.6 TB.)
+    one_line_error(&plan(&["--devices", "70000", "--batch", "70000"]), &["--devices 70000", "at most 65534 ranks"]);
+    one_line_error(
+        &plan(&["--devices", "20000", "--batch", "20000"]),
+        &["--devices 20000: a dry run of 20000 ranks needs about 6.6 TB", "available"],
+    );
+    one_line_error(&plan(&["--mesh", "200,100", "--batch", "20000"]), &["--mesh 200,100: a dry run of 20000 ranks"]);
     one_line_error(&plan(&["--devices", "4", "--batch", &max]), &["do not fit in 64 bits"]);
     one_line_error(
         &plan(&["--devices", "4", "--batch", &(1u64 << 33).to_string()]),
