@@ -17,6 +17,7 @@ mod data_identity;
 mod dropout_masks;
 mod empty_work;
 mod fashion_mnist;
+mod fuzz_inputs;
 mod faults;
 mod input_pipeline;
 mod jpeg_pipeline;
