@@ -40,6 +40,17 @@ pub fn step_fault(process: usize, epoch: usize, step: usize) {
     }
 }
 
+/// A debug build's pause inside an atomic write, for the tests of signals mid-write:
+/// `OWT_FAULT=pause-in-write` says "pausing in the write of TMP" on stderr once the
+/// temporary `tmp` holds its bytes, and waits a minute. Release builds ignore it.
+pub fn write_fault(tmp: &std::path::Path) {
+    if !cfg!(debug_assertions) || std::env::var("OWT_FAULT").as_deref() != Ok("pause-in-write") {
+        return;
+    }
+    crate::err_line!("pausing in the write of {}", tmp.display());
+    std::thread::sleep(std::time::Duration::from_secs(60));
+}
+
 /// The faults a debug build injects when `OWT_FAULT` names one, so tests can provoke the
 /// internal errors user input no longer reaches and check that the process still exits.
 /// Release builds ignore the variable.

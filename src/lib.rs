@@ -30,6 +30,7 @@ pub mod nccl_world;
 pub mod panics;
 pub mod parallel;
 pub mod processes;
+pub mod removed_on_signal;
 pub mod report;
 pub mod train;
 

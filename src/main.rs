@@ -29,6 +29,8 @@ fn main() {
             msg.as_deref().unwrap_or(owt::panics::NO_CAUSE)
         );
     }));
+    // Ctrl-C, SIGTERM or SIGHUP mid-write removes the write's temporary and the lock.
+    owt::removed_on_signal::install();
     let cli = match owt::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

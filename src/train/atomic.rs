@@ -10,16 +10,20 @@ const NAME_MAX: usize = 255;
 
 /// Writes `bytes` to `path` by writing a sibling temporary file, syncing it and renaming it
 /// over `path` (a rename within one directory is atomic on POSIX file systems). Temporaries
-/// of earlier writes to `path` whose process is gone (killed mid-write) are removed first.
+/// of earlier writes to `path` whose process is gone (killed mid-write) are removed first:
+/// only names owt makes ([`temporary_name`]), never a user's `.NAME.tmp-123`. A signal during
+/// the write removes the temporary ([`crate::removed_on_signal`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| OwtError::io(format!("cannot create {}: {e}", dir.display())))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     remove_stale_temporaries(dir, Some(&name));
-    let tmp = dir.join(format!("{}{}", temporary_stem(&name), std::process::id()));
+    let tmp = dir.join(temporary_name(&name));
+    let _on_signal = crate::removed_on_signal::RemovedOnSignal::new(&tmp);
     let result = (|| -> std::io::Result<()> {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
+        crate::exit::write_fault(&tmp);
         file.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -29,11 +33,43 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
     })
 }
 
-/// The start of a temporary's name for a file named `name`: `.NAME.tmp-`, NAME cut so that,
-/// with a process id of up to 10 digits, the temporary's name is never longer than a legal
-/// `name` may be.
+/// What marks a temporary as owt's: `.NAME` then this, the writer's process id, a dash and
+/// its 16-digit token.
+const TEMPORARY_MARK: &str = ".owt-tmp-";
+
+/// Digits of a process's token.
+const TOKEN_DIGITS: usize = 16;
+
+/// The start of a temporary's name for a file named `name`: `.NAME.owt-tmp-`, NAME cut so
+/// that, with a process id of up to 10 digits and the token, the temporary's name is never
+/// longer than a legal `name` may be.
 pub(crate) fn temporary_stem(name: &str) -> String {
-    hidden_sibling(name, ".tmp-", 10)
+    hidden_sibling(name, TEMPORARY_MARK, 10 + 1 + TOKEN_DIGITS)
+}
+
+/// This process's token: 16 hex digits drawn once, so that a temporary's name is one only
+/// owt makes (`.NAME.owt-tmp-PID-TOKEN`), never a name a user or another tool would give.
+fn process_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| format!("{:016x}", rand::random::<u64>()))
+}
+
+/// The temporary of this process's write of a file named `name`.
+fn temporary_name(name: &str) -> String {
+    format!("{}{}-{}", temporary_stem(name), std::process::id(), process_token())
+}
+
+/// The writer's process id in a temporary's name after its stem (`PID-TOKEN`), if the rest
+/// is exactly what owt makes.
+fn writer_of(rest: &str) -> Option<u32> {
+    let (pid, token) = rest.split_once('-')?;
+    let hex = token.len() == TOKEN_DIGITS && token.bytes().all(|b| b.is_ascii_hexdigit());
+    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    if hex && digits {
+        pid.parse().ok()
+    } else {
+        None
+    }
 }
 
 /// The name of a hidden file beside a file named `name`: `.NAME` and `suffix`, NAME cut so
@@ -60,11 +96,11 @@ pub(crate) fn remove_stale_temporaries(dir: &Path, name: Option<&str>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
-        let pid = match &stem {
+        let rest = match &stem {
             Some(stem) => file.strip_prefix(stem.as_str()),
-            None => file.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")).map(|(_, pid)| pid),
+            None => file.strip_prefix('.').and_then(|n| n.rsplit_once(TEMPORARY_MARK)).map(|(_, rest)| rest),
         };
-        let Some(Ok(pid)) = pid.map(str::parse::<u32>) else { continue };
+        let Some(pid) = rest.and_then(writer_of) else { continue };
         if pid != std::process::id() && !process_alive(pid) {
             let _ = std::fs::remove_file(entry.path());
         }
@@ -99,11 +135,28 @@ mod tests {
     #[test]
     fn a_write_removes_its_own_stale_temporaries_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
-        let dead = dir.path().join(".w.safetensors.tmp-4294967");
-        let other = dir.path().join(".notes.tmp-4294967");
+        let dead = dir.path().join(".w.safetensors.owt-tmp-4294967-0123456789abcdef");
+        // Another file's temporary, a user's file named as owt's once were, and names that
+        // look like owt's but are not quite: all kept.
+        let kept = [
+            ".notes.owt-tmp-4294967-0123456789abcdef",
+            ".w.safetensors.tmp-4294967",
+            ".w.safetensors.owt-tmp-4294967",
+            ".w.safetensors.owt-tmp-4294967-0123",
+            ".w.safetensors.owt-tmp-x-0123456789abcdef",
+        ];
         std::fs::write(&dead, b"half").unwrap();
-        std::fs::write(&other, b"theirs").unwrap();
+        for k in kept {
+            std::fs::write(dir.path().join(k), b"theirs").unwrap();
+        }
         write_atomic(&dir.path().join("w.safetensors"), b"x").unwrap();
-        assert!(!dead.exists() && other.exists());
+        assert!(!dead.exists());
+        for k in kept {
+            assert!(dir.path().join(k).exists(), "{k} kept");
+        }
+        // Only the finished file and what was there: the write's own temporary is gone.
+        let names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(names.len(), kept.len() + 1, "{names:?}");
     }
 }

@@ -108,14 +108,16 @@ mod tests {
     #[test]
     fn stale_temporaries_of_dead_processes_go_and_live_ones_stay() {
         let dir = tempfile::tempdir().unwrap();
-        let dead = dir.path().join(".checkpoint.owt.tmp-4294967");
-        let mine = dir.path().join(format!(".checkpoint.owt.tmp-{}", std::process::id()));
+        let dead = dir.path().join(".checkpoint.owt.owt-tmp-4294967-0123456789abcdef");
+        let mine = dir.path().join(format!(".checkpoint.owt.owt-tmp-{}-0123456789abcdef", std::process::id()));
         let other = dir.path().join("notes.tmp-1");
-        for f in [&dead, &mine, &other] {
+        // A user's file named as owt's temporaries once were: not owt's to remove.
+        let users = dir.path().join(".checkpoint.owt.tmp-4294967");
+        for f in [&dead, &mine, &other, &users] {
             std::fs::write(f, b"x").unwrap();
         }
         remove_stale_temporaries(dir.path(), None);
         assert!(!dead.exists());
-        assert!(mine.exists() && other.exists());
+        assert!(mine.exists() && other.exists() && users.exists());
     }
 }

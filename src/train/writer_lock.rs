@@ -32,6 +32,8 @@ pub struct WriterLock {
 struct Held {
     path: PathBuf,
     file: File,
+    /// The lock file is removed if a signal ends the process while it is held.
+    _on_signal: crate::removed_on_signal::RemovedOnSignal,
 }
 
 impl Drop for Held {
@@ -89,7 +91,8 @@ impl WriterLock {
             }
             file.set_len(0).map_err(io)?;
             file.write_all(format!("{} {command}\n", std::process::id()).as_bytes()).map_err(io)?;
-            let held = Arc::new(Held { path: lock.to_path_buf(), file });
+            let _on_signal = crate::removed_on_signal::RemovedOnSignal::new(lock);
+            let held = Arc::new(Held { path: lock.to_path_buf(), file, _on_signal });
             table.retain(|_, h| h.strong_count() > 0);
             table.insert(key, Arc::downgrade(&held));
             return Ok(WriterLock { _held: held });

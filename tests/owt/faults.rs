@@ -438,15 +438,21 @@ fn a_killed_writes_temporary_file_is_removed_and_eval_takes_the_file() {
     let dir = tempfile::tempdir().unwrap();
     ok(&train(dir.path(), &[]));
     // What a SIGKILL during the write leaves: a temporary of a process that is gone.
-    let stale: PathBuf = dir.path().join(".checkpoint.owt.tmp-4294967");
+    let stale: PathBuf = dir.path().join(".checkpoint.owt.owt-tmp-4294967-0123456789abcdef");
     std::fs::write(&stale, b"half a checkpoint").unwrap();
+    // A user's hidden file of the name owt's temporaries once had: theirs, kept (it was
+    // deleted whoever wrote it).
+    let users: PathBuf = dir.path().join(".checkpoint.owt.tmp-4294967");
+    std::fs::write(&users, b"mine").unwrap();
     ok(&train(dir.path(), &["--epochs", "2", "--resume"]));
     assert!(!stale.exists(), "the stale temporary is gone");
+    assert_eq!(std::fs::read(&users).unwrap(), b"mine", "the user's file is kept");
+    std::fs::remove_file(&users).unwrap();
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".tmp-") || n.contains("probe"))
+        .filter(|n| n.contains("tmp-") || n.contains("probe"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     let by_dir = eval(dir.path());
@@ -613,7 +619,7 @@ fn export_refuses_to_replace_a_file_and_cleans_up_after_a_killed_export() {
     one_line_error(&export(&folder, &["--overwrite"]), &["a directory"]);
     // A legal name at the limit (255 bytes), and a temporary a killed export left beside it.
     let long = dir.path().join(format!("{}.safetensors", "w".repeat(255 - ".safetensors".len())));
-    let stale = dir.path().join(format!(".{}.tmp-4294967", "w".repeat(239)));
+    let stale = dir.path().join(format!(".{}.owt-tmp-4294967-0123456789abcdef", "w".repeat(218)));
     std::fs::write(&stale, b"half an export").unwrap();
     ok(&export(&long, &[]));
     assert!(long.exists() && !stale.exists());

@@ -24,6 +24,7 @@ mod jpeg_pipeline;
 mod learner;
 mod plan_traffic;
 mod preprocessing;
+mod signals;
 mod torchvision;
 mod val_labels;
 mod wgpu_mesh;

@@ -52,7 +52,7 @@ fn wait_for(path: &Path, child: &mut Child) {
 }
 
 /// A torchvision state dict of alexnet-owt at input side 67 (the file `owt import` reads).
-fn torchvision_file(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn torchvision_file(dir: &Path) -> std::path::PathBuf {
     use burn::backend::Flex;
     let model = owt_models::AlexNetOwtConfig::new().with_input(67).init::<Flex>(&Default::default());
     let file = dir.join("alexnet.safetensors");
@@ -60,7 +60,7 @@ fn torchvision_file(dir: &Path) -> std::path::PathBuf {
     file
 }
 
-fn import_args(file: &Path, out: &Path) -> Vec<String> {
+pub(crate) fn import_args(file: &Path, out: &Path) -> Vec<String> {
     let (f, o) = (file.to_str().unwrap(), out.to_str().unwrap());
     strings(&["import", "--from", "torchvision", f, "--out", o, "--model", "alexnet-owt", "--input", "67"])
 }
