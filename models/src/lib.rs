@@ -22,6 +22,6 @@ pub use head::Head;
 pub use input_transform::{default_resize, PixelNorm, ResizeFilter};
 pub use lrn::{TowerLrn, TowerLrnConfig};
 pub use profile::{LayerProfile, ModelProfile};
-pub use spec::{ModelKind, ModelSpec};
+pub use spec::{ModelKind, ModelSpec, MAX_RESIZE};
 pub use stage::{Activation, Stage};
 pub use variants::{AlexNet2012, AlexNet2012Config, AlexNetOwt, AlexNetOwtConfig, AlexNetSmall, AlexNetSmallConfig};

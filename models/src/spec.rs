@@ -81,6 +81,10 @@ pub struct ModelSpec {
     pub resize_filter: ResizeFilter,
 }
 
+/// The largest shorter side images may be resized to (`--resize`): the side of the largest
+/// square owt resizes an image to (owt-pixels' limit of 2^26 resized pixels).
+pub const MAX_RESIZE: usize = 8192;
+
 impl ModelSpec {
     /// A member with all defaults.
     pub fn new(kind: ModelKind) -> Self {
@@ -103,7 +107,8 @@ impl ModelSpec {
         self.resize.unwrap_or_else(|| default_resize(side))
     }
 
-    /// The architecture, checked: impossible geometry or options are errors that name the
+    /// The architecture, checked: impossible geometry or options (a `resize` above
+    /// [`MAX_RESIZE`]) are errors that name the
     /// expected and the given values.
     pub fn architecture(&self) -> Result<Architecture, ArchitectureError> {
         let arch = match self.kind {
@@ -157,6 +162,12 @@ impl ModelSpec {
         }
         arch.profile()?;
         self.pixel_norm.check().map_err(ArchitectureError)?;
+        if let Some(r) = self.resize.filter(|&r| r > MAX_RESIZE) {
+            return Err(ArchitectureError(format!(
+                "{}: images are resized to a shorter side of at most {MAX_RESIZE} pixels (a square of {MAX_RESIZE} is the most owt resizes one image to), got --resize {r}",
+                arch.name
+            )));
+        }
         if let Some(r) = self.resize.filter(|&r| r < side) {
             return Err(ArchitectureError(format!(
                 "{}: images are resized to a shorter side of {r}, below the input side {side} that is cut from them",

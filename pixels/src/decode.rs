@@ -111,16 +111,38 @@ pub fn check_aspect_ratio(width: usize, height: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// The most pixels an image may have once resized for owt to resize it: 2^26 (a square of
+/// 8,192 pixels a side, 201 MB as RGB), so that neither a large `--resize` nor a long image
+/// within [`MAX_ASPECT_RATIO`] makes one image's resize gigabytes.
+pub const MAX_RESIZED_PIXELS: usize = 1 << 26;
+
+/// Why an image of `width` x `height` pixels is not resized to a shorter side of `target`, if
+/// it is not: [`check_aspect_ratio`]'s reasons, or a result of more than
+/// [`MAX_RESIZED_PIXELS`] pixels.
+pub fn check_resizable(width: usize, height: usize, target: usize) -> Result<(), String> {
+    check_aspect_ratio(width, height)?;
+    let (long, short) = (width.max(height), width.min(height));
+    let longer = (target as u128 * long as u128).div_ceil(short as u128);
+    let pixels = target as u128 * longer;
+    if pixels > MAX_RESIZED_PIXELS as u128 {
+        return Err(format!(
+            "an image of {width} x {height} pixels: resized to a shorter side of {target} it would be {pixels} pixels, more than the {MAX_RESIZED_PIXELS} owt resizes"
+        ));
+    }
+    Ok(())
+}
+
 /// The image in `bytes` (JPEG, PNG) as RGB, decoded at a reduced DCT scale where it keeps
 /// [`DCT_MARGIN`] times the `target` shorter side ([`dct_reduction`]), or why it cannot be
-/// decoded (including sides too far apart to resize, [`check_aspect_ratio`]).
+/// decoded (including an image too long or too large to resize to `target`,
+/// [`check_resizable`]).
 pub fn decode(bytes: &[u8], target: usize) -> Result<Decoded, String> {
     if is_jpeg(bytes) {
         return decode_jpeg(bytes, target);
     }
     let image = image::load_from_memory(bytes).map_err(|e| e.to_string())?.into_rgb8();
     let (width, height) = (image.width() as usize, image.height() as usize);
-    check_aspect_ratio(width, height)?;
+    check_resizable(width, height, target)?;
     Ok(Rgb { width, height, pixels: image.into_raw() }.into())
 }
 
@@ -183,7 +205,7 @@ fn decode_jpeg(bytes: &[u8], target: usize) -> Result<Decoded, String> {
     if width == 0 || height == 0 {
         return Err(format!("a JPEG of {width} x {height} pixels"));
     }
-    check_aspect_ratio(width, height)?;
+    check_resizable(width, height, target)?;
     let image = match dct_reduction(width, height, target) {
         Some(d) => decode_scaled(header, info, d)?,
         None => decode_full(bytes)?,
@@ -335,6 +357,17 @@ pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resizes_beyond_the_pixel_limit_are_refused() {
+        // A 64:1 panorama to a shorter side of 1024: 1024 x 65536 = 2^26, at the limit.
+        assert!(check_resizable(6400, 100, 1024).is_ok());
+        let e = check_resizable(6400, 100, 1025).unwrap_err();
+        assert!(e.contains("resized to a shorter side of 1025") && e.contains("more than the 67108864"), "{e}");
+        // Any image to a side past 8192.
+        assert!(check_resizable(100, 100, 8192).is_ok() && check_resizable(100, 100, 8193).is_err());
+        assert!(check_resizable(641, 10, 1).unwrap_err().contains("64:1"));
+    }
 
     #[test]
     fn sides_more_than_64_to_1_apart_are_not_resized() {

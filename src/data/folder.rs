@@ -203,7 +203,7 @@ impl ImageFolder {
         crop: usize,
     ) -> Result<Self, OwtError> {
         let total = files.len();
-        let (files, first) = drop_undecodable(root, files)?;
+        let (files, first) = drop_undecodable(root, files, resize)?;
         let undecodable = Undecodable { total, at_open: total - files.len(), first, found: BTreeMap::new() };
         let undecodable = Arc::new(Mutex::new(undecodable));
         let clock = Arc::default();
@@ -385,13 +385,14 @@ fn reader(path: &Path) -> Result<image::ImageReader<std::io::BufReader<std::fs::
     image::ImageReader::new(std::io::BufReader::new(file)).with_guessed_format().map_err(|e| e.to_string())
 }
 
-/// Why `path` cannot be decoded, if its header already says so (the pixels are read later).
-fn undecodable(path: &Path) -> Option<String> {
+/// Why `path` cannot be decoded and resized to a shorter side of `resize`, if its header
+/// already says so (the pixels are read later).
+fn undecodable(path: &Path, resize: usize) -> Option<String> {
     match reader(path) {
         Err(e) => Some(e),
         Ok(r) => match r.into_dimensions() {
             Err(e) => Some(e.to_string()),
-            Ok((w, h)) => owt_pixels::check_aspect_ratio(w as usize, h as usize).err(),
+            Ok((w, h)) => owt_pixels::check_resizable(w as usize, h as usize, resize).err(),
         },
     }
 }
@@ -399,13 +400,13 @@ fn undecodable(path: &Path) -> Option<String> {
 /// `files` without those whose header cannot be decoded, and the first few of those with
 /// why: refused when more than [`MAX_UNDECODABLE`] of them fail (naming the count and the
 /// first few), else one warning line.
-fn drop_undecodable(root: &Path, files: Files) -> Result<(Files, Vec<String>), OwtError> {
+fn drop_undecodable(root: &Path, files: Files, resize: usize) -> Result<(Files, Vec<String>), OwtError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
     let chunk = files.len().div_ceil(threads);
     let verdicts: Vec<Option<String>> = std::thread::scope(|scope| {
         let workers: Vec<_> = files
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|(p, _)| undecodable(p)).collect::<Vec<_>>()))
+            .map(|part| scope.spawn(move || part.iter().map(|(p, _)| undecodable(p, resize)).collect::<Vec<_>>()))
             .collect();
         workers.into_iter().flat_map(|w| w.join().expect("decoding a header does not panic")).collect()
     });

@@ -217,6 +217,8 @@ fn counts_near_the_integer_limits_are_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     one_line_error(&train(&run, &["--epochs", &max]), &["--epochs must be at most 10000", "got 18446744073709551615"]);
+    // Every image would have been resized to 100,000 pixels a side (30 GB each).
+    one_line_error(&train(&run, &["--resize", "100000"]), &["at most 8192 pixels", "got --resize 100000"]);
     one_line_error(&train(&run, &["--limit", &max]), &["do not fit in 64 bits"]);
     one_line_error(&train(&run, &["--batch", &max]), &["do not fit in 64 bits"]);
     assert!(!run.exists());
