@@ -11,7 +11,7 @@ const NAME_MAX: usize = 255;
 /// Writes `bytes` to `path` by writing a sibling temporary file, syncing it and renaming it
 /// over `path` (a rename within one directory is atomic on POSIX file systems). Temporaries
 /// of earlier writes to `path` whose process is gone (killed mid-write) are removed first:
-/// only names owt makes ([`temporary_name`]), never a user's `.NAME.tmp-123`. A signal during
+/// only names owt makes (`.NAME.owt-tmp-PID-TOKEN`), never a user's `.NAME.tmp-123`. A signal during
 /// the write removes the temporary ([`crate::removed_on_signal`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -25,6 +25,23 @@ fn weird_trick() -> GridPlan {
     GridPlan::data_parallel_across(&PlanKind::WeirdTrick.plan())
 }
 
+/// The FC layers and conv weights stored as each node's slice (FSDP-style), gathered for every
+/// step, their gradients reduce-scattered back: a short batch whole on every node must cut its
+/// gradient, not sum it.
+fn fsdp() -> GridPlan {
+    use owt_hybrid::Placement::{Replicate, Shard};
+    GridPlan::of(
+        "fsdp-weird-trick",
+        &[
+            ("fc*.weight", [Shard(0), Shard(1)]),
+            ("fc*.bias", [Shard(0), Shard(0)]),
+            ("conv*.weight", [Shard(0), Replicate]),
+        ],
+        [Replicate, Replicate],
+        [Shard(0), Shard(0)],
+    )
+}
+
 #[test]
 fn short_batches_on_two_dimensional_meshes_step_to_the_single_device_weights() {
     // Steps of 8, then the short one, then 8 again (the step after must start from the same
@@ -32,7 +49,7 @@ fn short_batches_on_two_dimensional_meshes_step_to_the_single_device_weights() {
     let spec = small(2);
     let config = config(spec.clone(), 8, FcUpdate::PerStep);
     let weights = initial_weights(&spec);
-    for shape in [[3, 2], [2, 2]] {
+    for (shape, plan) in [([3, 2], weird_trick()), ([2, 2], weird_trick()), ([3, 2], fsdp()), ([2, 2], fsdp())] {
         for r in remainders(shape) {
             let sizes = [8, r, 8];
             let (want, want_losses) =
@@ -45,14 +62,14 @@ fn short_batches_on_two_dimensional_meshes_step_to_the_single_device_weights() {
                     mesh
                 },
                 |grid| {
-                    let layout = GridLayout::<Flex>::with_plan(grid, &weird_trick(), Exchange::AllGather).unwrap();
+                    let layout = GridLayout::<Flex>::with_plan(grid, &plan, Exchange::AllGather).unwrap();
                     run_batches::<H, _>(&layout, &config, &weights, &sizes)
                 },
             );
             for (node, (got, losses)) in nodes.iter().enumerate() {
                 let (gap, worst) = relative_gap(got, &want);
-                eprintln!("{shape:?} batches {sizes:?}: node {node} weight gap {gap:.2e} ({worst})");
-                assert!(gap <= 1e-12, "{shape:?} batches {sizes:?}: node {node}'s {worst} differs by {gap:e}");
+                eprintln!("{shape:?} {} batches {sizes:?}: node {node} weight gap {gap:.2e} ({worst})", plan.name);
+                assert!(gap <= 1e-12, "{shape:?} {} batches {sizes:?}: node {node}'s {worst} differs by {gap:e}", plan.name);
                 for (a, b) in losses.iter().zip(&want_losses) {
                     assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?} {sizes:?}: losses {losses:?} vs {want_losses:?}");
                 }
