@@ -331,8 +331,7 @@ pub struct MeshLayout<IB: Backend> {
 impl<IB: Backend> MeshLayout<IB> {
     /// The layout of `plan` on `mesh`, exchanging activities by `scheme`.
     pub fn new(mesh: MeshDevice<IB::Device>, plan: Plan, scheme: Exchange) -> Self {
-        mesh.set_exchange(scheme);
-        Self { mesh, plan }
+        Self { mesh: mesh.with_exchange(scheme), plan }
     }
 
     /// The mesh.

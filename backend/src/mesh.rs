@@ -31,7 +31,6 @@ struct MeshInner<D> {
     ranks_per_process: std::sync::atomic::AtomicUsize,
     transport: Transport,
     ledger: Mutex<Ledger>,
-    exchange: Mutex<Exchange>,
     /// An `Arc<dyn DeviceAllReduce<B>>` for the inner backend `B`, when installed.
     device_all_reduce: Mutex<Option<Box<dyn Any + Send + Sync>>>,
     /// What keeps a device-to-device transfer's source intact (see [`SendFence`]), when
@@ -52,6 +51,10 @@ impl<D> Drop for MeshInner<D> {
 /// A mesh is freed when its last handle (clone, tensor or module on it) goes.
 pub struct MeshDevice<D> {
     inner: Arc<MeshInner<D>>,
+    /// How batch-sharded activities meet column-split weights in the ops of tensors made on
+    /// this handle: a value of the handle, not a mode of the mesh, so two layouts over one
+    /// mesh ([`MeshDevice::with_exchange`]) never change each other's scheme.
+    exchange: Exchange,
 }
 
 /// The meshes alive now, by id (so Burn's `from_id` can find them again), and the default
@@ -103,12 +106,11 @@ impl Registry {
             ranks_per_process: std::sync::atomic::AtomicUsize::new(0),
             transport,
             ledger: Mutex::new(Ledger::default()),
-            exchange: Mutex::new(Exchange::default()),
             device_all_reduce: Mutex::new(None),
             send_fence: Mutex::new(None),
         });
         self.live.insert(id, Box::new(Arc::downgrade(&inner)));
-        MeshDevice { inner }
+        MeshDevice { inner, exchange: Exchange::default() }
     }
 }
 
@@ -338,14 +340,19 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.ledger().set_base_phase(phase)
     }
 
-    /// How batch-sharded activities meet column-split weights on this mesh (see [`Exchange`]).
+    /// How batch-sharded activities meet column-split weights in the ops of tensors made on
+    /// this handle (see [`Exchange`]; [`Exchange::default`] unless [`MeshDevice::with_exchange`]
+    /// said otherwise).
     pub fn exchange(&self) -> Exchange {
-        *self.inner.exchange.lock().unwrap_or_else(|e| e.into_inner())
+        self.exchange
     }
 
-    /// Chooses the activity exchange scheme for the matmuls that follow.
-    pub fn set_exchange(&self, scheme: Exchange) {
-        *self.inner.exchange.lock().unwrap_or_else(|e| e.into_inner()) = scheme;
+    /// This mesh, exchanging activities by `scheme` in the ops of tensors made on the handle
+    /// returned (and of everything computed from them). The same mesh: equal to this handle,
+    /// with its ranks, ledger and tensors; only the scheme differs, and this handle keeps its
+    /// own.
+    pub fn with_exchange(&self, scheme: Exchange) -> Self {
+        Self { inner: self.inner.clone(), exchange: scheme }
     }
 
     /// The innermost phase label set now, if any.
@@ -419,7 +426,7 @@ impl<D: DeviceOps> Drop for PhaseGuard<D> {
 
 impl<D> Clone for MeshDevice<D> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone() }
+        Self { inner: self.inner.clone(), exchange: self.exchange }
     }
 }
 
@@ -475,7 +482,7 @@ impl<D: DeviceOps> Device for MeshDevice<D> {
             .and_then(Weak::upgrade);
         drop(registry);
         match inner {
-            Some(inner) => Self { inner },
+            Some(inner) => Self { inner, exchange: Exchange::default() },
             None => panic!("Hybrid: no live mesh with id {} for this inner device type", device_id.index_id),
         }
     }

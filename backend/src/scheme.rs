@@ -16,8 +16,8 @@ use crate::placement::shard_ranges;
 /// use burn::prelude::*;
 /// use owt_hybrid::{Distributed, Exchange, Hybrid, MeshDevice, Placement};
 ///
-/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
-/// mesh.set_exchange(Exchange::from_letter("b").unwrap()); // K rounds of one rank's rows
+/// // K rounds of one rank's rows, for the tensors made on this handle of the mesh.
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2).with_exchange(Exchange::from_letter("b").unwrap());
 /// let x = Tensor::<Hybrid<Flex>, 2>::ones([4, 3], &mesh).distribute(Placement::Shard(0));
 /// let w = Tensor::<Hybrid<Flex>, 2>::ones([3, 2], &mesh).distribute(Placement::Shard(1));
 /// let y = x.matmul(w); // the weird trick: every rank's columns over the whole batch

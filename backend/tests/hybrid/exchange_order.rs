@@ -35,10 +35,9 @@ fn issued(transport: Transport) -> Vec<(&'static str, u16)> {
         let next = next.clone();
         d.set_label_source(move || Some(format!("{:08}", next.fetch_add(1, Ordering::SeqCst))));
     }
-    let mesh = MeshDevice::with_transport(devices.clone(), transport);
+    let mesh = MeshDevice::with_transport(devices.clone(), transport).with_exchange(Exchange::Broadcast);
     let fence = Arc::new(NumberedFence { next: next.clone(), calls: Mutex::new(Vec::new()) });
     mesh.set_send_fence(fence.clone());
-    mesh.set_exchange(Exchange::Broadcast);
     let x = Tensor::<Hybrid<Meta>, 2>::zeros([6, 4], &mesh).distribute(Placement::Shard(0));
     let w = Tensor::<Hybrid<Meta>, 2>::zeros([4, 6], &mesh).distribute(Placement::Shard(1));
     devices.iter().for_each(MetaDevice::reset_costs);

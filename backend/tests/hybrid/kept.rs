@@ -35,8 +35,7 @@ fn the_weight_gradient_from_the_kept_inputs_is_one_devices() {
     for scheme in SCHEMES {
         for k in 2..=4 {
             let what = format!("scheme {} K={k}", scheme.letter());
-            let mesh = MeshDevice::virtual_ranks(FlexDevice, k);
-            mesh.set_exchange(scheme);
+            let mesh = MeshDevice::virtual_ranks(FlexDevice, k).with_exchange(scheme);
             let hx = Tensor::<H, 2>::from_data(x.clone(), &mesh).distribute(Placement::Shard(0)).require_grad();
             let hw = Tensor::<H, 2>::from_data(w.clone(), &mesh).distribute(Placement::Shard(1)).require_grad();
             let y = hx.clone().matmul(hw.clone());
@@ -72,8 +71,7 @@ fn an_operand_kept_by_an_exchange_along_its_columns_is_whole_and_in_order() {
     for scheme in SCHEMES {
         for k in 2..=4 {
             let what = format!("scheme {} K={k}", scheme.letter());
-            let mesh = MeshDevice::virtual_ranks(FlexDevice, k);
-            mesh.set_exchange(scheme);
+            let mesh = MeshDevice::virtual_ranks(FlexDevice, k).with_exchange(scheme);
             let hxt = Tensor::<Hybrid<Flex>, 2>::from_data(xt.clone(), &mesh).distribute(Placement::Shard(1));
             let on =
                 |r: &TensorData| Tensor::<Hybrid<Flex>, 2>::from_data(r.clone(), &mesh).distribute(Placement::Shard(1));

@@ -15,3 +15,4 @@ mod processes;
 mod properties;
 mod redistribute_grad;
 mod rule_table;
+mod two_layouts;

@@ -155,7 +155,7 @@ fn an_all_gather_sends_across_processes_exactly_the_pieces_of_the_other_processe
 /// One training step: a data-parallel convolution (batch-sharded input, replicated kernel),
 /// then a matmul against a column-split weight under `scheme`; the output and both gradients.
 fn step(mesh: &Mesh, scheme: Exchange) -> (Vec<TensorData>, LedgerSnapshot) {
-    mesh.set_exchange(scheme);
+    let mesh = &mesh.with_exchange(scheme);
     mesh.reset_ledger();
     let n = 8;
     let images =
