@@ -155,8 +155,10 @@ mod tests {
             assert!(dir.path().join(k).exists(), "{k} kept");
         }
         // Only the finished file and what was there: the write's own temporary is gone.
-        let names: Vec<String> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         assert_eq!(names.len(), kept.len() + 1, "{names:?}");
     }
 }

@@ -41,7 +41,10 @@ impl DatasetIdentity {
     /// How this run's data differs from `saved` (the checkpoint's), in words, or `None`.
     pub fn difference(&self, saved: &DatasetIdentity) -> Option<String> {
         if self.kind != saved.kind {
-            return Some(format!("this command reads --dataset {:?}, the checkpoint was trained on {:?}", self.kind, saved.kind));
+            return Some(format!(
+                "this command reads --dataset {:?}, the checkpoint was trained on {:?}",
+                self.kind, saved.kind
+            ));
         }
         if self.dir != saved.dir {
             let show = |d: &Option<String>| d.clone().unwrap_or_else(|| "no directory".into());

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::error::OwtError;
 
@@ -80,7 +80,10 @@ pub fn check_model_record(
         }
         let values = shape.iter().product::<usize>();
         if ![2, 4, 8].iter().any(|size| values * size == t.bytes) {
-            return Err(bad(format!("{path} {shape:?} holds {} bytes in the model record, not {values} values", t.bytes)));
+            return Err(bad(format!(
+                "{path} {shape:?} holds {} bytes in the model record, not {values} values",
+                t.bytes
+            )));
         }
         if let Some(id) = &t.id {
             by_id.insert(id.clone(), (path.to_string(), shape.clone()));
@@ -112,10 +115,7 @@ pub fn check_optimizer_record(
         // left unused, as Burn's optimizer leaves it.
         let Some((param, shape)) = params.get(id) else { continue };
         if &t.shape != shape {
-            return Err(bad(format!(
-                "the optimizer's state of {param} is {:?}, the parameter is {shape:?}",
-                t.shape
-            )));
+            return Err(bad(format!("the optimizer's state of {param} is {:?}, the parameter is {shape:?}", t.shape)));
         }
         let values = shape.iter().product::<usize>();
         if ![2, 4, 8].iter().any(|size| values * size == t.bytes) {
@@ -125,7 +125,8 @@ pub fn check_optimizer_record(
     Ok(())
 }
 
-/// How deep a record may nest: AlexNet's is 5 levels; a deeper one is not owt's.
+/// How deep a record may nest: AlexNet's is 5 levels; a deeper one is not owt's (and the walk
+/// recurses per level: a thousand nested arrays overflowed a test thread's 2 MB stack).
 const MAX_DEPTH: usize = 32;
 
 /// A value walked, with what it said if it is a tensor's fields.
@@ -166,7 +167,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
             match key.0.as_str() {
                 "shape" => seen.shape = Some(map.next_value::<Vec<usize>>()?),
                 "bytes" => seen.bytes = Some(map.next_value::<Len>()?.0),
-                "id" => seen.id = map.next_value::<Option<String>>().ok().flatten(),
+                "id" => seen.id = map.next_value::<Option<String>>()?,
                 _ => {
                     let mut path = self.path.clone();
                     path.push(key.0);
@@ -187,6 +188,9 @@ impl<'de> Visitor<'de> for Walk<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Seen, A::Error> {
+        if self.depth > MAX_DEPTH {
+            return Err(serde::de::Error::custom(format!("nested more than {MAX_DEPTH} levels deep")));
+        }
         let mut i = 0;
         loop {
             let mut path = self.path.clone();
@@ -277,7 +281,8 @@ impl<'de> serde::Deserialize<'de> for Len {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Len, A::Error> {
                 let mut n = 0;
-                while seq.next_element::<IgnoredAny>()?.is_some() {
+                // Bytes, one by one (anything else, a nested array, is refused, not walked).
+                while seq.next_element::<u8>()?.is_some() {
                     n += 1;
                 }
                 Ok(Len(n))
@@ -286,7 +291,6 @@ impl<'de> serde::Deserialize<'de> for Len {
         de.deserialize_any(V)
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -341,8 +345,26 @@ mod tests {
             assert!(e.contains(says), "{says:?} not in {e}");
             assert!(e.starts_with("checkpoint: ckpt: "), "{e}");
         }
+        // Nesting as deep as the decoder allows (1024) and deeper: an error, not an overflow.
+        for depth in [1000, 100_000] {
+            let mut nested = vec![0x91u8; depth];
+            nested.push(0xc0);
+            let e = check_model_record(file, &nested, &small.architecture().unwrap()).unwrap_err().to_string();
+            assert!(e.contains("model record"), "{e}");
+        }
+        // A tensor's bytes nested as deep (skipped by serde's IgnoredAny): an error too.
+        let mut map = vec![0x82u8, 0xa5];
+        map.extend_from_slice(b"shape");
+        map.extend_from_slice(&[0x91, 0x01, 0xa5]);
+        map.extend_from_slice(b"bytes");
+        map.extend(std::iter::repeat_n(0x91u8, 100_000));
+        map.push(0xc0);
+        let e = check_model_record(file, &map, &small.architecture().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("model record"), "{e}");
         // Damaged MessagePack is an error, not a panic.
-        let e = check_model_record(file, &record[..record.len() / 2], &small.architecture().unwrap()).unwrap_err().to_string();
+        let e = check_model_record(file, &record[..record.len() / 2], &small.architecture().unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("its model record cannot be read"), "{e}");
     }
 
@@ -361,10 +383,9 @@ mod tests {
         let grads = model.forward(x).sum().backward();
         let grads = GradientsParams::from_grads(grads, &model);
         let model = optim.step(0.01, model, grads);
-        let optimizer = crate::train::checkpoint::record_to_bytes::<A, _>(crate::train::checkpoint::InParameterOrder::new(
-            optim.to_record(),
-            &model,
-        ))
+        let optimizer = crate::train::checkpoint::record_to_bytes::<A, _>(
+            crate::train::checkpoint::InParameterOrder::new(optim.to_record(), &model),
+        )
         .unwrap();
         let record = crate::train::checkpoint::record_to_bytes::<A, _>(model.into_record()).unwrap();
         let mut params = check_model_record(file, &record, &arch).unwrap();

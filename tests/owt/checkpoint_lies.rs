@@ -27,14 +27,30 @@ fn a_state_that_names_another_network_than_its_records_is_refused_naming_the_ten
         to
     };
     let cases: [(&str, &dyn Fn(&mut CheckpointState), &[&str]); 4] = [
-        ("classes", &|s| s.config.model.classes = Some(10_000_000), &["fc8.weight is [256, 10] in the model record", "10000000 classes", "needs [256, 10000000]"]),
-        ("towers", &|s| s.config.model.towers = Some(1), &["conv2.weight is [64, 16, 5, 5] in the model record", "1 tower(s)", "needs [64, 32, 5, 5]"]),
-        ("input", &|s| s.config.model.input = Some(40), &["fc6.weight is [256, 256] in the model record", "input 1x40x40", "needs ["]),
-        ("model", &|s| {
-            s.config.model.kind = owt_models::ModelKind::AlexNetOwt;
-            s.config.model.towers = None;
-            s.config.model.input = Some(67);
-        }, &["conv1.weight is [32, 1, 5, 5] in the model record", "alexnet-owt", "needs ["]),
+        (
+            "classes",
+            &|s| s.config.model.classes = Some(10_000_000),
+            &["fc8.weight is [256, 10] in the model record", "10000000 classes", "needs [256, 10000000]"],
+        ),
+        (
+            "towers",
+            &|s| s.config.model.towers = Some(1),
+            &["conv2.weight is [64, 16, 5, 5] in the model record", "1 tower(s)", "needs [64, 32, 5, 5]"],
+        ),
+        (
+            "input",
+            &|s| s.config.model.input = Some(40),
+            &["fc6.weight is [256, 256] in the model record", "input 1x40x40", "needs ["],
+        ),
+        (
+            "model",
+            &|s| {
+                s.config.model.kind = owt_models::ModelKind::AlexNetOwt;
+                s.config.model.towers = None;
+                s.config.model.input = Some(67);
+            },
+            &["conv1.weight is [32, 1, 5, 5] in the model record", "alexnet-owt", "needs ["],
+        ),
     ];
     for (name, edit, says) in cases {
         let at = lie(name, edit);
@@ -48,7 +64,11 @@ fn a_state_that_names_another_network_than_its_records_is_refused_naming_the_ten
     }
     // States no run can have.
     for (name, edit, says) in [
-        ("epochs", &(|s: &mut CheckpointState| s.epochs_done = 7) as &dyn Fn(&mut CheckpointState), "7 epochs done of a run of 1"),
+        (
+            "epochs",
+            &(|s: &mut CheckpointState| s.epochs_done = 7) as &dyn Fn(&mut CheckpointState),
+            "7 epochs done of a run of 1",
+        ),
         ("metrics", &|s: &mut CheckpointState| s.metrics.clear(), "1 epochs done, metrics for 0"),
         ("batch", &|s: &mut CheckpointState| s.config.batch = 0, "--batch must be at least 1"),
     ] {

@@ -14,9 +14,11 @@ fn owt(args: &[&str]) -> Output {
 
 /// A 12x12 grey PNG: shade `shade` with a gradient, so the classes differ.
 fn png(path: &Path, shade: u8, i: usize) {
-    image::GrayImage::from_fn(12, 12, |x, y| image::Luma([shade.wrapping_add((x as u8) * 5 + (y as u8) * (i as u8 + 1))]))
-        .save(path)
-        .unwrap();
+    image::GrayImage::from_fn(12, 12, |x, y| {
+        image::Luma([shade.wrapping_add((x as u8) * 5 + (y as u8) * (i as u8 + 1))])
+    })
+    .save(path)
+    .unwrap();
 }
 
 /// `root/<split>/<class>/*.png`, `per_class` images of each class in each split.
@@ -100,7 +102,8 @@ fn eval_on_a_folder_with_fewer_classes_scores_them_as_the_network_learnt_them() 
             let to = root.join("val").join(class);
             std::fs::create_dir_all(&to).unwrap();
             for i in 0..4 {
-                std::fs::copy(data.join("val").join(class).join(format!("{i}.png")), to.join(format!("{i}.png"))).unwrap();
+                std::fs::copy(data.join("val").join(class).join(format!("{i}.png")), to.join(format!("{i}.png")))
+                    .unwrap();
             }
         }
         root

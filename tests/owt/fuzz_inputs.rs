@@ -40,8 +40,18 @@ fn placement_for(rng: &mut StdRng, grid: bool) -> Value {
 /// with fields missing, of the wrong type, or not JSON at all.
 fn plan_file(rng: &mut StdRng, grid: bool) -> String {
     const PATTERNS: [&str; 12] = [
-        "fc*.weight", "fc*.bias", "conv*.weight", "conv1.weight", "fc6.weight", "fc7.*", "fc8.*", "conv*", "*",
-        "nothing", "", "**",
+        "fc*.weight",
+        "fc*.bias",
+        "conv*.weight",
+        "conv1.weight",
+        "fc6.weight",
+        "fc7.*",
+        "fc8.*",
+        "conv*",
+        "*",
+        "nothing",
+        "",
+        "**",
     ];
     let rules: Vec<Value> = (0..rng.random_range(0..4))
         .map(|_| json!({ "pattern": pick(rng, &PATTERNS), "placement": placement_for(rng, grid) }))
@@ -165,9 +175,8 @@ fn random_plan_files_and_flags_are_answered_in_words() {
     // owt train: a few steps of tiny synthetic runs, on meshes of Flex ranks.
     for case in 0..30 {
         let out = dir.path().join(format!("run{case}"));
-        let mut args: Vec<String> = ["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1"]
-            .map(String::from)
-            .to_vec();
+        let mut args: Vec<String> =
+            ["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1"].map(String::from).to_vec();
         args.extend(["--out".to_string(), out.to_str().unwrap().to_string()]);
         args.extend(["--limit".to_string(), pick(&mut rng, &["8", "13", "16"]).to_string()]);
         args.extend(["--batch".to_string(), pick(&mut rng, &["4", "8", "3", "5", "1"]).to_string()]);

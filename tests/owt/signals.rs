@@ -69,7 +69,15 @@ fn a_signal_during_a_write_removes_its_temporary_and_its_lock() {
     let exports = dir.path().join("exports");
     std::fs::create_dir(&exports).unwrap();
     let out = exports.join("w.safetensors");
-    let export = strings(&["export", "--checkpoint", imported.to_str().unwrap(), "--to", "torchvision", "--out", out.to_str().unwrap()]);
+    let export = strings(&[
+        "export",
+        "--checkpoint",
+        imported.to_str().unwrap(),
+        "--to",
+        "torchvision",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(interrupted_in_write(&export, libc::SIGTERM), Some(libc::SIGTERM));
     assert!(!out.exists(), "no half export");
     assert_eq!(leftovers(&exports), Vec::<String>::new(), "export left its temporary or lock");

@@ -69,9 +69,16 @@ fn short_batches_on_two_dimensional_meshes_step_to_the_single_device_weights() {
             for (node, (got, losses)) in nodes.iter().enumerate() {
                 let (gap, worst) = relative_gap(got, &want);
                 eprintln!("{shape:?} {} batches {sizes:?}: node {node} weight gap {gap:.2e} ({worst})", plan.name);
-                assert!(gap <= 1e-12, "{shape:?} {} batches {sizes:?}: node {node}'s {worst} differs by {gap:e}", plan.name);
+                assert!(
+                    gap <= 1e-12,
+                    "{shape:?} {} batches {sizes:?}: node {node}'s {worst} differs by {gap:e}",
+                    plan.name
+                );
                 for (a, b) in losses.iter().zip(&want_losses) {
-                    assert!((a - b).abs() <= 1e-12 * b.abs(), "{shape:?} {sizes:?}: losses {losses:?} vs {want_losses:?}");
+                    assert!(
+                        (a - b).abs() <= 1e-12 * b.abs(),
+                        "{shape:?} {sizes:?}: losses {losses:?} vs {want_losses:?}"
+                    );
                 }
             }
         }
@@ -80,7 +87,12 @@ fn short_batches_on_two_dimensional_meshes_step_to_the_single_device_weights() {
 
 /// Two epochs of `splits` trained by the trainer on a `shape` mesh (nodes as threads), every
 /// node's metrics; node 0 writes the checkpoint to `out`.
-fn grid_train(shape: [usize; 2], config: &TrainConfig, splits: &Splits, out: &std::path::Path) -> Vec<Vec<EpochMetrics>> {
+fn grid_train(
+    shape: [usize; 2],
+    config: &TrainConfig,
+    splits: &Splits,
+    out: &std::path::Path,
+) -> Vec<Vec<EpochMetrics>> {
     GridMesh::threaded(
         shape[0],
         |_| {
@@ -98,8 +110,8 @@ fn grid_train(shape: [usize; 2], config: &TrainConfig, splits: &Splits, out: &st
 #[test]
 fn epochs_ending_in_short_batches_train_and_evaluate_on_two_dimensional_meshes_as_on_one_device() {
     let _ = initial_weights(&small(2)); // f64 on the Flex device
-    // The trainer seeds the generator and initialises the model itself (each node under its
-    // own lock): the whole test holds this one too, against the other tests' draws.
+                                        // The trainer seeds the generator and initialises the model itself (each node under its
+                                        // own lock): the whole test holds this one too, against the other tests' draws.
     let _guard = serial();
     let spec = small(2);
     let batch = 8;
