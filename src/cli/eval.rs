@@ -85,14 +85,9 @@ fn same_classes_as_trained(test: Vec<String>, state: &crate::train::CheckpointSt
     if &test == trained {
         return Ok(());
     }
-    let id = test.iter().zip(trained).position(|(a, b)| a != b).unwrap_or(test.len().min(trained.len()));
-    let name = |names: &[String]| names.get(id).cloned().unwrap_or_else(|| "none".into());
     Err(OwtError::data(format!(
-        "the test split's class {id} is '{}', the checkpoint learnt it as '{}' ({} classes here, {} in the checkpoint)",
-        name(&test),
-        name(trained),
-        test.len(),
-        trained.len()
+        "the test split does not hold the classes the checkpoint learnt: {}",
+        crate::train::dataset_identity::class_difference(&test, trained)
     )))
 }
 

@@ -67,9 +67,9 @@ impl DatasetIdentity {
     }
 }
 
-/// The first way `now`'s classes differ from `saved`'s: a count, or the first id whose name
-/// changed.
-fn class_difference(now: &[String], saved: &[String]) -> String {
+/// The first way `now`'s classes differ from `saved`'s (which they do): a count, or the first
+/// id whose name changed.
+pub(crate) fn class_difference(now: &[String], saved: &[String]) -> String {
     if now.len() != saved.len() {
         return format!("the data now has {} classes, the checkpoint was trained on {}", now.len(), saved.len());
     }

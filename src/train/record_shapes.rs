@@ -27,6 +27,15 @@ pub struct RecordTensor {
     pub bytes: usize,
 }
 
+impl RecordTensor {
+    /// The values its shape names, when its bytes are not that many values of 2, 4 or 8
+    /// bytes each (half, single or double precision).
+    fn short_of_values(&self) -> Option<usize> {
+        let values = self.shape.iter().product::<usize>();
+        (![2, 4, 8].iter().any(|size| values * size == self.bytes)).then_some(values)
+    }
+}
+
 /// Every tensor `record` (a record as owt's checkpoints encode it) holds, in record order.
 pub fn record_tensors(record: &[u8]) -> Result<Vec<RecordTensor>, String> {
     let mut found = Vec::new();
@@ -78,8 +87,7 @@ pub fn check_model_record(
                 describe(arch)
             )));
         }
-        let values = shape.iter().product::<usize>();
-        if ![2, 4, 8].iter().any(|size| values * size == t.bytes) {
+        if let Some(values) = t.short_of_values() {
             return Err(bad(format!(
                 "{path} {shape:?} holds {} bytes in the model record, not {values} values",
                 t.bytes
@@ -117,8 +125,7 @@ pub fn check_optimizer_record(
         if &t.shape != shape {
             return Err(bad(format!("the optimizer's state of {param} is {:?}, the parameter is {shape:?}", t.shape)));
         }
-        let values = shape.iter().product::<usize>();
-        if ![2, 4, 8].iter().any(|size| values * size == t.bytes) {
+        if let Some(values) = t.short_of_values() {
             return Err(bad(format!("the optimizer's state of {param} holds {} bytes, not {values} values", t.bytes)));
         }
     }

@@ -94,15 +94,30 @@ pub(crate) fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
         owt::parallel::check_run(plan, &arch, ranks, batch).unwrap();
     }
     let device = layout.device();
+    let placed =
+        |x, y| (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
+    steps_of(layout, config, weights, &vec![config.batch; steps], placed)
+}
+
+/// SGD steps from `weights` with `layout`, step `i` on batch `i` of `sizes[i]` images brought
+/// to the device by `feed` (images, labels); every parameter's final values and each loss.
+fn steps_of<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    config: &TrainConfig,
+    weights: &[u8],
+    sizes: &[usize],
+    feed: impl Fn(TensorData, TensorData) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
+) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
+    let arch = config.model.architecture().unwrap();
+    let device = layout.device();
     let model: AlexNet<B> = init_model(&arch, device);
     let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
     let mut model = layout.place_module(model).unwrap();
     let mut optim = sgd::<B>(config);
     let mut losses = Vec::new();
-    for step in 0..steps {
-        let (x, y) = batch(step, config.batch, arch.input, arch.classes);
-        let (x, y) =
-            (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
+    for (step, &n) in sizes.iter().enumerate() {
+        let (x, y) = batch(step, n, arch.input, arch.classes);
+        let (x, y) = feed(x, y);
         let key = DropoutKey::new(config.seed, step as u64);
         let (next, outcome) =
             train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
@@ -130,25 +145,13 @@ pub(crate) fn run_batches<B: burn::tensor::backend::AutodiffBackend, L: StepLayo
     weights: &[u8],
     sizes: &[usize],
 ) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
-    let arch = config.model.architecture().unwrap();
-    let device = layout.device();
-    let model: AlexNet<B> = init_model(&arch, device);
-    let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
-    let mut model = layout.place_module(model).unwrap();
-    let mut optim = sgd::<B>(config);
-    let mut losses = Vec::new();
-    for (step, &n) in sizes.iter().enumerate() {
-        let (x, y) = batch(step, n, arch.input, arch.classes);
+    let rows_of = |x: TensorData, y: TensorData| {
+        let n = x.shape[0];
         let rows = layout.row_split().rows(n);
         let x = layout.upload_input_rows::<4>(host_rows(&x, rows.clone()), rows.clone(), n);
-        let y = layout.upload_labels_rows::<1>(host_rows(&y, rows.clone()), None, rows, n);
-        let key = DropoutKey::new(config.seed, step as u64);
-        let (next, outcome) =
-            train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
-        model = next;
-        losses.push(outcome.read().0);
-    }
-    (parameter_values(&layout.compute_module(&model)), losses)
+        (x, layout.upload_labels_rows::<1>(host_rows(&y, rows.clone()), None, rows, n))
+    };
+    steps_of(layout, config, weights, sizes, rows_of)
 }
 
 /// Largest over parameters of max |a - b| / max |b|, at f64 precision.

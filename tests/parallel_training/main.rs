@@ -346,16 +346,14 @@ type GridOutcome = (
     Vec<(String, Vec<usize>)>,
 );
 
-/// `steps` steps on a (nodes, local) mesh of Flex virtual ranks (each node a thread with its
-/// own local mesh) under a 2-D plan; every node's outcome.
-fn grid_run(
+/// `body` on every node of a (nodes, local) mesh of Flex virtual ranks in f64 (each node a
+/// thread with its own local mesh), on the layout of `plan` under `scheme`; every node's result.
+fn on_grid<T: Send>(
     shape: [usize; 2],
     plan: &owt_hybrid::GridPlan,
     scheme: Exchange,
-    config: &TrainConfig,
-    weights: &[u8],
-    steps: usize,
-) -> Vec<GridOutcome> {
+    body: impl Fn(&owt_hybrid::GridLayout<Flex>) -> T + Sync,
+) -> Vec<T> {
     use owt_hybrid::{GridLayout, GridMesh};
     GridMesh::threaded(
         shape[0],
@@ -364,15 +362,42 @@ fn grid_run(
             use_f64::<H>(&mesh);
             mesh
         },
-        |grid| {
-            let layout = GridLayout::<Flex>::with_plan(grid, plan, scheme).unwrap();
-            let (params, losses) = run::<H, _>(&layout, config, weights, steps);
-            let ledger = layout.traffic().expect("a mesh's ledger");
-            let arch = config.model.architecture().unwrap();
-            let placed = layout.place_module(init_model::<H>(&arch, layout.device())).unwrap();
-            (params, losses, ledger, layout.placements(&placed), owt_hybrid::parameter_paths(&placed))
-        },
+        |grid| body(&GridLayout::<Flex>::with_plan(grid, plan, scheme).unwrap()),
     )
+}
+
+/// The FC layers and conv weights stored as each node's slice (FSDP-style, gathered for every
+/// step, gradients reduce-scattered back), the weird trick's column split inside each node.
+fn fsdp_weird_trick() -> owt_hybrid::GridPlan {
+    use owt_hybrid::Placement::{Replicate, Shard};
+    owt_hybrid::GridPlan::of(
+        "fsdp-weird-trick",
+        &[
+            ("fc*.weight", [Shard(0), Shard(1)]),
+            ("fc*.bias", [Shard(0), Shard(0)]),
+            ("conv*.weight", [Shard(0), Replicate]),
+        ],
+        [Replicate, Replicate],
+        [Shard(0), Shard(0)],
+    )
+}
+
+/// `steps` steps on a (nodes, local) mesh under a 2-D plan ([`on_grid`]); every node's outcome.
+fn grid_run(
+    shape: [usize; 2],
+    plan: &owt_hybrid::GridPlan,
+    scheme: Exchange,
+    config: &TrainConfig,
+    weights: &[u8],
+    steps: usize,
+) -> Vec<GridOutcome> {
+    on_grid(shape, plan, scheme, |layout| {
+        let (params, losses) = run::<H, _>(layout, config, weights, steps);
+        let ledger = layout.traffic().expect("a mesh's ledger");
+        let arch = config.model.architecture().unwrap();
+        let placed = layout.place_module(init_model::<H>(&arch, layout.device())).unwrap();
+        (params, losses, ledger, layout.placements(&placed), owt_hybrid::parameter_paths(&placed))
+    })
 }
 
 /// The 2-D runs of one comparison: the model, batch and steps every case trains, and the
@@ -509,16 +534,7 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
     use owt_hybrid::Placement::{Replicate, Shard};
     let runs = GridEquivalence::new();
     let steps = runs.steps;
-    let fsdp = GridPlan::of(
-        "fsdp-weird-trick",
-        &[
-            ("fc*.weight", [Shard(0), Shard(1)]),
-            ("fc*.bias", [Shard(0), Shard(0)]),
-            ("conv*.weight", [Shard(0), Replicate]),
-        ],
-        [Replicate, Replicate],
-        [Shard(0), Shard(0)],
-    );
+    let fsdp = fsdp_weird_trick();
     let same_dim = GridPlan::of(
         "columns-both-ways",
         &[("fc*.weight", [Shard(1), Shard(1)])],

@@ -7,7 +7,7 @@
 use super::*;
 use owt::data::{synthetic_images, Splits};
 use owt::train::{load_model, train, EpochMetrics};
-use owt_hybrid::{GridLayout, GridMesh, GridPlan};
+use owt_hybrid::GridPlan;
 use std::sync::Arc;
 
 /// The remainders each mesh is held to: 1, nodes - 1, and one that gives every node rows but
@@ -25,23 +25,6 @@ fn weird_trick() -> GridPlan {
     GridPlan::data_parallel_across(&PlanKind::WeirdTrick.plan())
 }
 
-/// The FC layers and conv weights stored as each node's slice (FSDP-style), gathered for every
-/// step, their gradients reduce-scattered back: a short batch whole on every node must cut its
-/// gradient, not sum it.
-fn fsdp() -> GridPlan {
-    use owt_hybrid::Placement::{Replicate, Shard};
-    GridPlan::of(
-        "fsdp-weird-trick",
-        &[
-            ("fc*.weight", [Shard(0), Shard(1)]),
-            ("fc*.bias", [Shard(0), Shard(0)]),
-            ("conv*.weight", [Shard(0), Replicate]),
-        ],
-        [Replicate, Replicate],
-        [Shard(0), Shard(0)],
-    )
-}
-
 #[test]
 fn short_batches_on_two_dimensional_meshes_step_to_the_single_device_weights() {
     // Steps of 8, then the short one, then 8 again (the step after must start from the same
@@ -49,23 +32,16 @@ fn short_batches_on_two_dimensional_meshes_step_to_the_single_device_weights() {
     let spec = small(2);
     let config = config(spec.clone(), 8, FcUpdate::PerStep);
     let weights = initial_weights(&spec);
-    for (shape, plan) in [([3, 2], weird_trick()), ([2, 2], weird_trick()), ([3, 2], fsdp()), ([2, 2], fsdp())] {
+    // Under FSDP a short batch whole on every node must cut its gradient, not sum it.
+    let (dp, fsdp) = (weird_trick(), fsdp_weird_trick());
+    for (shape, plan) in [([3, 2], &dp), ([2, 2], &dp), ([3, 2], &fsdp), ([2, 2], &fsdp)] {
         for r in remainders(shape) {
             let sizes = [8, r, 8];
             let (want, want_losses) =
                 run_batches::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, &sizes);
-            let nodes = GridMesh::threaded(
-                shape[0],
-                |_| {
-                    let mesh = MeshDevice::virtual_ranks(Default::default(), shape[1]);
-                    use_f64::<H>(&mesh);
-                    mesh
-                },
-                |grid| {
-                    let layout = GridLayout::<Flex>::with_plan(grid, &plan, Exchange::AllGather).unwrap();
-                    run_batches::<H, _>(&layout, &config, &weights, &sizes)
-                },
-            );
+            let nodes = on_grid(shape, plan, Exchange::AllGather, |layout| {
+                run_batches::<H, _>(layout, &config, &weights, &sizes)
+            });
             for (node, (got, losses)) in nodes.iter().enumerate() {
                 let (gap, worst) = relative_gap(got, &want);
                 eprintln!("{shape:?} {} batches {sizes:?}: node {node} weight gap {gap:.2e} ({worst})", plan.name);
@@ -93,18 +69,9 @@ fn grid_train(
     splits: &Splits,
     out: &std::path::Path,
 ) -> Vec<Vec<EpochMetrics>> {
-    GridMesh::threaded(
-        shape[0],
-        |_| {
-            let mesh = MeshDevice::virtual_ranks(Default::default(), shape[1]);
-            use_f64::<H>(&mesh);
-            mesh
-        },
-        |grid| {
-            let layout = GridLayout::<Flex>::with_plan(grid, &weird_trick(), Exchange::AllGather).unwrap();
-            train::<H, _>(config, splits, &layout, &opts(out, false)).unwrap()
-        },
-    )
+    on_grid(shape, &weird_trick(), Exchange::AllGather, |layout| {
+        train::<H, _>(config, splits, layout, &opts(out, false)).unwrap()
+    })
 }
 
 #[test]
