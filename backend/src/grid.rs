@@ -21,9 +21,11 @@ use std::sync::Arc;
 
 use burn::prelude::*;
 use burn::tensor::backend::DeviceOps;
-use burn::tensor::{DType, TensorData, TensorPrimitive};
+use burn::tensor::{Scalar, TensorPrimitive};
 
 use crate::backend::Hybrid;
+use crate::comm::over_nodes::{self, Weigh};
+use crate::comm::Columns;
 use crate::kind::{FloatKind, IntKind, ShardKind};
 use crate::ledger::{LedgerSnapshot, Traffic};
 use crate::mesh::MeshDevice;
@@ -236,7 +238,7 @@ impl<D: DeviceOps> GridMesh<D> {
         if self.nodes.size() == 1 && weights.is_none() {
             return t;
         }
-        let summed = self.over_nodes::<B, FloatKind>(t.into_primitive().tensor(), weights);
+        let summed = self.over_nodes::<B, FloatKind>(t.into_primitive().tensor(), &weighed::<B>(weights));
         Tensor::from_primitive(TensorPrimitive::Float(summed))
     }
 
@@ -248,93 +250,35 @@ impl<D: DeviceOps> GridMesh<D> {
         if self.nodes.size() == 1 {
             return t;
         }
-        Tensor::from_primitive(self.over_nodes::<B, IntKind>(t.into_primitive(), None))
+        Tensor::from_primitive(self.over_nodes::<B, IntKind>(t.into_primitive(), &|p, _| p))
+    }
+
+    /// The axis the collectives over the nodes run along: this node's column of the mesh.
+    pub(crate) fn columns(&self) -> Columns<'_, D> {
+        Columns { nodes: &self.nodes, local: &self.local, name: &self.names[0] }
     }
 
     fn over_nodes<B: Backend<Device = D>, K: ShardKind<B>>(
         &self,
         d: crate::dtensor::DTensor<B, K>,
-        weights: Option<&[f64]>,
+        weigh: Weigh<'_, K::Prim>,
     ) -> crate::dtensor::DTensor<B, K> {
-        let nodes = self.nodes.size();
-        let pieces: Vec<TensorData> = d.shards.iter().map(|p| K::into_host(p.clone())).collect();
-        let dtype = pieces.first().map_or(DType::F32, |p| p.dtype);
-        let values: Vec<Vec<f64>> = pieces.iter().map(host_values).collect();
-        let lens: Vec<usize> = values.iter().map(Vec::len).collect();
-        let slices: Vec<Vec<Range<usize>>> = lens.iter().map(|&n| shard_ranges(n, nodes)).collect();
-        let weight = |n: usize| weights.map_or(1.0, |w| w[n]);
-        // Reduce-scatter: slice j of every local piece to node j.
-        let outgoing: Vec<Vec<u8>> = (0..nodes)
-            .map(|j| {
-                let mut bytes = Vec::new();
-                for (v, s) in values.iter().zip(&slices) {
-                    bytes.extend(v[s[j].clone()].iter().flat_map(|x| x.to_le_bytes()));
-                }
-                bytes
-            })
-            .collect();
-        let failed = |e: crate::process_group::GroupError| -> ! {
-            panic!("Hybrid: {e} ({}, all-reduce over the nodes)", self.nodes.describe())
-        };
-        let incoming = self.nodes.exchange(outgoing).unwrap_or_else(|e| failed(e));
-        let me = self.node();
-        let mut owned: Vec<Vec<f64>> = slices.iter().map(|s| vec![0.0; s[me].len()]).collect();
-        for (n, buffer) in incoming.iter().enumerate() {
-            let got = f64s(buffer);
-            let mut at = 0;
-            for o in owned.iter_mut() {
-                for x in o.iter_mut() {
-                    *x += weight(n) * got[at];
-                    at += 1;
-                }
-            }
-        }
-        // All-gather: each node's summed slices to every node.
-        let mine: Vec<u8> = owned.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
-        let summed = self.nodes.all_gather(mine).unwrap_or_else(|e| failed(e));
-        let mut whole: Vec<Vec<f64>> = lens.iter().map(|&n| vec![0.0; n]).collect();
-        for (j, buffer) in summed.iter().enumerate() {
-            let got = f64s(buffer);
-            let mut at = 0;
-            for (w, s) in whole.iter_mut().zip(&slices) {
-                let len = s[j].len();
-                w[s[j].clone()].copy_from_slice(&got[at..at + len]);
-                at += len;
-            }
-        }
-        let size = dtype.size();
         let mut traffic = Traffic::default();
-        if nodes > 1 {
-            for (s, &len) in slices.iter().zip(&lens) {
-                let bytes = ((len - s[me].len()) + (nodes - 1) * s[me].len()) * size;
-                traffic += Traffic {
-                    bytes: bytes as u64,
-                    messages: 2 * (nodes as u64 - 1),
-                    cross_process_bytes: bytes as u64,
-                    cross_process_messages: 2 * (nodes as u64 - 1),
-                };
-            }
-            self.local.record(&self.outer_collective(crate::ledger::names::ALL_REDUCE), traffic);
-        }
-        let devices = self.local.rank_devices().to_vec();
-        let shards = whole
-            .into_iter()
-            .zip(&pieces)
-            .zip(&devices)
-            .map(|((v, p), device)| K::from_host(TensorData::new(v, p.shape.clone()).convert_dtype(dtype), device))
-            .collect();
-        crate::dtensor::DTensor::from_parts(d.mesh.clone(), d.shape.clone(), d.dtype, d.placement, shards)
+        let summed = over_nodes::all_reduce::<B, K>(&self.columns(), d.shards.clone(), weigh, &mut traffic);
+        self.local.record(&self.outer_collective(crate::ledger::names::ALL_REDUCE), traffic);
+        crate::dtensor::DTensor::from_parts(d.mesh.clone(), d.shape.clone(), d.dtype, d.placement, summed)
     }
 }
 
-/// A piece's values, widened to f64 (exact for f32, f64 and counts below 2^53).
-fn host_values(p: &TensorData) -> Vec<f64> {
-    p.clone().convert::<f64>().to_vec::<f64>().expect("a float piece reads as f64")
+/// Node n's piece times `weights[n]` (left as it is where the weight is 1 or none is given).
+pub(crate) fn weighed<B: Backend>(weights: Option<&[f64]>) -> impl Fn(FloatPrim<B>, usize) -> FloatPrim<B> + '_ {
+    move |p, n| match weights {
+        Some(w) if w[n] != 1.0 => B::float_mul_scalar(p, Scalar::from(w[n])),
+        _ => p,
+    }
 }
 
-fn f64s(bytes: &[u8]) -> Vec<f64> {
-    bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-}
+type FloatPrim<B> = burn::tensor::ops::FloatTensor<B>;
 
 /// The placement of a tensor along each dimension of a 2-D mesh, outer first.
 pub type GridPlacement = [Placement; 2];

@@ -6,9 +6,10 @@
 //! data-parallel dimension. The two collectives move, between them, what one all-reduce of
 //! the gradient moves; the node stores 1/N of the parameter and of its optimizer state.
 //!
-//! Host-staged over the nodes' process group, like [`GridMesh::all_reduce_over_nodes`]: each
-//! local rank exchanges with the ranks of the same local index on the other nodes (a column
-//! of the mesh). A piece replicated inside the node is cut over the local ranks first
+//! The collectives are the communication module's, along a column of the mesh (each local
+//! rank with the ranks of the same local index on the other nodes), like
+//! [`GridMesh::all_reduce_over_nodes`]; this file decides only how a piece is laid out before
+//! it crosses and after. A piece replicated inside the node is cut over the local ranks first
 //! ([`cut_dim`]), so it crosses the nodes once, and the result is all-gathered inside the
 //! node. A slice placed `Shard(d)` inside the node on the very dimension the nodes split is
 //! first gathered inside the node (its local pieces are not the whole tensor's local
@@ -18,16 +19,16 @@ use std::ops::Range;
 
 use burn::prelude::*;
 use burn::tensor::backend::DeviceOps;
-use burn::tensor::{DType, Shape, TensorData, TensorMetadata, TensorPrimitive};
+use burn::tensor::{Shape, TensorMetadata, TensorPrimitive};
 
 use crate::api::Distributed;
 use crate::backend::Hybrid;
+use crate::comm::over_nodes;
 use crate::dtensor::{slices_along, DTensor};
-use crate::grid::GridMesh;
+use crate::grid::{weighed, GridMesh};
 use crate::kind::{FloatKind, ShardKind};
 use crate::ledger::{names, Traffic};
 use crate::placement::{shard_ranges, Placement};
-use crate::process_group::GroupError;
 
 type Float<B> = DTensor<B, FloatKind>;
 
@@ -44,34 +45,6 @@ fn with_len(shape: &Shape, dim: usize, len: usize) -> Shape {
     let mut dims = shape.to_vec();
     dims[dim] = len;
     Shape::from(dims)
-}
-
-/// Each piece as its length along `dim` (8 bytes) then its bytes, one after another.
-fn encode(pieces: &[TensorData], dim: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    for p in pieces {
-        out.extend((p.shape[dim] as u64).to_le_bytes());
-        out.extend((p.as_bytes().len() as u64).to_le_bytes());
-        out.extend_from_slice(p.as_bytes());
-    }
-    out
-}
-
-/// What [`encode`] wrote: `like.len()` pieces, each shaped as the matching one of `like`
-/// but for its length along `dim`.
-fn decode(bytes: &[u8], like: &[Shape], dim: usize, dtype: DType) -> Vec<TensorData> {
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes")) as usize;
-    let mut at = 0;
-    let mut pieces = Vec::with_capacity(like.len());
-    for shape in like {
-        let (len, size) = (word(at), word(at + 8));
-        at += 16;
-        let data = bytes[at..at + size].to_vec();
-        at += size;
-        let dims = with_len(shape, dim, len).to_vec();
-        pieces.push(TensorData::from_bytes_vec(data, dims, dtype));
-    }
-    pieces
 }
 
 /// The dim a replicated piece is cut along, locally and for free, before it crosses the nodes
@@ -99,10 +72,6 @@ impl<D: DeviceOps> GridMesh<D> {
             return None;
         }
         cut_dim(&t.dims(), dim, local)
-    }
-
-    fn group_failed(&self, e: GroupError, what: &str) -> ! {
-        panic!("Hybrid: {e} ({}, {what} over the nodes)", self.nodes().describe())
     }
 
     /// The rows (along `dim`, `len` long) node `node` holds of a tensor sharded over the nodes.
@@ -150,36 +119,14 @@ impl<D: DeviceOps> GridMesh<D> {
             let whole = self.all_gather_over_nodes(t.distribute(Placement::Shard(e)), dim);
             return whole.distribute(Placement::Replicate);
         }
-        let nodes = self.shape()[0];
         let d = float_of(t);
-        if nodes == 1 {
+        if self.shape()[0] == 1 {
             return tensor_of(d);
         }
-        let pieces: Vec<TensorData> =
-            d.shards.iter().map(|s| <FloatKind as ShardKind<B>>::into_host(s.clone())).collect();
-        let shapes: Vec<Shape> = d.shards.iter().map(|s| s.shape()).collect();
-        let every =
-            self.nodes().all_gather(encode(&pieces, dim)).unwrap_or_else(|e| self.group_failed(e, "all-gather"));
-        let from_nodes: Vec<Vec<TensorData>> = every.iter().map(|b| decode(b, &shapes, dim, d.dtype)).collect();
-        let len: usize = from_nodes.iter().map(|node| node.first().map_or(0, |p| p.shape[dim])).sum();
-        let devices = self.local().rank_devices().to_vec();
-        let shards = (0..pieces.len())
-            .map(|l| {
-                let parts = from_nodes
-                    .iter()
-                    .map(|node| <FloatKind as ShardKind<B>>::from_host(node[l].clone(), &devices[l]))
-                    .collect();
-                <FloatKind as ShardKind<B>>::cat(parts, dim)
-            })
-            .collect();
         let mut traffic = Traffic::default();
-        for piece in &pieces {
-            let bytes = ((nodes - 1) * piece.as_bytes().len()) as u64;
-            let messages = nodes as u64 - 1;
-            traffic += Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages };
-        }
+        let shards = over_nodes::all_gather::<B, FloatKind>(&self.columns(), d.shards.clone(), dim, &mut traffic);
         self.local().record(&self.outer_collective(names::ALL_GATHER), traffic);
-        let global = with_len(&d.shape, dim, len);
+        let global = with_len(&d.shape, dim, shards[0].shape()[dim]);
         tensor_of(DTensor::from_parts(d.mesh.clone(), global, d.dtype, p, shards))
     }
 
@@ -203,59 +150,13 @@ impl<D: DeviceOps> GridMesh<D> {
             let slice = self.reduce_scatter_over_nodes(t.distribute(Placement::Shard(e)), dim, weights);
             return slice.distribute(Placement::Replicate);
         }
-        let nodes = self.shape()[0];
-        let me = self.node();
         let d = float_of(t);
-        let ranges: Vec<Range<usize>> = shard_ranges(d.shape[dim], nodes);
-        // Slice j of every local piece, as f64, to node j.
-        let outgoing: Vec<Vec<u8>> = ranges
-            .iter()
-            .map(|r| {
-                let mut bytes = Vec::new();
-                for s in &d.shards {
-                    let slice =
-                        <FloatKind as ShardKind<B>>::slice(s.clone(), &slices_along(&s.shape(), dim, r.clone()));
-                    let values = <FloatKind as ShardKind<B>>::into_host(slice).convert::<f64>();
-                    bytes.extend(values.to_vec::<f64>().expect("f64 values").iter().flat_map(|x| x.to_le_bytes()));
-                }
-                bytes
-            })
-            .collect();
-        let incoming = self.nodes().exchange(outgoing).unwrap_or_else(|e| self.group_failed(e, "reduce-scatter"));
-        let shapes: Vec<Shape> = d.shards.iter().map(|s| with_len(&s.shape(), dim, ranges[me].len())).collect();
-        let mut sums: Vec<Vec<f64>> = shapes.iter().map(|s| vec![0.0; s.num_elements()]).collect();
-        for (n, buffer) in incoming.iter().enumerate() {
-            let w = weights.map_or(1.0, |w| w[n]);
-            let mut values = buffer.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")));
-            for sum in sums.iter_mut() {
-                for x in sum.iter_mut() {
-                    *x += w * values.next().expect("a slice per local rank");
-                }
-            }
-        }
-        let devices = self.local().rank_devices().to_vec();
-        let size = d.dtype.size();
         let mut traffic = Traffic::default();
-        let shards = sums
-            .into_iter()
-            .zip(&shapes)
-            .zip(&d.shards)
-            .zip(&devices)
-            .map(|(((values, shape), whole), device)| {
-                if nodes > 1 {
-                    let bytes = ((whole.shape().num_elements() - shape.num_elements()) * size) as u64;
-                    let messages = nodes as u64 - 1;
-                    traffic +=
-                        Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages };
-                }
-                let data = TensorData::new(values, shape.to_vec()).convert_dtype(d.dtype);
-                <FloatKind as ShardKind<B>>::from_host(data, device)
-            })
-            .collect();
-        if nodes > 1 {
-            self.local().record(&self.outer_collective(names::REDUCE_SCATTER), traffic);
-        }
-        let global = with_len(&d.shape, dim, ranges[me].len());
+        let weigh = weighed::<B>(weights);
+        let shards =
+            over_nodes::reduce_scatter::<B, FloatKind>(&self.columns(), d.shards.clone(), dim, &weigh, &mut traffic);
+        self.local().record(&self.outer_collective(names::REDUCE_SCATTER), traffic);
+        let global = with_len(&d.shape, dim, self.node_range(d.shape[dim], self.node()).len());
         tensor_of(DTensor::from_parts(d.mesh.clone(), global, d.dtype, p, shards))
     }
 }

@@ -22,6 +22,17 @@ impl Traffic {
     pub fn within(bytes: u64, messages: u64) -> Traffic {
         Traffic { bytes, messages, ..Traffic::default() }
     }
+
+    /// Counts one piece of `bytes` landing on another rank (`across` processes or not): one
+    /// message. Every collective's traffic, along any mesh dimension, is made of these.
+    pub(crate) fn count(&mut self, bytes: u64, across: bool) {
+        self.bytes += bytes;
+        self.messages += 1;
+        if across {
+            self.cross_process_bytes += bytes;
+            self.cross_process_messages += 1;
+        }
+    }
 }
 
 impl std::ops::AddAssign for Traffic {

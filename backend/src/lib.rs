@@ -2,7 +2,7 @@
 
 mod api;
 mod backend;
-pub mod collectives;
+mod comm;
 pub mod conv_grad;
 pub mod cost_model;
 mod differentiable;
@@ -37,10 +37,10 @@ mod strategy;
 pub mod topology;
 mod transport;
 mod upload;
-mod wire;
 
 pub use api::{partial_from_summands, Distributed};
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
+pub use comm::collectives;
 pub use cost_model::{predict_on_mesh, DeviceProfile, LayerOrder, PhaseTime, StepPrediction};
 pub use dry_run::{CommPlan, DryRun, DryRunReport, LayerTraffic};
 pub use dtensor::DTensor;

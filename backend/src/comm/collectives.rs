@@ -11,6 +11,8 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::TensorMetadata;
 
+use super::axis::Axis;
+use super::wire;
 use crate::dtensor::{bytes_of, slices_along, DTensor};
 use crate::kind::ShardKind;
 use crate::ledger::Traffic;
@@ -18,7 +20,6 @@ use crate::mesh::MeshDevice;
 use crate::mutation::{self, Mutation};
 use crate::placement::{can_shard, shard_ranges, Placement};
 use crate::transport::Transport;
-use crate::wire;
 
 pub use crate::placement::ReduceOp;
 
@@ -33,66 +34,59 @@ pub(crate) struct Outgoing<P> {
     pub piece: P,
 }
 
-/// Delivers `sends`, each from one of this process's ranks, and returns what each of this
-/// process's ranks received (by local index: `[r - first]`), ordered by key. Pieces between
-/// ranks of this process move by the mesh's transport; pieces for another process's ranks are
-/// read back to the host and cross in the group's one exchange (every process calls `route`
-/// for every collective, in the same order, which the same program guarantees). Counts the
-/// bytes and messages of every piece whose ranks differ, those across processes apart too.
+/// Delivers `sends`, each from one of this process's ranks of `axis`, and returns what each
+/// of this process's ranks received (by local index: `[r - first]`), ordered by key. Pieces
+/// between ranks of this process move by the axis's transport; pieces for another process's
+/// ranks are read back to the host and cross in the group's one exchange, written in
+/// [`wire`]'s format (every process calls `route` for every collective, in the same order,
+/// which the same program guarantees). Counts every piece whose ranks differ
+/// ([`Traffic::count`]): the one place a collective's bytes are counted, along any axis.
 pub(crate) fn route<B: Backend, K: ShardKind<B>>(
-    mesh: &MeshDevice<B::Device>,
+    axis: &(impl Axis<B::Device> + ?Sized),
     sends: Vec<Outgoing<K::Prim>>,
     traffic: &mut Traffic,
 ) -> Vec<Vec<(usize, K::Prim)>> {
-    let local = mesh.local_ranks();
+    let local = axis.local_ranks();
+    let processes = axis.group().size();
     let mut inbox: Vec<Vec<(usize, K::Prim)>> = local.clone().map(|_| Vec::new()).collect();
-    let crossing = mesh.processes() > 1;
-    let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); if crossing { mesh.processes() } else { 0 }];
+    let crossing = processes > 1;
+    let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); if crossing { processes } else { 0 }];
     for Outgoing { key, src, dst, piece } in sends {
-        debug_assert!(mesh.is_local(src), "rank {src} sends from another process");
+        debug_assert!(axis.is_local(src), "rank {src} sends from another process");
         if src == dst {
             inbox[dst - local.start].push((key, piece));
             continue;
         }
-        let bytes = bytes_of(&piece);
-        traffic.bytes += bytes;
-        traffic.messages += 1;
-        if mesh.process_of(src) != mesh.process_of(dst) {
-            traffic.cross_process_bytes += bytes;
-            traffic.cross_process_messages += 1;
-        }
-        if mesh.is_local(dst) {
-            let (from, to) = (mesh.rank_device(src), mesh.rank_device(dst));
-            let moved = if mesh.transport() == Transport::DeviceToDevice && from != to {
+        traffic.count(bytes_of(&piece), axis.process_of(src) != axis.process_of(dst));
+        if axis.is_local(dst) {
+            let (from, to) = (axis.rank_device(src), axis.rank_device(dst));
+            let moved = if axis.transport() == Transport::DeviceToDevice && from != to {
                 // The source is held until the fence is issued, so its memory cannot go back
                 // to the pool before later work on its device waits for the send.
                 let moved = K::to_device(piece.clone(), to, Transport::DeviceToDevice);
-                mesh.after_send(from);
+                axis.after_send(from);
                 drop(piece);
                 moved
             } else {
-                K::to_device(piece, to, mesh.transport())
+                K::to_device(piece, to, axis.transport())
             };
             inbox[dst - local.start].push((key, moved));
         } else {
             let parcel = wire::Parcel { key: key as u64, dst: dst as u64, data: K::into_host(piece) };
-            wire::write(&mut outgoing[mesh.process_of(dst)], &parcel);
+            wire::write(&mut outgoing[axis.process_of(dst)], &parcel);
         }
     }
     if crossing {
-        let me = mesh.process();
-        let incoming = mesh
-            .group()
-            .exchange(outgoing)
-            .unwrap_or_else(|e| panic!("Hybrid: {e} ({}, mesh of {} ranks)", mesh.group().describe(), mesh.size()));
+        let me = axis.group().rank();
+        let incoming = axis.group().exchange(outgoing).unwrap_or_else(|e| panic!("Hybrid: {e} ({})", axis.describe()));
         for (p, buffer) in incoming.into_iter().enumerate() {
             if p == me {
                 continue;
             }
             for wire::Parcel { key, dst, data } in wire::read_all(&buffer) {
                 let dst = dst as usize;
-                assert!(mesh.is_local(dst), "Hybrid: process {p} sent a piece for rank {dst}, not this process's");
-                inbox[dst - local.start].push((key as usize, K::from_host(data, mesh.rank_device(dst))));
+                assert!(axis.is_local(dst), "Hybrid: process {p} sent a piece for rank {dst}, not this process's");
+                inbox[dst - local.start].push((key as usize, K::from_host(data, axis.rank_device(dst))));
             }
         }
     }
@@ -132,7 +126,7 @@ fn unkeyed<P>(pieces: Vec<(usize, P)>) -> Vec<P> {
 }
 
 /// Concatenates pieces along `dim`, leaving out empty ones (uneven shards of tiny tensors).
-fn cat_nonempty<B: Backend, K: ShardKind<B>>(mut parts: Vec<K::Prim>, dim: usize) -> K::Prim {
+pub(crate) fn cat_nonempty<B: Backend, K: ShardKind<B>>(mut parts: Vec<K::Prim>, dim: usize) -> K::Prim {
     if parts.len() > 1 {
         let nonempty: Vec<K::Prim> = parts.iter().filter(|p| p.shape().num_elements() > 0).cloned().collect();
         if !nonempty.is_empty() {
@@ -281,13 +275,9 @@ fn ring_traffic<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevice<D>, eleme
     for src in mesh.local_ranks() {
         for dst in (0..mesh.size()).filter(|&dst| dst != src) {
             // The reduce-scatter sends dst's slice to dst; the all-gather sends src's own.
-            let bytes = ((slices[dst].len() + slices[src].len()) * size) as u64;
-            traffic.bytes += bytes;
-            traffic.messages += 2;
-            if mesh.process_of(src) != mesh.process_of(dst) {
-                traffic.cross_process_bytes += bytes;
-                traffic.cross_process_messages += 2;
-            }
+            let across = mesh.process_of(src) != mesh.process_of(dst);
+            traffic.count((slices[dst].len() * size) as u64, across);
+            traffic.count((slices[src].len() * size) as u64, across);
         }
     }
     traffic

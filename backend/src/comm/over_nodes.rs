@@ -1,0 +1,86 @@
+//! The collectives along the outer dimension of a 2-D mesh: each of this node's local ranks
+//! with the ranks of the same local index on every other node (a column of the mesh). They
+//! are [`route`]'s collectives like the ones inside a mesh (the same wire format, the same
+//! counting, each piece in its own dtype), differing only in their axis ([`Columns`]) and in
+//! one thing the node dimension needs: the pieces of the nodes are summed with a weight each
+//! (a node's share of the batch), in node order, so every node computes the same values.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::TensorMetadata;
+
+use super::axis::Columns;
+use super::collectives::{cat_nonempty, route, Outgoing};
+use crate::dtensor::slices_along;
+use crate::kind::ShardKind;
+use crate::ledger::Traffic;
+use crate::placement::shard_ranges;
+
+/// What a node's piece is multiplied by before the sum: `weigh(piece, node)`.
+pub(crate) type Weigh<'a, P> = &'a dyn Fn(P, usize) -> P;
+
+/// Each local rank's piece, concatenated along `dim` with the pieces of the same local rank
+/// on every node, in node order: (N - 1) x each piece crosses.
+pub(crate) fn all_gather<B: Backend, K: ShardKind<B>>(
+    axis: &Columns<'_, B::Device>,
+    pieces: Vec<K::Prim>,
+    dim: usize,
+    traffic: &mut Traffic,
+) -> Vec<K::Prim> {
+    let me = axis.nodes.rank();
+    let sends = pieces
+        .into_iter()
+        .enumerate()
+        .flat_map(|(l, piece)| (0..axis.nodes.size()).map(move |n| (l, n, piece.clone())).collect::<Vec<_>>())
+        .map(|(l, n, piece)| Outgoing { key: me, src: axis.rank_of(l), dst: axis.rank_at(n, l), piece })
+        .collect();
+    route::<B, K>(axis, sends, traffic)
+        .into_iter()
+        .map(|got| cat_nonempty::<B, K>(got.into_iter().map(|(_, p)| p).collect(), dim))
+        .collect()
+}
+
+/// Each local rank's slice along `dim` (this node's, by [`shard_ranges`] over the nodes) of
+/// the weighted sum of the pieces of the same local rank on every node: each piece less its
+/// own slice crosses.
+pub(crate) fn reduce_scatter<B: Backend, K: ShardKind<B>>(
+    axis: &Columns<'_, B::Device>,
+    pieces: Vec<K::Prim>,
+    dim: usize,
+    weigh: Weigh<'_, K::Prim>,
+    traffic: &mut Traffic,
+) -> Vec<K::Prim> {
+    let me = axis.nodes.rank();
+    let mut sends = Vec::new();
+    for (l, piece) in pieces.iter().enumerate() {
+        let shape = piece.shape();
+        for (n, range) in shard_ranges(shape[dim], axis.nodes.size()).into_iter().enumerate() {
+            let slice = K::slice(piece.clone(), &slices_along(&shape, dim, range));
+            sends.push(Outgoing { key: me, src: axis.rank_of(l), dst: axis.rank_at(n, l), piece: slice });
+        }
+    }
+    route::<B, K>(axis, sends, traffic)
+        .into_iter()
+        .map(|got| got.into_iter().map(|(n, p)| weigh(p, n)).reduce(K::add).expect("a slice from every node"))
+        .collect()
+}
+
+/// Each local rank's piece summed, weighted, with the pieces of the same local rank on every
+/// node: a ring's volume (a reduce-scatter of the flattened piece over the N nodes, then an
+/// all-gather: 2 (N - 1) / N of each piece per rank).
+pub(crate) fn all_reduce<B: Backend, K: ShardKind<B>>(
+    axis: &Columns<'_, B::Device>,
+    pieces: Vec<K::Prim>,
+    weigh: Weigh<'_, K::Prim>,
+    traffic: &mut Traffic,
+) -> Vec<K::Prim> {
+    let shapes: Vec<_> = pieces.iter().map(|p| p.shape()).collect();
+    let flat = pieces
+        .into_iter()
+        .map(|p| {
+            let n = p.shape().num_elements();
+            K::reshape(p, burn::tensor::Shape::new([n]))
+        })
+        .collect();
+    let slices = reduce_scatter::<B, K>(axis, flat, 0, weigh, traffic);
+    all_gather::<B, K>(axis, slices, 0, traffic).into_iter().zip(shapes).map(|(p, s)| K::reshape(p, s)).collect()
+}
