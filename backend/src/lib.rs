@@ -3,7 +3,6 @@
 mod api;
 mod backend;
 mod comm;
-pub mod conv_grad;
 pub mod cost_model;
 mod differentiable;
 mod dispatch;
@@ -14,10 +13,9 @@ pub mod grid;
 mod grid_layout;
 mod grid_plan;
 pub mod grid_shard;
+mod kernels;
 mod kind;
 mod layout;
-mod ledger;
-pub mod max_pool;
 mod mesh;
 #[cfg(feature = "mutation")]
 #[doc(hidden)]
@@ -30,23 +28,23 @@ mod phase_marker;
 mod phases;
 mod placement;
 mod plan;
-pub mod process_group;
 mod quantization;
 mod scheme;
 mod strategy;
 pub mod topology;
-mod transport;
 mod upload;
 
 pub use api::{partial_from_summands, Distributed};
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-pub use comm::collectives;
+pub use comm::{collectives, process_group};
+use comm::{ledger, transport};
 pub use cost_model::{predict_on_mesh, DeviceProfile, LayerOrder, PhaseTime, StepPrediction};
 pub use dry_run::{CommPlan, DryRun, DryRunReport, LayerTraffic};
 pub use dtensor::DTensor;
 pub use grid::{GridError, GridMesh, GridPlacement};
 pub use grid_layout::GridLayout;
 pub use grid_plan::{GridPlan, GridRule};
+pub use kernels::{computes_on_flex, conv_grad, max_pool};
 pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
 pub use layout::{MeshLayout, NoLabels, SingleDevice, StepLabels, StepLayout};
 pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};

@@ -99,12 +99,17 @@ type Act<B> = Activation<B>;
 /// Whose formulations run `stage` on input `x_dims` of `arch` on the backend `backend`: for a
 /// convolution its three gradients (owt's weight-gradient layout by name), for a pooling the
 /// training pass's and the passes' without autodiff; empty for the other stages.
-pub fn formulation(stage: Stage, arch: &Architecture, x_dims: &[usize], backend: &str) -> String {
+pub fn formulation<B: burn::tensor::backend::Backend>(
+    stage: Stage,
+    arch: &Architecture,
+    x_dims: &[usize],
+    backend: &str,
+) -> String {
     use owt_hybrid::conv_grad::{self, Formulation};
     let owt = |f: Formulation| f == Formulation::Owt;
     match stage {
         Stage::Conv(n) => {
-            let choice = conv_grad::Choice::for_backend(backend);
+            let choice = conv_grad::Choice::for_backend::<B>();
             let layer = arch.convs[n - 1];
             let &[batch, c, h, w] = x_dims else { return String::new() };
             let weight = [layer.filters, c / layer.groups, layer.kernel, layer.kernel];
@@ -124,7 +129,7 @@ pub fn formulation(stage: Stage, arch: &Architecture, x_dims: &[usize], backend:
             let bias_by = if owt(choice.bias) { "owt's sum".to_string() } else { format!("{backend}'s") };
             format!("forward {backend}'s; gradients: weight {weight_by}, input {input_by}, bias {bias_by}")
         }
-        Stage::Pool(_) if owt(owt_hybrid::max_pool::formulation_for(backend)) => {
+        Stage::Pool(_) if owt(owt_hybrid::max_pool::formulation_for::<B>()) => {
             format!("training {backend}'s (with indices); without autodiff owt's")
         }
         Stage::Pool(_) => format!("{backend}'s"),
@@ -226,7 +231,7 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
             Act::Maps(t) => t.dims().to_vec(),
             Act::Features(t) => t.dims().to_vec(),
         };
-        let formulation = formulation(stage, &model.architecture, &dims, backend);
+        let formulation = formulation::<B>(stage, &model.architecture, &dims, backend);
         let (forward_ms, backward_ms, y) = time_op::<B>(&device, &x, i > 0, repeats, &run)?;
         rows.push(ProfileRow { name: stage.name(), shape: y.per_image_shape(), forward_ms, backward_ms, formulation });
         x = y;

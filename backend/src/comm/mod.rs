@@ -1,10 +1,14 @@
 //! Communication: every collective over any mesh dimension ([`collectives`], and along the
-//! nodes of a 2-D mesh `over_nodes`), the ranks one runs over (`axis`) and the format of
-//! what crosses processes (`wire`).
+//! nodes of a 2-D mesh `over_nodes`), the ranks one runs over (`axis`), how pieces travel
+//! (`transport`, the processes' [`process_group`], the format of what crosses them: `wire`)
+//! and what moved (`ledger`).
 
 mod axis;
 pub mod collectives;
+pub(crate) mod ledger;
 pub(crate) mod over_nodes;
+pub mod process_group;
+pub(crate) mod transport;
 mod wire;
 
 pub(crate) use axis::Columns;

@@ -10,9 +10,9 @@ use burn::tensor::TensorMetadata;
 
 use super::axis::Columns;
 use super::collectives::{cat_nonempty, route, Outgoing};
+use super::ledger::Traffic;
 use crate::dtensor::slices_along;
 use crate::kind::ShardKind;
-use crate::ledger::Traffic;
 use crate::placement::shard_ranges;
 
 /// What a node's piece is multiplied by before the sum: `weigh(piece, node)`.

@@ -328,7 +328,7 @@ fn owt_max_pool<B: Backend>(
     ceil_mode: bool,
 ) -> bool {
     let dims: [usize; 4] = float::<B>(x.clone()).dims();
-    crate::max_pool::formulation_for(&B::name(&B::float_device(x))) == Formulation::Owt
+    crate::max_pool::formulation_for::<B>() == Formulation::Owt
         && crate::max_pool::applies(dims, kernel, padding, dilation, ceil_mode)
 }
 

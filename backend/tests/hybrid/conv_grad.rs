@@ -250,8 +250,9 @@ fn the_wrapper_takes_the_gradients_chosen_for_its_inner_backend() {
     use burn::backend::Autodiff;
     use conv_grad::{Choice, Formulation::*};
     use owt_hybrid::{Hybrid, MeshDevice};
-    assert_eq!(Choice::for_backend("flex"), Choice { input: Owt, weight: Owt, bias: Owt });
-    assert_eq!(Choice::for_backend("fusion<cubecl<cuda>>"), Choice { input: Backend, weight: Backend, bias: Backend });
+    assert_eq!(Choice::for_backend::<Flex>(), Choice { input: Owt, weight: Owt, bias: Owt });
+    assert_eq!(Choice::for_backend::<owt_hybrid::Hybrid<Flex>>(), Choice { input: Owt, weight: Owt, bias: Owt });
+    assert_eq!(Choice::for_backend::<owt_meta::Meta>(), Choice { input: Backend, weight: Backend, bias: Backend });
     type AH = Autodiff<Hybrid<Flex>>;
     let case = Case { n: 2, c: 4, h: 9, w: 9, o: 6, k: 3, stride: 1, padding: 1, dilation: 1, groups: 2 };
     let data = |t: FloatTensor<Flex>| Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(t)).into_data();

@@ -90,8 +90,12 @@ fn nan_and_signed_zeros_pool_as_flexs() {
 #[test]
 fn the_wrapper_pools_by_owts_formulation_on_flex() {
     use owt_hybrid::{Hybrid, MeshDevice};
-    assert_eq!(max_pool::formulation_for("flex"), owt_hybrid::conv_grad::Formulation::Owt);
-    assert_eq!(max_pool::formulation_for("cubecl<wgpu>"), owt_hybrid::conv_grad::Formulation::Backend);
+    assert_eq!(max_pool::formulation_for::<Flex>(), owt_hybrid::conv_grad::Formulation::Owt);
+    assert_eq!(
+        max_pool::formulation_for::<burn::backend::Autodiff<owt_hybrid::Hybrid<Flex>>>(),
+        owt_hybrid::conv_grad::Formulation::Owt
+    );
+    assert_eq!(max_pool::formulation_for::<owt_meta::Meta>(), owt_hybrid::conv_grad::Formulation::Backend);
     let shape = [2, 3, 9, 9];
     let x = tensor(values(shape, 5), shape, DType::F32);
     let mesh = MeshDevice::virtual_ranks(Default::default(), 1);

@@ -19,11 +19,11 @@ use burn::tensor::{Slice, Tensor};
 
 use crate::conv_grad::Formulation;
 
-/// The formulation of max pooling on the backend `Backend::name` calls `name`, by
-/// measurement: owt's on Flex, the backend's elsewhere (CubeCL has pooling kernels) and under
-/// [`crate::conv_grad::set_backend_only`].
-pub fn formulation_for(name: &str) -> Formulation {
-    if name == "flex" && !crate::conv_grad::backend_only() {
+/// The formulation of max pooling on backend `B`, by its type and by measurement: owt's on
+/// Flex ([`super::computes_on_flex`]), the backend's elsewhere (CubeCL has pooling kernels)
+/// and under [`crate::conv_grad::set_backend_only`].
+pub fn formulation_for<B: Backend>() -> Formulation {
+    if super::computes_on_flex::<B>() && !crate::conv_grad::backend_only() {
         Formulation::Owt
     } else {
         Formulation::Backend

@@ -68,12 +68,13 @@ pub fn backend_only() -> bool {
 }
 
 impl Choice {
-    /// The choice for the backend `Backend::name` calls `name`, by measurement (the module's
-    /// doc): on Flex, owt's three; on every other backend (CubeCL on CUDA and wgpu has backward
-    /// kernels of its own) the backend's; the backend's everywhere under [`set_backend_only`].
-    pub fn for_backend(name: &str) -> Choice {
+    /// The choice for backend `B`, by its type and by measurement (the module's doc): on Flex
+    /// ([`super::computes_on_flex`]), owt's three; on every other backend (CubeCL on CUDA and
+    /// wgpu has backward kernels of its own) the backend's; the backend's everywhere under
+    /// [`set_backend_only`].
+    pub fn for_backend<B: Backend>() -> Choice {
         use Formulation::*;
-        if name == "flex" && !backend_only() {
+        if super::computes_on_flex::<B>() && !backend_only() {
             Choice { input: Owt, weight: Owt, bias: Owt }
         } else {
             Choice { input: Backend, weight: Backend, bias: Backend }
@@ -81,8 +82,8 @@ impl Choice {
     }
 
     /// The choice for the backend that holds `x`.
-    pub fn of<B: Backend>(x: &FloatTensor<B>) -> Choice {
-        Choice::for_backend(&B::name(&B::float_device(x)))
+    pub fn of<B: Backend>(_x: &FloatTensor<B>) -> Choice {
+        Choice::for_backend::<B>()
     }
 }
 
