@@ -263,10 +263,11 @@ impl<D: DeviceOps> GridMesh<D> {
         d: crate::dtensor::DTensor<B, K>,
         weigh: Weigh<'_, K::Prim>,
     ) -> crate::dtensor::DTensor<B, K> {
+        let crate::dtensor::DTensor { mesh, shape, dtype, placement, shards, .. } = d;
         let mut traffic = Traffic::default();
-        let summed = over_nodes::all_reduce::<B, K>(&self.columns(), d.shards.clone(), weigh, &mut traffic);
+        let summed = over_nodes::all_reduce::<B, K>(&self.columns(), shards, weigh, &mut traffic);
         self.local.record(&self.outer_collective(crate::ledger::names::ALL_REDUCE), traffic);
-        crate::dtensor::DTensor::from_parts(d.mesh.clone(), d.shape.clone(), d.dtype, d.placement, summed)
+        crate::dtensor::DTensor::from_parts(mesh, shape, dtype, placement, summed)
     }
 }
 

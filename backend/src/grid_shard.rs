@@ -123,11 +123,12 @@ impl<D: DeviceOps> GridMesh<D> {
         if self.shape()[0] == 1 {
             return tensor_of(d);
         }
+        let DTensor { mesh, shape, dtype, shards, .. } = d;
         let mut traffic = Traffic::default();
-        let shards = over_nodes::all_gather::<B, FloatKind>(&self.columns(), d.shards.clone(), dim, &mut traffic);
+        let shards = over_nodes::all_gather::<B, FloatKind>(&self.columns(), shards, dim, &mut traffic);
         self.local().record(&self.outer_collective(names::ALL_GATHER), traffic);
-        let global = with_len(&d.shape, dim, shards[0].shape()[dim]);
-        tensor_of(DTensor::from_parts(d.mesh.clone(), global, d.dtype, p, shards))
+        let global = with_len(&shape, dim, shards[0].shape()[dim]);
+        tensor_of(DTensor::from_parts(mesh, global, dtype, p, shards))
     }
 
     /// This node's slice along `dim` of the sum over the nodes of `t` (a whole tensor on each
@@ -150,14 +151,13 @@ impl<D: DeviceOps> GridMesh<D> {
             let slice = self.reduce_scatter_over_nodes(t.distribute(Placement::Shard(e)), dim, weights);
             return slice.distribute(Placement::Replicate);
         }
-        let d = float_of(t);
+        let DTensor { mesh, shape, dtype, shards, .. } = float_of(t);
         let mut traffic = Traffic::default();
         let weigh = weighed::<B>(weights);
-        let shards =
-            over_nodes::reduce_scatter::<B, FloatKind>(&self.columns(), d.shards.clone(), dim, &weigh, &mut traffic);
+        let shards = over_nodes::reduce_scatter::<B, FloatKind>(&self.columns(), shards, dim, &weigh, &mut traffic);
         self.local().record(&self.outer_collective(names::REDUCE_SCATTER), traffic);
-        let global = with_len(&d.shape, dim, self.node_range(d.shape[dim], self.node()).len());
-        tensor_of(DTensor::from_parts(d.mesh.clone(), global, d.dtype, p, shards))
+        let global = with_len(&shape, dim, self.node_range(shape[dim], self.node()).len());
+        tensor_of(DTensor::from_parts(mesh, global, dtype, p, shards))
     }
 }
 

@@ -108,7 +108,7 @@ pub(crate) fn global_extent<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevi
     let incoming = mesh
         .group()
         .exchange(vec![mine; mesh.processes()])
-        .unwrap_or_else(|e| panic!("Hybrid: {e} ({}, mesh of {} ranks)", mesh.group().describe(), mesh.size()));
+        .unwrap_or_else(|e| panic!("Hybrid: {e} ({})", Axis::describe(mesh)));
     incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
 }
 
@@ -121,7 +121,7 @@ fn to_every_rank<P: Clone>(mesh_size: usize, local: std::ops::Range<usize>, piec
 }
 
 /// The pieces of a route's inbox, without their keys.
-fn unkeyed<P>(pieces: Vec<(usize, P)>) -> Vec<P> {
+pub(crate) fn unkeyed<P>(pieces: Vec<(usize, P)>) -> Vec<P> {
     pieces.into_iter().map(|(_, p)| p).collect()
 }
 

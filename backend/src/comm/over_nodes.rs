@@ -9,7 +9,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::TensorMetadata;
 
 use super::axis::Columns;
-use super::collectives::{cat_nonempty, route, Outgoing};
+use super::collectives::{cat_nonempty, route, unkeyed, Outgoing};
 use super::ledger::Traffic;
 use crate::dtensor::slices_along;
 use crate::kind::ShardKind;
@@ -27,16 +27,13 @@ pub(crate) fn all_gather<B: Backend, K: ShardKind<B>>(
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
     let me = axis.nodes.rank();
-    let sends = pieces
-        .into_iter()
-        .enumerate()
-        .flat_map(|(l, piece)| (0..axis.nodes.size()).map(move |n| (l, n, piece.clone())).collect::<Vec<_>>())
-        .map(|(l, n, piece)| Outgoing { key: me, src: axis.rank_of(l), dst: axis.rank_at(n, l), piece })
-        .collect();
-    route::<B, K>(axis, sends, traffic)
-        .into_iter()
-        .map(|got| cat_nonempty::<B, K>(got.into_iter().map(|(_, p)| p).collect(), dim))
-        .collect()
+    let mut sends = Vec::new();
+    for (l, piece) in pieces.into_iter().enumerate() {
+        for n in 0..axis.nodes.size() {
+            sends.push(Outgoing { key: me, src: axis.rank_of(l), dst: axis.rank_at(n, l), piece: piece.clone() });
+        }
+    }
+    route::<B, K>(axis, sends, traffic).into_iter().map(|got| cat_nonempty::<B, K>(unkeyed(got), dim)).collect()
 }
 
 /// Each local rank's slice along `dim` (this node's, by [`shard_ranges`] over the nodes) of
