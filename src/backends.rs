@@ -286,18 +286,14 @@ mod cuda_backend {
         let gpus: Vec<usize> = devices.iter().map(|d| d.index).collect();
         let mesh = mesh_over(caps, devices, &spanned)?;
         if mesh.transport() == Transport::DeviceToDevice {
-            mesh.set_send_fence(Arc::new(crate::cuda_send_fence::CudaSendFence));
+            mesh.set_send_fence(Arc::new(owt_hybrid::nccl::CudaSendFence));
         }
         if on_devices && spanned.count() == 1 {
-            mesh.set_device_all_reduce::<Plain>(Arc::new(crate::nccl::NcclAllReduce));
+            mesh.set_device_all_reduce::<Plain>(Arc::new(owt_hybrid::nccl::NcclAllReduce));
         }
         if world {
-            match crate::nccl_world::NcclWorld::join(
-                mesh.group().as_ref(),
-                mesh.local_ranks().start,
-                mesh.size(),
-                &gpus,
-            ) {
+            match owt_hybrid::nccl::NcclWorld::join(mesh.group().as_ref(), mesh.local_ranks().start, mesh.size(), &gpus)
+            {
                 Ok(nccl) => mesh.set_device_all_reduce::<Plain>(Arc::new(nccl)),
                 Err(why) if request.processes.primary() => {
                     crate::err_line!("owt: gradients cross processes through MPI on the host: {why}")

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use owt_meta::OpCost;
 
+use crate::comm::CollectiveKey;
 use crate::ledger::{LedgerSnapshot, UNLABELLED};
 use crate::phases::{split_label, PHASES};
 use crate::topology::{collective_seconds, groups_of, Pattern, Uplink};
@@ -94,10 +95,10 @@ impl DeviceProfile {
     /// Seconds one ledger entry's collective (`all_gather`, `all_reduce[node]`, ...) takes,
     /// `bytes` in `messages` on a mesh of `shape` = [nodes, local ranks] ([1, K] for a 1-D
     /// mesh), its ranks placed in order on this profile's links.
-    pub fn comm_seconds(&self, collective: &str, bytes: u64, messages: u64, shape: [usize; 2]) -> f64 {
+    pub fn comm_seconds(&self, collective: &CollectiveKey, bytes: u64, messages: u64, shape: [usize; 2]) -> f64 {
         let groups = groups_of(collective, shape);
         collective_seconds(
-            Pattern::of(collective),
+            Pattern::of(collective.collective),
             &groups,
             bytes,
             messages,
@@ -190,7 +191,7 @@ pub fn predict_on_mesh(
     }
     let mut comm: BTreeMap<String, f64> = BTreeMap::new();
     for ((label, collective), t) in &ledger.traffic {
-        *comm.entry(label.clone()).or_default() += profile.comm_seconds(collective, t.bytes, t.messages, shape);
+        *comm.entry(label.to_string()).or_default() += profile.comm_seconds(collective, t.bytes, t.messages, shape);
     }
     let order = LayerOrder::of(costs);
     let mut labels: Vec<String> = compute.keys().chain(comm.keys()).cloned().collect();
@@ -259,6 +260,7 @@ impl LayerOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::comm::Collective;
 
     fn op(label: &str, flops: u64, bytes: u64) -> OpCost {
         OpCost { op: "float_matmul", label: Some(label.into()), flops, bytes_read: bytes, bytes_written: 0 }
@@ -279,9 +281,10 @@ mod tests {
         let costs = vec![vec![op("fc6:forward", 500_000_000_000, 0)], vec![op("fc6:forward", 1_000_000_000_000, 0)]];
         let mut ledger = LedgerSnapshot::default();
         // 4e9 bytes landing on 2 ranks over 1 GB/s links: 2 s.
-        ledger
-            .traffic
-            .insert(("fc6:forward".into(), "all_gather".into()), crate::ledger::Traffic::within(4_000_000_000, 2));
+        ledger.traffic.insert(
+            ("fc6:forward".into(), Collective::AllGather.into()),
+            crate::ledger::Traffic::within(4_000_000_000, 2),
+        );
         let s = predict(&costs, &ledger, &p);
         assert_eq!(s.phases.len(), 1);
         assert!((s.compute_s - 1.0).abs() < 1e-9 && (s.comm_s - 2.0).abs() < 1e-9, "{s:?}");

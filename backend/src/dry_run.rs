@@ -29,9 +29,8 @@ use owt_meta::{MetaDevice, OpCost};
 use serde::Serialize;
 
 use crate::cost_model::{predict, DeviceProfile, LayerOrder, StepPrediction};
-use crate::ledger::LedgerSnapshot;
+use crate::ledger::{LedgerSnapshot, UNLABELLED};
 use crate::mesh::MeshDevice;
-use crate::phases::split_label;
 use crate::transport::Transport;
 
 /// One entry of a step's communication: what one collective moves in one phase of one layer
@@ -73,16 +72,13 @@ impl CommPlan {
             .traffic
             .iter()
             .filter(|(_, t)| t.bytes > 0 || t.messages > 0)
-            .map(|((label, collective), t)| {
-                let (layer, phase) = split_label(label);
-                LayerTraffic {
-                    layer: layer.to_string(),
-                    phase: phase.to_string(),
-                    collective: collective.clone(),
-                    bytes: t.bytes,
-                    messages: t.messages,
-                    cross_process_bytes: t.cross_process_bytes,
-                }
+            .map(|((phase, collective), t)| LayerTraffic {
+                layer: phase.layer.clone(),
+                phase: phase.stage.map_or(UNLABELLED, |s| s.name()).to_string(),
+                collective: collective.to_string(),
+                bytes: t.bytes,
+                messages: t.messages,
+                cross_process_bytes: t.cross_process_bytes,
             })
             .collect();
         layers.sort_by(|a, b| {
@@ -155,7 +151,7 @@ impl DryRun {
         let mesh = MeshDevice::with_transport(devices.clone(), Transport::DeviceToDevice);
         for d in &devices {
             let mesh = mesh.clone();
-            d.set_label_source(move || mesh.current_phase());
+            d.set_label_source(move || mesh.current_phase().map(|p| p.to_string()));
         }
         Self { mesh, devices, start }
     }

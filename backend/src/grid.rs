@@ -25,7 +25,7 @@ use burn::tensor::{Scalar, TensorPrimitive};
 
 use crate::backend::Hybrid;
 use crate::comm::over_nodes::{self, Weigh};
-use crate::comm::Columns;
+use crate::comm::{Collective, CollectiveKey, Columns};
 use crate::kind::{FloatKind, IntKind, ShardKind};
 use crate::ledger::{LedgerSnapshot, Traffic};
 use crate::mesh::MeshDevice;
@@ -130,11 +130,25 @@ impl<D: DeviceOps> GridMesh<D> {
         local: impl Fn(usize) -> MeshDevice<D> + Sync,
         body: impl Fn(GridMesh<D>) -> T + Sync,
     ) -> Vec<T> {
-        ThreadedGroup::run(nodes, |group| {
-            let n = group.rank();
-            let grid = GridMesh::new(Arc::new(group), local(n)).expect("every node holds the same local mesh");
-            body(grid)
-        })
+        ThreadedGroup::run(nodes, |group| body(Self::node_of(group, &local)))
+    }
+
+    /// [`threaded`](Self::threaded) where a node may end early (its body returns an error,
+    /// and it leaves): each node's outcome in node order, the others' being the
+    /// [`GroupError`](crate::GroupError) their collectives stopped on
+    /// ([`ThreadedGroup::try_run`]).
+    pub fn try_threaded<T: Send>(
+        nodes: usize,
+        local: impl Fn(usize) -> MeshDevice<D> + Sync,
+        body: impl Fn(GridMesh<D>) -> T + Sync,
+    ) -> Vec<Result<T, crate::GroupError>> {
+        ThreadedGroup::try_run(nodes, |group| body(Self::node_of(group, &local)))
+    }
+
+    /// Node `group.rank()` of a threaded 2-D mesh, holding `local(n)`.
+    fn node_of(group: ThreadedGroup, local: &impl Fn(usize) -> MeshDevice<D>) -> GridMesh<D> {
+        let n = group.rank();
+        GridMesh::new(Arc::new(group), local(n)).expect("every node holds the same local mesh")
     }
 
     /// `[N, L]`.
@@ -218,9 +232,10 @@ impl<D: DeviceOps> GridMesh<D> {
         sum
     }
 
-    /// The name a collective along the outer dimension is recorded under.
-    pub fn outer_collective(&self, collective: &str) -> String {
-        format!("{collective}[{}]", self.names[0])
+    /// What a collective along the outer dimension is recorded under (text:
+    /// `all_reduce[node]`).
+    pub fn outer_collective(&self, collective: Collective) -> CollectiveKey {
+        collective.over(&self.names[0])
     }
 
     /// The sum over the nodes of `t`, weighted (`weights[n]` for node n's; 1 each by
@@ -266,7 +281,7 @@ impl<D: DeviceOps> GridMesh<D> {
         let crate::dtensor::DTensor { mesh, shape, dtype, placement, shards, .. } = d;
         let mut traffic = Traffic::default();
         let summed = over_nodes::all_reduce::<B, K>(&self.columns(), shards, weigh, &mut traffic);
-        self.local.record(&self.outer_collective(crate::ledger::names::ALL_REDUCE), traffic);
+        self.local.record(self.outer_collective(Collective::AllReduce), traffic);
         crate::dtensor::DTensor::from_parts(mesh, shape, dtype, placement, summed)
     }
 }

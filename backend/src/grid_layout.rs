@@ -25,12 +25,13 @@ use burn::tensor::{DType, TensorData};
 
 use crate::api::Distributed;
 use crate::backend::Hybrid;
+use crate::comm::{Phase, Stage};
 use crate::grid::{sums_by_slices, GridMesh, GridPlacement};
 use crate::grid_plan::GridPlan;
 use crate::layout::{MeshLayout, StepLayout};
 use crate::ledger::LedgerSnapshot;
 use crate::params::parameter_paths;
-use crate::phases::{layer_of, map_gradients, phase_label, GradientMap, LayerLabels};
+use crate::phases::{layer_of, map_gradients, GradientMap, LayerLabels};
 use crate::placement::{can_shard, shard_ranges, Placement};
 use crate::plan::{Plan, PlanError};
 use crate::scheme::Exchange;
@@ -252,7 +253,7 @@ impl<IB: Backend> ModuleMapper<AH<IB>> for NodeGatherer<'_, IB> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<AH<IB>, D>>) -> Param<Tensor<AH<IB>, D>> {
         let Some(&Placement::Shard(d)) = self.outer.get(&param.id) else { return param };
         let (id, tensor, mapper) = param.consume();
-        self.grid.local().set_phase(Some(&phase_label(layer_of(&self.path.join(".")), "forward")));
+        self.grid.local().set_phase(Some(Phase::of(layer_of(&self.path.join(".")), Stage::Forward)));
         let whole = Tensor::from_inner(self.grid.all_gather_over_nodes(tensor.inner(), d)).require_grad();
         Param::from_mapped_value(id, whole, mapper)
     }

@@ -24,10 +24,11 @@ use burn::tensor::{Shape, TensorMetadata, TensorPrimitive};
 use crate::api::Distributed;
 use crate::backend::Hybrid;
 use crate::comm::over_nodes;
+use crate::comm::Collective;
 use crate::dtensor::{slices_along, DTensor};
 use crate::grid::{weighed, GridMesh};
 use crate::kind::{FloatKind, ShardKind};
-use crate::ledger::{names, Traffic};
+use crate::ledger::Traffic;
 use crate::placement::{shard_ranges, Placement};
 
 type Float<B> = DTensor<B, FloatKind>;
@@ -126,7 +127,7 @@ impl<D: DeviceOps> GridMesh<D> {
         let DTensor { mesh, shape, dtype, shards, .. } = d;
         let mut traffic = Traffic::default();
         let shards = over_nodes::all_gather::<B, FloatKind>(&self.columns(), shards, dim, &mut traffic);
-        self.local().record(&self.outer_collective(names::ALL_GATHER), traffic);
+        self.local().record(self.outer_collective(Collective::AllGather), traffic);
         let global = with_len(&shape, dim, shards[0].shape()[dim]);
         tensor_of(DTensor::from_parts(mesh, global, dtype, p, shards))
     }
@@ -155,7 +156,7 @@ impl<D: DeviceOps> GridMesh<D> {
         let mut traffic = Traffic::default();
         let weigh = weighed::<B>(weights);
         let shards = over_nodes::reduce_scatter::<B, FloatKind>(&self.columns(), shards, dim, &weigh, &mut traffic);
-        self.local().record(&self.outer_collective(names::REDUCE_SCATTER), traffic);
+        self.local().record(self.outer_collective(Collective::ReduceScatter), traffic);
         let global = with_len(&shape, dim, self.node_range(shape[dim], self.node()).len());
         tensor_of(DTensor::from_parts(mesh, global, dtype, p, shards))
     }
@@ -212,8 +213,8 @@ mod tests {
                 // over the local ranks first, and all-gathered inside the node after).
                 let ledger = &seen[0];
 
-                let gathered = ledger.by_collective(&format!("{}[node]", names::ALL_GATHER));
-                let scattered = ledger.by_collective(&format!("{}[node]", names::REDUCE_SCATTER));
+                let gathered = ledger.by_collective("all_gather[node]");
+                let scattered = ledger.by_collective("reduce_scatter[node]");
                 assert_eq!(gathered.bytes, 2 * 56 * 4, "dim {dim} {p}");
                 assert_eq!(scattered.bytes, 2 * 56 * 4, "dim {dim} {p}");
                 assert_eq!(gathered.cross_process_bytes, gathered.bytes);

@@ -16,9 +16,10 @@ use burn::tensor::{DType, TensorData};
 
 use crate::api::Distributed;
 use crate::backend::Hybrid;
+use crate::comm::{Phase, Stage};
 use crate::ledger::LedgerSnapshot;
 use crate::mesh::MeshDevice;
-use crate::phases::{phase_label, sync_gradients, LayerLabels};
+use crate::phases::{sync_gradients, LayerLabels};
 use crate::plan::{Plan, PlanError};
 use crate::scheme::Exchange;
 use crate::upload::{RowSplit, Upload};
@@ -409,7 +410,7 @@ impl<IB: Backend> StepLayout<AH<IB>> for MeshLayout<IB> {
     }
 
     fn backward(&self, loss: Tensor<AH<IB>, 1>) -> <AH<IB> as AutodiffBackend>::Gradients {
-        self.mesh.set_phase(Some(&phase_label("loss", "backward")));
+        self.mesh.set_phase(Some(Phase::of("loss", Stage::Backward)));
         loss.backward()
     }
 

@@ -36,7 +36,7 @@ mod upload;
 
 pub use api::{partial_from_summands, Distributed};
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-pub use comm::{collectives, process_group};
+pub use comm::{collectives, nccl, process_group, Collective, CollectiveKey, Phase, Stage};
 use comm::{ledger, transport};
 pub use cost_model::{predict_on_mesh, DeviceProfile, LayerOrder, PhaseTime, StepPrediction};
 pub use dry_run::{CommPlan, DryRun, DryRunReport, LayerTraffic};
@@ -56,7 +56,7 @@ pub use placement::{can_shard, shard_ranges, shard_sizes, Placement, ReduceOp};
 pub use plan::{pattern_matches, Plan, PlanError, PlanKind, PlanRule};
 #[cfg(feature = "mpi")]
 pub use process_group::MpiGroup;
-pub use process_group::{GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
+pub use process_group::{CollectiveFailed, GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
 pub use scheme::Exchange;
 pub use topology::{Pattern, Uplink};
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, SendFence, Transport};

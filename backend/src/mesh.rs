@@ -8,6 +8,7 @@ use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
 use burn::tensor::backend::Backend;
 
+use crate::comm::{CollectiveKey, Phase};
 use crate::ledger::{Ledger, LedgerSnapshot};
 use crate::process_group::{GroupError, ProcessGroup, Solo};
 use crate::scheme::Exchange;
@@ -308,11 +309,12 @@ impl<D: DeviceOps> MeshDevice<D> {
         if p == 1 {
             return mine;
         }
-        let incoming = self
-            .inner
-            .group
-            .exchange(vec![mine.to_bytes(); p])
-            .unwrap_or_else(|e| panic!("Hybrid: {e} ({}, gathering the ledgers)", self.inner.group.describe()));
+        let incoming = self.inner.group.exchange(vec![mine.to_bytes(); p]).unwrap_or_else(|e| {
+            crate::comm::process_group::collective_failed(
+                e,
+                &format!("{}, gathering the ledgers", self.inner.group.describe()),
+            )
+        });
         let mut sum = LedgerSnapshot::default();
         for bytes in incoming {
             sum.add(&LedgerSnapshot::from_bytes(&bytes));
@@ -325,10 +327,10 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.ledger().reset()
     }
 
-    /// Labels the traffic recorded until the returned guard drops with `phase` (e.g. "fc6");
-    /// phases nest, the innermost wins.
-    pub fn phase(&self, phase: &str) -> PhaseGuard<D> {
-        self.ledger().push_phase(phase);
+    /// Labels the traffic recorded until the returned guard drops with `phase` (e.g. "fc6",
+    /// or `Phase::of("fc6", Stage::Forward)`); phases nest, the innermost wins.
+    pub fn phase(&self, phase: impl Into<Phase>) -> PhaseGuard<D> {
+        self.ledger().push_phase(phase.into());
         PhaseGuard { mesh: self.clone() }
     }
 
@@ -336,7 +338,7 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// guard is active (`None`: unlabelled). Unlike the guard it needs no scope, so it can
     /// follow a computation that has no scope of its own, such as a backward pass reaching
     /// layer boundaries.
-    pub fn set_phase(&self, phase: Option<&str>) {
+    pub fn set_phase(&self, phase: Option<Phase>) {
         self.ledger().set_base_phase(phase)
     }
 
@@ -356,12 +358,12 @@ impl<D: DeviceOps> MeshDevice<D> {
     }
 
     /// The innermost phase label set now, if any.
-    pub fn current_phase(&self) -> Option<String> {
-        self.ledger().current_phase().map(str::to_string)
+    pub fn current_phase(&self) -> Option<Phase> {
+        self.ledger().current_phase().cloned()
     }
 
-    pub(crate) fn record(&self, collective: &str, traffic: crate::ledger::Traffic) {
-        self.ledger().record(collective, traffic)
+    pub(crate) fn record(&self, collective: impl Into<CollectiveKey>, traffic: crate::ledger::Traffic) {
+        self.ledger().record(collective.into(), traffic)
     }
 
     pub(crate) fn record_fallback(&self, op: &str) {

@@ -18,11 +18,12 @@ use burn::tensor::{Tensor, TensorPrimitive};
 
 use crate::backend::Hybrid;
 use crate::collectives::redistribute;
+use crate::comm::Phase;
 use crate::placement::Placement;
 
 #[derive(Debug)]
 struct PhaseMark {
-    phase: String,
+    phase: Phase,
     placement: Placement,
 }
 
@@ -32,7 +33,7 @@ impl<B: Backend> Backward<Hybrid<B>, 1> for PhaseMark {
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
         let [parent] = ops.parents;
         let grad = redistribute(grads.consume::<Hybrid<B>>(&ops.node), self.placement);
-        grad.mesh().set_phase(Some(&self.phase));
+        grad.mesh().set_phase(Some(self.phase));
         if let Some(parent) = parent {
             grads.register::<Hybrid<B>>(parent.id, grad);
         }
@@ -45,11 +46,11 @@ impl<B: Backend> Backward<Hybrid<B>, 1> for PhaseMark {
 /// traffic is labelled by the caller with `set_phase` or a phase guard as usual.
 pub fn mark_backward_phase<B: Backend, const D: usize>(
     tensor: Tensor<Autodiff<Hybrid<B>>, D>,
-    backward_phase: &str,
+    backward_phase: impl Into<Phase>,
 ) -> Tensor<Autodiff<Hybrid<B>>, D> {
     let t = tensor.into_primitive().tensor();
     let placement = t.primitive.placement();
-    let out = PhaseMark { phase: backward_phase.to_string(), placement }
+    let out = PhaseMark { phase: backward_phase.into(), placement }
         .prepare::<NoCheckpointing>([t.node.clone()])
         .compute_bound()
         .stateless(t.primitive);

@@ -15,6 +15,7 @@ use burn::prelude::*;
 
 use crate::api::Distributed;
 use crate::backend::Hybrid;
+use crate::comm::{Phase, Stage};
 use crate::mesh::MeshDevice;
 use crate::phase_marker::mark_backward_phase;
 
@@ -74,7 +75,7 @@ impl<IB: Backend> LayerLabels<IB> {
     /// the backward pass, when it reaches `x`, starts labelling the previous layer's backward
     /// traffic.
     pub fn enter<const D: usize>(&mut self, layer: &str, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
-        self.mesh.set_phase(Some(&phase_label(layer, "forward")));
+        self.mesh.set_phase(Some(Phase::of(layer, Stage::Forward)));
         let x = self.close(x);
         self.previous = Some(layer.to_string());
         x
@@ -84,7 +85,7 @@ impl<IB: Backend> LayerLabels<IB> {
     /// `x`, labels the last layer entered; the next layer entered starts a fresh run.
     pub fn close<const D: usize>(&mut self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
         match self.previous.take() {
-            Some(previous) => mark_backward_phase(x, &phase_label(&previous, "backward")),
+            Some(previous) => mark_backward_phase(x, Phase::of(&previous, Stage::Backward)),
             None => x,
         }
     }
@@ -120,7 +121,7 @@ impl<IB: Backend, F: GradientMap<IB>> ModuleVisitor<AH<IB>> for GradientMapper<'
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AH<IB>, D>>) {
         let Some(grad) = self.grads.remove::<Hybrid<IB>, D>(param.id) else { return };
         let path = self.path.join(".");
-        self.mesh.set_phase(Some(&phase_label(layer_of(&path), "sync")));
+        self.mesh.set_phase(Some(Phase::of(layer_of(&path), Stage::Sync)));
         let grad = self.map.map(param, grad);
         self.grads.register::<Hybrid<IB>, D>(param.id, grad);
     }

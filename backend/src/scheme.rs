@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 
-use crate::ledger::names;
+use crate::comm::Collective;
 use crate::placement::shard_ranges;
 
 /// How batch-sharded activities reach column-split weights (scheme letters as in the paper).
@@ -59,11 +59,11 @@ impl Exchange {
         }
     }
 
-    /// The ledger name its transfers are recorded under.
-    pub fn collective(self) -> &'static str {
+    /// The collective its transfers are recorded under.
+    pub fn collective(self) -> Collective {
         match self {
-            Exchange::AllGather | Exchange::Slices => names::ALL_GATHER,
-            Exchange::Broadcast => names::BROADCAST,
+            Exchange::AllGather | Exchange::Slices => Collective::AllGather,
+            Exchange::Broadcast => Collective::Broadcast,
         }
     }
 

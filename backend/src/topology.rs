@@ -20,6 +20,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::comm::{Collective, CollectiveKey};
+
 /// A shared link above the ranks' own: the uplink of every block of `span` consecutive ranks.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Uplink {
@@ -48,12 +50,12 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    /// The pattern of a ledger collective (`all_gather`, `broadcast`, `all_reduce[node]`, ...).
-    pub fn of(collective: &str) -> Pattern {
-        match collective.split('[').next().unwrap_or(collective) {
-            "broadcast" => Pattern::OneToAll,
-            "all_reduce" | "send" => Pattern::Ring,
-            _ => Pattern::AllToAll,
+    /// The pattern a collective moves its pieces in, along any mesh dimension.
+    pub fn of(collective: Collective) -> Pattern {
+        match collective {
+            Collective::Broadcast => Pattern::OneToAll,
+            Collective::AllReduce | Collective::Send => Pattern::Ring,
+            Collective::AllGather | Collective::ReduceScatter => Pattern::AllToAll,
         }
     }
 
@@ -79,12 +81,12 @@ impl Pattern {
 }
 
 /// The groups a ledger entry's collective ran over on a mesh of `shape` = [nodes, local ranks]
-/// (a 1-D mesh of K is [1, K]), rank `node * local + l`: an entry named `...[node]` ran over
-/// each column (the ranks with the same local index, one per node), any other entry within
-/// each node.
-pub fn groups_of(collective: &str, shape: [usize; 2]) -> Vec<Vec<usize>> {
+/// (a 1-D mesh of K is [1, K]), rank `node * local + l`: a collective over the outer dimension
+/// (`all_reduce[node]`) ran over each column (the ranks with the same local index, one per
+/// node), any other within each node.
+pub fn groups_of(collective: &CollectiveKey, shape: [usize; 2]) -> Vec<Vec<usize>> {
     let [nodes, local] = shape;
-    if collective.ends_with("[node]") {
+    if collective.over.is_some() {
         (0..local).map(|l| (0..nodes).map(|n| n * local + l).collect()).collect()
     } else {
         (0..nodes).map(|n| (n * local..(n + 1) * local).collect()).collect()
@@ -208,7 +210,7 @@ mod tests {
     use super::*;
 
     fn whole(k: usize) -> Vec<Vec<usize>> {
-        groups_of("all_gather", [1, k])
+        groups_of(&Collective::AllGather.into(), [1, k])
     }
 
     #[test]
@@ -227,12 +229,12 @@ mod tests {
         }
         // The columns of a (2, 4) mesh: 4 rings of 2 nodes at once all leave through each
         // node's uplink (span 4), one each way per column; inside a node, one per GPU link.
-        let columns = groups_of("all_reduce[node]", [2, 4]);
+        let columns = groups_of(&Collective::AllReduce.over("node"), [2, 4]);
         assert_eq!(columns, vec![vec![0, 4], vec![1, 5], vec![2, 6], vec![3, 7]]);
         assert_eq!(round_crossings(Pattern::Ring, &columns, 4), (4.0, 8.0));
         assert_eq!(round_crossings(Pattern::Ring, &columns, 1), (1.0, 8.0));
         // The rows stay inside their nodes: nothing crosses a node's uplink.
-        assert_eq!(round_crossings(Pattern::AllToAll, &groups_of("all_gather", [2, 4]), 4).0, 0.0);
+        assert_eq!(round_crossings(Pattern::AllToAll, &groups_of(&Collective::AllGather.into(), [2, 4]), 4).0, 0.0);
     }
 
     #[test]
@@ -258,10 +260,10 @@ mod tests {
 
     #[test]
     fn patterns_follow_the_ledger_names() {
-        assert_eq!(Pattern::of("broadcast"), Pattern::OneToAll);
-        assert_eq!(Pattern::of("all_reduce[node]"), Pattern::Ring);
-        assert_eq!(Pattern::of("send"), Pattern::Ring);
-        assert_eq!(Pattern::of("reduce_scatter"), Pattern::AllToAll);
-        assert_eq!(Pattern::of("all_gather"), Pattern::AllToAll);
+        assert_eq!(Pattern::of(Collective::Broadcast), Pattern::OneToAll);
+        assert_eq!(Pattern::of(Collective::AllReduce), Pattern::Ring);
+        assert_eq!(Pattern::of(Collective::Send), Pattern::Ring);
+        assert_eq!(Pattern::of(Collective::ReduceScatter), Pattern::AllToAll);
+        assert_eq!(Pattern::of(Collective::AllGather), Pattern::AllToAll);
     }
 }

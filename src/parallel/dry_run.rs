@@ -9,8 +9,8 @@ use burn::prelude::*;
 
 use owt_hybrid::grid_shard::cut_dim;
 use owt_hybrid::{
-    layer_of, parameter_paths, phase_label, CommPlan, Distributed, DryRun, DryRunReport, Exchange, GridPlacement,
-    GridPlan, Hybrid, MeshLayout, Placement, Plan, StepLayout, Traffic, UNLABELLED,
+    layer_of, parameter_paths, Collective, CommPlan, Distributed, DryRun, DryRunReport, Exchange, GridPlacement,
+    GridPlan, Hybrid, MeshLayout, Phase, Placement, Plan, Stage, StepLayout, Traffic,
 };
 use owt_meta::Meta;
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
@@ -156,12 +156,9 @@ impl PlanDryRun<'_> {
             Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages }
         };
         let ring = |held: usize, size: usize| across(2 * (nodes - 1) * held * size, nodes * local * 2 * (nodes - 1));
-        let outer_name = |c: &str| format!("{c}[{}]", owt_hybrid::grid::DIM_NAMES[0]);
-        let (all_reduce, all_gather, reduce_scatter) = (
-            outer_name(owt_hybrid::collectives::names::ALL_REDUCE),
-            outer_name(owt_hybrid::collectives::names::ALL_GATHER),
-            outer_name(owt_hybrid::collectives::names::REDUCE_SCATTER),
-        );
+        let outer = |c: Collective| c.over(owt_hybrid::grid::DIM_NAMES[0]);
+        let (all_reduce, all_gather, reduce_scatter) =
+            (outer(Collective::AllReduce), outer(Collective::AllGather), outer(Collective::ReduceScatter));
         for (path, dims) in params {
             let p = plan.placement_of(&path);
             let outer = grid.outer_of(&path);
@@ -170,8 +167,8 @@ impl PlanDryRun<'_> {
                 continue;
             }
             let elements: usize = dims.iter().product();
-            let forward = phase_label(layer_of(&path), "forward");
-            let sync = phase_label(layer_of(&path), "sync");
+            let forward = Phase::of(layer_of(&path), Stage::Forward);
+            let sync = Phase::of(layer_of(&path), Stage::Sync);
             match outer {
                 Placement::Shard(d) => {
                     let slices = owt_hybrid::shard_ranges(dims[d], nodes);
@@ -240,7 +237,7 @@ impl PlanDryRun<'_> {
                     *ledger.traffic.entry((sync.clone(), all_reduce.clone())).or_default() += ring(held, 4);
                     if sliced {
                         // The summed slices all-gathered inside every node.
-                        let gather = owt_hybrid::collectives::names::ALL_GATHER.to_string();
+                        let gather = Collective::AllGather.into();
                         let bytes = (nodes * (local - 1) * elements * 4) as u64;
                         let messages = (nodes * local * (local - 1)) as u64;
                         *ledger.traffic.entry((sync, gather)).or_default() += Traffic::within(bytes, messages);
@@ -250,7 +247,7 @@ impl PlanDryRun<'_> {
         }
         if nodes > 1 && split_batch {
             // The step's mean loss and correct count, one value on each local rank.
-            let key = (UNLABELLED.to_string(), all_reduce.clone());
+            let key = (Phase::unlabelled(), all_reduce.clone());
             let mut outcome = ring(local, 4);
             outcome += ring(local, 4);
             *ledger.traffic.entry(key).or_default() += outcome;
@@ -269,13 +266,13 @@ fn inner_traffic(
     dims: &[usize],
     from: Placement,
     to: Placement,
-    label: &str,
+    label: &Phase,
 ) -> owt_hybrid::LedgerSnapshot {
-    fn moved<const D: usize>(dry: &DryRun, dims: &[usize], from: Placement, to: Placement, label: &str) {
+    fn moved<const D: usize>(dry: &DryRun, dims: &[usize], from: Placement, to: Placement, label: &Phase) {
         let mesh = dry.mesh();
         let t = Tensor::<Hybrid<Meta>, D>::zeros(dims.to_vec(), mesh).distribute(from);
         mesh.reset_ledger();
-        mesh.set_phase(Some(label));
+        mesh.set_phase(Some(label.clone()));
         let _ = t.distribute(to);
         mesh.set_phase(None);
     }

@@ -10,39 +10,6 @@ use crate::error::OwtError;
 use crate::processes::Processes;
 use crate::train::FcUpdate;
 
-/// A node's error, carried out of its thread by unwinding.
-struct NodeFailed(OwtError);
-
-/// While held, the panics of nodes that stop because another node left (a group's
-/// [`owt_hybrid::GroupError::Lost`]) are not printed: the node that left says why. Every other
-/// panic goes to the hook there was before.
-struct QuietLostNodes {
-    previous: std::sync::Arc<Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>>,
-}
-
-impl QuietLostNodes {
-    fn install() -> Self {
-        let previous = std::sync::Arc::new(std::panic::take_hook());
-        let chained = previous.clone();
-        std::panic::set_hook(Box::new(move |info| {
-            if !crate::panics::payload_text(info.payload()).contains(LOST) {
-                chained(info)
-            }
-        }));
-        Self { previous }
-    }
-}
-
-impl Drop for QuietLostNodes {
-    fn drop(&mut self) {
-        let previous = self.previous.clone();
-        std::panic::set_hook(Box::new(move |info| previous(info)));
-    }
-}
-
-/// What a collective's panic says when a member of its group is gone.
-const LOST: &str = "of the mesh is gone";
-
 /// Where the N nodes of a 2-D mesh run.
 #[derive(Clone)]
 pub enum GridNodes {
@@ -108,40 +75,25 @@ impl GridNodes {
         match self {
             GridNodes::Threads(n) => {
                 let locals = mesh.split(*n);
-                // A node that fails leaves the group as a panicking thread would (its handle
-                // is dropped while unwinding), so the others stop at their next exchange
-                // instead of waiting for it; its error is what the job reports, and theirs
-                // (that it is gone) are not printed.
-                let _quiet = QuietLostNodes::install();
-                let outcomes = GridMesh::threaded(
+                // A node that fails returns its error and leaves the group (its handle is
+                // dropped), so the others stop at their next exchange instead of waiting for
+                // it; its error is what the job reports, theirs (that it is gone) are not.
+                let outcomes = GridMesh::try_threaded(
                     *n,
                     |i| locals[i].clone(),
-                    |grid| {
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            let layout = match GridLayout::with_plan(grid, plan, scheme) {
-                                Ok(layout) => layout,
-                                Err(e) => std::panic::resume_unwind(Box::new(NodeFailed(OwtError::input(e.0)))),
-                            };
-                            match body(&layout) {
-                                Ok(t) => t,
-                                Err(e) => std::panic::resume_unwind(Box::new(NodeFailed(e))),
-                            }
-                        }))
-                    },
+                    |grid| body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?),
                 );
-                let mut lost = None;
+                let mut stopped = None;
                 let mut results = Vec::new();
                 for outcome in outcomes {
                     match outcome {
-                        Ok(t) => results.push(t),
-                        Err(payload) => match payload.downcast::<NodeFailed>() {
-                            Ok(failed) => return Err(failed.0),
-                            Err(other) => lost = lost.or(Some(other)),
-                        },
+                        Ok(Ok(t)) => results.push(t),
+                        Ok(Err(e)) => return Err(e),
+                        Err(lost) => stopped = stopped.or(Some(lost)),
                     }
                 }
-                if let Some(payload) = lost {
-                    std::panic::resume_unwind(payload);
+                if let Some(lost) = stopped {
+                    return Err(OwtError::backend(format!("--mesh: a node stopped: {lost}")));
                 }
                 results.into_iter().next().ok_or_else(|| OwtError::input("--mesh: no nodes ran"))
             }

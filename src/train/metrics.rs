@@ -98,7 +98,7 @@ impl Communication {
         let mut by_collective: BTreeMap<String, TrafficPerStep> = BTreeMap::new();
         let mut by_phase: BTreeMap<String, TrafficPerStep> = BTreeMap::new();
         for ((phase, collective), t) in &ledger.traffic {
-            for e in [by_collective.entry(collective.clone()), by_phase.entry(phase.clone())] {
+            for e in [by_collective.entry(collective.to_string()), by_phase.entry(phase.to_string())] {
                 let e = e.or_insert(TrafficPerStep { bytes: 0.0, messages: 0.0 });
                 e.bytes += per(t.bytes);
                 e.messages += per(t.messages);

@@ -5,7 +5,7 @@
 
 use owt::parallel::PlanDryRun;
 use owt::train::FcUpdate;
-use owt_hybrid::{DeviceProfile, DryRunReport, Exchange, Plan, PlanKind};
+use owt_hybrid::{Collective, DeviceProfile, DryRunReport, Exchange, Phase, Plan, PlanKind, Stage};
 use owt_models::{Architecture, Head, ModelKind, ModelSpec};
 
 fn step<'a>(arch: &'a Architecture, plan: &'a Plan, ranks: usize, batch: usize, scheme: Exchange) -> PlanDryRun<'a> {
@@ -58,12 +58,12 @@ fn a_two_dimensional_mesh_moves_the_analytic_bytes_in_each_dimension() {
     let (n, l) = (nodes as u64, local as u64);
     let mut node_bytes = 0u64;
     for ((label, collective), t) in &grid.ledger.traffic {
-        if collective.ends_with("[node]") {
+        if collective.over.is_some() {
             node_bytes += t.bytes;
             continue;
         }
         let one = node.ledger.traffic.get(&(label.clone(), collective.clone())).copied().unwrap_or_default();
-        let (layer, phase) = label.split_once(':').unwrap_or((label, "-"));
+        let (layer, phase) = (label.layer.as_str(), label.stage.map_or("-", |s| s.name()));
         // A conv layer's slices (weight and bias), summed over the nodes, all-gathered inside
         // each node.
         let (gathered, gathers) = if phase == "sync" && layer.starts_with("conv") && collective == "all_gather" {
@@ -102,15 +102,17 @@ fn the_sums_across_nodes_are_priced_on_the_network_between_them() {
         let (grid, _) = step(&arch, &plan, nodes * local, nodes * local * 4, Exchange::AllGather)
             .run_on_grid([nodes, local])
             .unwrap();
-        let entry = grid.ledger.traffic[&("fc6:sync".to_string(), "all_reduce[node]".to_string())];
+        let entry = grid.ledger.traffic[&(Phase::of("fc6", Stage::Sync), Collective::AllReduce.over("node"))];
         let n = nodes as f64;
         let ring = 2.0 * (n - 1.0);
         let uplink = profile.uplinks.iter().find(|u| u.span == 8).unwrap();
         let want = ring / n * (fc6 * 4) as f64 / (uplink.gbps * 1e9) + 2.0 * ring * uplink.latency_us * 1e-6;
-        let got = profile.comm_seconds("all_reduce[node]", entry.bytes, entry.messages, [nodes, local]);
+        let got =
+            profile.comm_seconds(&Collective::AllReduce.over("node"), entry.bytes, entry.messages, [nodes, local]);
         assert!((got - want).abs() <= 1e-12 * want, "({nodes}, {local}): {got} s against {want} s");
         // Inside a node the same bytes would take the NVLink's time: the network is the cost.
-        let inside = profile.comm_seconds("all_reduce", entry.bytes, entry.messages, [1, nodes * local]);
+        let inside =
+            profile.comm_seconds(&Collective::AllReduce.into(), entry.bytes, entry.messages, [1, nodes * local]);
         assert!(inside < got, "({nodes}, {local})");
     }
 }

@@ -10,8 +10,8 @@ use owt::parallel::{check_run, PlanDryRun};
 use owt::train::{sgd, train_step, FcUpdate, TrainConfig};
 use owt_hybrid::Placement;
 use owt_hybrid::{
-    CommPlan, DryRunReport, Exchange, Hybrid, LedgerSnapshot, MeshDevice, MeshLayout, Plan, PlanKind, PlanRule,
-    StepLayout,
+    Collective, CommPlan, DryRunReport, Exchange, Hybrid, LedgerSnapshot, MeshDevice, MeshLayout, Plan, PlanKind,
+    PlanRule, StepLayout,
 };
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
 
@@ -156,8 +156,13 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_on_it() {
         assert_eq!(jobs[0], jobs[1], "every node reads the mesh's ledger");
         assert_eq!(jobs[0].1, placements, "{}: placements per dimension", kind.name());
         assert_matches(&jobs[0].0, &report.comm, &format!("{} on a (2, 2) mesh", kind.name()));
-        let across: u64 =
-            jobs[0].0.traffic.iter().filter(|((_, c), _)| c == "all_reduce[node]").map(|(_, t)| t.bytes).sum();
+        let across: u64 = jobs[0]
+            .0
+            .traffic
+            .iter()
+            .filter(|((_, c), _)| *c == Collective::AllReduce.over("node"))
+            .map(|(_, t)| t.bytes)
+            .sum();
         assert_eq!(across, report.comm.total_cross_process_bytes, "{}: bytes across nodes", kind.name());
         assert!(across > 0);
     }
@@ -252,8 +257,8 @@ fn assert_matches(ledger: &LedgerSnapshot, plan: &CommPlan, what: &str) {
         .traffic
         .iter()
         .map(|((phase, collective), t)| {
-            let (layer, phase) = phase.split_once(':').unwrap_or((phase, "-"));
-            (layer.to_string(), phase.to_string(), collective.clone(), t.bytes, t.messages)
+            let stage = phase.stage.map_or("-", |s| s.name());
+            (phase.layer.clone(), stage.to_string(), collective.to_string(), t.bytes, t.messages)
         })
         .collect();
     let mut planned: Vec<(String, String, String, u64, u64)> = plan
@@ -333,7 +338,7 @@ fn the_two_towers_talk_only_at_conv3_the_fc_layers_and_the_loss() {
     let spec = ModelSpec::new(ModelKind::AlexNetSmall);
     let how = (Head::Softmax, FcUpdate::PerStep);
     let ledger = try_measured_step(&spec, 2, &PlanKind::TwoTower.plan(), Exchange::AllGather, 8, how).unwrap();
-    let mut layers: Vec<&str> = ledger.traffic.keys().map(|(phase, _)| phase.split(':').next().unwrap()).collect();
+    let mut layers: Vec<&str> = ledger.traffic.keys().map(|(phase, _)| phase.layer.as_str()).collect();
     layers.dedup();
     assert_eq!(layers, ["conv3", "fc6", "fc7", "fc8", "loss"], "{:?}", ledger.traffic);
     for layer in ["conv1", "conv2", "conv4", "conv5"] {
@@ -503,7 +508,7 @@ fn the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more(
                 let allowed = match (t.layer.as_str(), t.phase.as_str()) {
                     ("loss", _) => true,
                     (l, "sync") if l.starts_with("conv") => t.collective == "all_reduce",
-                    (l, "forward") if l.starts_with("fc") => t.collective == scheme.collective(),
+                    (l, "forward") if l.starts_with("fc") => t.collective == scheme.collective().name(),
                     (l, "backward") if l.starts_with("fc") => t.collective == "reduce_scatter",
                     _ => false,
                 };
@@ -516,7 +521,7 @@ fn the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more(
             assert_eq!(conv_sync, 2 * (k - 1) * conv * 4, "{what}: conv gradients");
             for (layer, inputs) in &fc_inputs {
                 let once = (k - 1) * batch * inputs * 4;
-                assert_eq!(wt.get(layer, "forward", scheme.collective()).0, once, "{what}: {layer} forward");
+                assert_eq!(wt.get(layer, "forward", scheme.collective().name()).0, once, "{what}: {layer} forward");
                 assert_eq!(wt.get(layer, "backward", "reduce_scatter").0, once, "{what}: {layer} backward");
             }
             // The loss reads logits split by class (row maxima and sums): batch-sized pieces.

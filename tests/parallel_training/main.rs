@@ -28,7 +28,7 @@ use burn::prelude::*;
 use owt::train::checkpoint::record_from_bytes;
 use owt::train::{sgd, train_step, upload_batch, FcUpdate, TrainConfig};
 use owt_hybrid::{parameter_values, PlanKind};
-use owt_hybrid::{Exchange, MeshDevice};
+use owt_hybrid::{Collective, Exchange, MeshDevice, Stage};
 use owt_hybrid::{MeshLayout, SingleDevice, StepLayout};
 use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelSpec, PixelNorm};
 
@@ -499,7 +499,11 @@ fn two_dimensional_meshes_train_to_the_single_device_weights() {
         let sync_gathers: u64 = ledger
             .traffic
             .iter()
-            .filter(|((phase, collective), _)| collective == "all_gather" && phase.ends_with(":sync"))
+            .filter(|((phase, collective), _)| {
+                collective.collective == Collective::AllGather
+                    && collective.over.is_none()
+                    && phase.stage == Some(Stage::Sync)
+            })
             .map(|(_, t)| t.bytes)
             .sum();
         // (The user's plan gathers replicated FC gradients inside the node in its own sync
@@ -513,7 +517,9 @@ fn two_dimensional_meshes_train_to_the_single_device_weights() {
         let node_sync: u64 = ledger
             .traffic
             .iter()
-            .filter(|((phase, collective), _)| collective == "all_reduce[node]" && phase.ends_with(":sync"))
+            .filter(|((phase, collective), _)| {
+                *collective == Collective::AllReduce.over("node") && phase.stage == Some(Stage::Sync)
+            })
             .map(|(_, t)| t.bytes)
             .sum();
         assert_eq!(node_sync, steps as u64 * analytic, "{shape:?} {}: bytes across nodes", plan.name);
@@ -595,7 +601,7 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
         let forward: u64 = ledger
             .traffic
             .iter()
-            .filter(|((phase, c), _)| c == "all_gather[node]" && phase.ends_with(":forward"))
+            .filter(|((phase, c), _)| *c == Collective::AllGather.over("node") && phase.stage == Some(Stage::Forward))
             .map(|(_, t)| t.bytes)
             .sum();
         assert_eq!(forward, gathered, "{}: labelled as the layers' forward traffic", plan.name);

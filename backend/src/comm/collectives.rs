@@ -12,6 +12,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::TensorMetadata;
 
 use super::axis::Axis;
+use super::ledger_key::Collective;
+use super::process_group::collective_failed;
 use super::wire;
 use crate::dtensor::{bytes_of, slices_along, DTensor};
 use crate::kind::ShardKind;
@@ -78,7 +80,7 @@ pub(crate) fn route<B: Backend, K: ShardKind<B>>(
     }
     if crossing {
         let me = axis.group().rank();
-        let incoming = axis.group().exchange(outgoing).unwrap_or_else(|e| panic!("Hybrid: {e} ({})", axis.describe()));
+        let incoming = axis.group().exchange(outgoing).unwrap_or_else(|e| collective_failed(e, &axis.describe()));
         for (p, buffer) in incoming.into_iter().enumerate() {
             if p == me {
                 continue;
@@ -108,7 +110,7 @@ pub(crate) fn global_extent<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevi
     let incoming = mesh
         .group()
         .exchange(vec![mine; mesh.processes()])
-        .unwrap_or_else(|e| panic!("Hybrid: {e} ({})", Axis::describe(mesh)));
+        .unwrap_or_else(|e| collective_failed(e, &Axis::describe(mesh)));
     incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
 }
 
@@ -149,7 +151,7 @@ pub fn all_gather<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> 
         .into_iter()
         .map(|got| cat_nonempty::<B, K>(unkeyed(got), dim))
         .collect();
-    t.mesh.record(names::ALL_GATHER, traffic);
+    t.mesh.record(Collective::AllGather, traffic);
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
 }
 
@@ -177,7 +179,7 @@ pub fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize)
     }
     let mut traffic = Traffic::default();
     let out = reduce_scatter_op(t, dim, op, &mut traffic);
-    out.mesh.record(names::REDUCE_SCATTER, traffic);
+    out.mesh.record(Collective::ReduceScatter, traffic);
     out
 }
 
@@ -248,7 +250,7 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K
         .into_iter()
         .map(|got| K::reshape(cat_nonempty::<B, K>(unkeyed(got), 0), shape.clone()))
         .collect();
-    scattered.mesh.record(names::ALL_REDUCE, traffic);
+    scattered.mesh.record(Collective::AllReduce, traffic);
     DTensor::from_parts(scattered.mesh, shape, scattered.dtype, Placement::Replicate, shards)
 }
 
@@ -258,7 +260,7 @@ fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Resul
     let DTensor { mesh, shape, dtype, placement, shards, kept } = t;
     match K::device_all_reduce(&mesh, shards) {
         Ok(summed) => {
-            mesh.record(names::ALL_REDUCE, ring_traffic(&mesh, shape.num_elements(), dtype.size()));
+            mesh.record(Collective::AllReduce, ring_traffic(&mesh, shape.num_elements(), dtype.size()));
             Ok(DTensor::from_parts(mesh, shape, dtype, Placement::Replicate, summed))
         }
         Err(shards) => Err(DTensor { mesh, shape, dtype, placement, shards, kept }),
@@ -291,7 +293,7 @@ fn all_reduce_whole<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp)
         .into_iter()
         .map(|got| unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("at least one rank"))
         .collect();
-    t.mesh.record(names::ALL_REDUCE, traffic);
+    t.mesh.record(Collective::AllReduce, traffic);
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
 }
 
@@ -311,7 +313,7 @@ pub fn broadcast<B: Backend, K: ShardKind<B>>(
     let mut inbox = route::<B, K>(mesh, sends, &mut traffic).into_iter();
     let out =
         DTensor::replicated(mesh.clone(), |_| inbox.next().and_then(|mut got| got.pop()).expect("root's piece").1);
-    mesh.record(names::BROADCAST, traffic);
+    mesh.record(Collective::Broadcast, traffic);
     out
 }
 
@@ -327,7 +329,7 @@ pub fn send<B: Backend, K: ShardKind<B>>(
     let mut traffic = Traffic::default();
     let sends = p.map(|piece| vec![Outgoing { key: from, src: from, dst: to, piece }]).unwrap_or_default();
     let inbox = route::<B, K>(mesh, sends, &mut traffic);
-    mesh.record(names::SEND, traffic);
+    mesh.record(Collective::Send, traffic);
     let first = mesh.local_ranks().start;
     inbox.into_iter().enumerate().find(|(i, _)| first + i == to).and_then(|(_, mut got)| got.pop()).map(|(_, p)| p)
 }

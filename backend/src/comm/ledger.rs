@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use super::ledger_key::{CollectiveKey, Phase};
+
 /// Bytes and messages of one kind of transfer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Traffic {
     /// Bytes received by ranks from other ranks.
     pub bytes: u64,
@@ -44,7 +46,7 @@ impl std::ops::AddAssign for Traffic {
     }
 }
 
-/// The phase recorded when the caller set none.
+/// The phase's text recorded when the caller set none ([`Phase::unlabelled`]).
 pub const UNLABELLED: &str = "-";
 
 /// What moved between ranks since the last reset: traffic per (phase, collective), the ops
@@ -53,8 +55,8 @@ pub const UNLABELLED: &str = "-";
 /// kernel launched over zero elements).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LedgerSnapshot {
-    /// Traffic keyed by (phase, collective name).
-    pub traffic: BTreeMap<(String, String), Traffic>,
+    /// Traffic keyed by (phase, collective), in the order of their text.
+    pub traffic: BTreeMap<(Phase, CollectiveKey), Traffic>,
     /// Fallback count by op name.
     pub fallbacks: BTreeMap<String, u64>,
     /// Tensors holding a zero-element piece on some rank, by what they were (kind, placement,
@@ -73,26 +75,38 @@ impl LedgerSnapshot {
         t
     }
 
-    /// Total of one collective over all phases.
+    /// Total of one collective over all phases, the collective named as reports write it
+    /// (`all_gather`, `all_reduce[node]`).
     pub fn by_collective(&self, collective: &str) -> Traffic {
+        self.sum_where(|(_, c)| c == collective)
+    }
+
+    /// Total of one phase over all collectives, the phase named as reports write it
+    /// (`fc6:forward`, a label of the caller's own, or [`UNLABELLED`]).
+    pub fn by_phase(&self, phase: &str) -> Traffic {
+        self.sum_where(|(p, _)| p == phase)
+    }
+
+    /// The traffic of one (phase, collective) entry, named as reports write them (nothing
+    /// where none moved).
+    pub fn entry(&self, phase: &str, collective: &str) -> Traffic {
+        self.sum_where(|(p, c)| p == phase && c == collective)
+    }
+
+    /// Total of the entries whose key `keep` accepts.
+    pub fn sum_where(&self, keep: impl Fn(&(Phase, CollectiveKey)) -> bool) -> Traffic {
         let mut t = Traffic::default();
-        for ((_, c), v) in &self.traffic {
-            if c == collective {
+        for (k, v) in &self.traffic {
+            if keep(k) {
                 t += *v;
             }
         }
         t
     }
 
-    /// Total of one phase over all collectives.
-    pub fn by_phase(&self, phase: &str) -> Traffic {
-        let mut t = Traffic::default();
-        for ((p, _), v) in &self.traffic {
-            if p == phase {
-                t += *v;
-            }
-        }
-        t
+    /// The entries with their keys as reports write them: (phase, collective) text.
+    pub fn as_text(&self) -> BTreeMap<(String, String), Traffic> {
+        self.traffic.iter().map(|((p, c), t)| ((p.to_string(), c.to_string()), *t)).collect()
     }
 
     /// Number of fallbacks of all ops.
@@ -121,26 +135,16 @@ impl LedgerSnapshot {
 
     /// The snapshot as bytes, for sending it to another process.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let traffic: Vec<(&(String, String), [u64; 4])> = self
-            .traffic
-            .iter()
-            .map(|(k, t)| (k, [t.bytes, t.messages, t.cross_process_bytes, t.cross_process_messages]))
-            .collect();
+        let traffic: Vec<(&(Phase, CollectiveKey), &Traffic)> = self.traffic.iter().collect();
         serde_json::to_vec(&(traffic, &self.fallbacks, &self.empty_ops)).expect("a ledger serialises")
     }
 
     /// A snapshot sent by [`LedgerSnapshot::to_bytes`].
     pub(crate) fn from_bytes(bytes: &[u8]) -> LedgerSnapshot {
-        type Wire = (Vec<((String, String), [u64; 4])>, BTreeMap<String, u64>, BTreeMap<String, u64>);
+        type Wire = (Vec<((Phase, CollectiveKey), Traffic)>, BTreeMap<String, u64>, BTreeMap<String, u64>);
         let (traffic, fallbacks, empty_ops): Wire =
             serde_json::from_slice(bytes).expect("Hybrid: another process sent a ledger that does not parse");
-        let traffic = traffic
-            .into_iter()
-            .map(|(k, [b, m, cb, cm])| {
-                (k, Traffic { bytes: b, messages: m, cross_process_bytes: cb, cross_process_messages: cm })
-            })
-            .collect();
-        LedgerSnapshot { traffic, fallbacks, empty_ops }
+        LedgerSnapshot { traffic: traffic.into_iter().collect(), fallbacks, empty_ops }
     }
 }
 
@@ -148,17 +152,17 @@ impl LedgerSnapshot {
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
     snapshot: LedgerSnapshot,
-    phases: Vec<String>,
-    base: Option<String>,
+    phases: Vec<Phase>,
+    base: Option<Phase>,
 }
 
 impl Ledger {
-    pub(crate) fn record(&mut self, collective: &str, traffic: Traffic) {
+    pub(crate) fn record(&mut self, collective: CollectiveKey, traffic: Traffic) {
         if traffic == Traffic::default() {
             return;
         }
-        let phase = self.current_phase().unwrap_or(UNLABELLED).to_string();
-        *self.snapshot.traffic.entry((phase, collective.to_string())).or_default() += traffic;
+        let phase = self.current_phase().cloned().unwrap_or_else(Phase::unlabelled);
+        *self.snapshot.traffic.entry((phase, collective)).or_default() += traffic;
     }
 
     pub(crate) fn fallback(&mut self, op: &str) {
@@ -177,20 +181,20 @@ impl Ledger {
         self.snapshot = LedgerSnapshot::default();
     }
 
-    pub(crate) fn push_phase(&mut self, phase: &str) {
-        self.phases.push(phase.to_string());
+    pub(crate) fn push_phase(&mut self, phase: Phase) {
+        self.phases.push(phase);
     }
 
     pub(crate) fn pop_phase(&mut self) {
         self.phases.pop();
     }
 
-    pub(crate) fn set_base_phase(&mut self, phase: Option<&str>) {
-        self.base = phase.map(str::to_string);
+    pub(crate) fn set_base_phase(&mut self, phase: Option<Phase>) {
+        self.base = phase;
     }
 
-    pub(crate) fn current_phase(&self) -> Option<&str> {
-        self.phases.last().or(self.base.as_ref()).map(String::as_str)
+    pub(crate) fn current_phase(&self) -> Option<&Phase> {
+        self.phases.last().or(self.base.as_ref())
     }
 }
 

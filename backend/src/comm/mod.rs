@@ -1,14 +1,17 @@
 //! Communication: every collective over any mesh dimension ([`collectives`], and along the
 //! nodes of a 2-D mesh `over_nodes`), the ranks one runs over (`axis`), how pieces travel
 //! (`transport`, the processes' [`process_group`], the format of what crosses them: `wire`)
-//! and what moved (`ledger`).
+//! and what moved (`ledger`); NCCL on CUDA devices ([`nccl`]).
 
 mod axis;
 pub mod collectives;
 pub(crate) mod ledger;
+mod ledger_key;
+pub mod nccl;
 pub(crate) mod over_nodes;
 pub mod process_group;
 pub(crate) mod transport;
 mod wire;
 
 pub(crate) use axis::Columns;
+pub use ledger_key::{Collective, CollectiveKey, Phase, Stage};

@@ -70,9 +70,9 @@ where
 fn messages(ledger: &LedgerSnapshot) -> Vec<(String, u64)> {
     let mut by: Vec<(String, u64)> = Vec::new();
     for ((_, collective), t) in &ledger.traffic {
-        match by.iter_mut().find(|(c, _)| c == collective) {
+        match by.iter_mut().find(|(c, _)| collective == c.as_str()) {
             Some(entry) => entry.1 += t.messages,
-            None => by.push((collective.clone(), t.messages)),
+            None => by.push((collective.to_string(), t.messages)),
         }
     }
     by.retain(|(_, m)| *m > 0);

@@ -35,13 +35,13 @@ fn step<B: Backend>(mesh: &MeshDevice<B::Device>, fc: Placement) -> LedgerSnapsh
     let h = max_pool2d(relu(h), [2, 2], [2, 2], [0, 0], [1, 1], false);
     drop(conv_phase);
     let h: Tensor<A<B>, 2> = h.reshape([n, 128]);
-    mesh.set_phase(Some("fc"));
+    mesh.set_phase(Some("fc".into()));
     let logits = h.matmul(w2.clone()) + b2.clone().unsqueeze::<2>();
     let loss = log_softmax(logits, 1).gather(1, y.reshape([n, 1])).neg().mean();
-    mesh.set_phase(Some("backward"));
+    mesh.set_phase(Some("backward".into()));
     let grads = loss.backward();
     // Synchronise the gradients (data parallel: summed across ranks), as an optimizer would.
-    mesh.set_phase(Some("sync"));
+    mesh.set_phase(Some("sync".into()));
     let _ = w1.grad(&grads).expect("w1 gradient").distribute(Placement::Replicate);
     let _ = b1.grad(&grads).expect("b1 gradient").distribute(Placement::Replicate);
     let _ = w2.grad(&grads).expect("w2 gradient").distribute(fc);

@@ -35,7 +35,7 @@ fn across<T: Send>(processes: usize, local: usize, body: impl Fn(&Mesh) -> T + S
 
 /// (bytes, messages) per (phase, collective).
 fn entries(s: &LedgerSnapshot) -> BTreeMap<(String, String), (u64, u64)> {
-    s.traffic.iter().map(|(k, t)| (k.clone(), (t.bytes, t.messages))).collect()
+    s.as_text().into_iter().map(|(k, t)| (k, (t.bytes, t.messages))).collect()
 }
 
 /// The processes' ledgers added entry by entry.
@@ -319,4 +319,25 @@ fn a_device_all_reduce_inside_one_process_is_not_used_by_a_mesh_that_spans_proce
         assert_eq!(*calls, 0, "a one-process all-reduce cannot sum another process's ranks");
         assert_eq!(got, want);
     }
+}
+
+#[test]
+fn a_process_that_returns_an_error_stops_the_others_with_an_error_not_a_hang() {
+    use owt_hybrid::Upload;
+    let outcomes = ThreadedGroup::try_run(2, |group| -> Result<Vec<f32>, String> {
+        let rank = owt_hybrid::ProcessGroup::rank(&group);
+        let mesh = MeshDevice::spanning(vec![FlexDevice; 1], Transport::HostStaged, Arc::new(group))
+            .map_err(|e| e.to_string())?;
+        if rank == 1 {
+            // Returns (dropping its mesh and so its handle of the group) before the exchange.
+            return Err("process 1 failed".to_string());
+        }
+        let rows = Tensor::<H, 2>::upload(floats(), Placement::Shard(0), &mesh, None);
+        Ok(rows.redistribute(Placement::Replicate).into_data().to_vec().unwrap())
+    });
+    assert_eq!(
+        outcomes,
+        vec![Err(owt_hybrid::GroupError::Lost { process: 1 }), Ok(Err("process 1 failed".to_string()))],
+        "process 0's collective stopped on process 1 leaving, as a value"
+    );
 }

@@ -90,6 +90,23 @@ impl std::fmt::Display for GroupError {
 
 impl std::error::Error for GroupError {}
 
+/// What a collective inside a tensor op unwinds with when its exchange fails (a Burn op
+/// cannot return an error). A process that stopped because another left
+/// ([`GroupError::Lost`]) unwinds without the panic hook, so nothing is printed for it: the one
+/// that left says why; [`ThreadedGroup::try_run`] hands it back as the error. Every other
+/// failure is an ordinary panic with the error's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveFailed(pub GroupError);
+
+/// Stops the collective described by `what` on the group error `e`, as [`CollectiveFailed`]
+/// says.
+pub(crate) fn collective_failed(e: GroupError, what: &str) -> ! {
+    match e {
+        GroupError::Lost { .. } => std::panic::resume_unwind(Box::new(CollectiveFailed(e))),
+        e => panic!("Hybrid: {e} ({what})"),
+    }
+}
+
 /// One process: nothing ever crosses (every mesh made without a group is on it).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Solo;

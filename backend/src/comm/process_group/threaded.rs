@@ -4,7 +4,7 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{GroupError, ProcessGroup};
+use super::{CollectiveFailed, GroupError, ProcessGroup};
 
 /// The mailbox the threads of a [`ThreadedGroup`] share.
 struct Mailbox {
@@ -14,7 +14,8 @@ struct Mailbox {
     arrived: usize,
     /// Barrier generations passed (two per exchange: delivered, then read).
     generation: u64,
-    /// A process whose thread ended by a panic: the others stop waiting for it.
+    /// The first process whose handle was dropped (its thread ended, by returning or by
+    /// unwinding): the others stop waiting for it.
     lost: Option<usize>,
 }
 
@@ -27,8 +28,9 @@ struct Shared {
 
 /// P processes stood up as P threads of this process, exchanging through shared memory: the
 /// same collectives, the same pieces on each "process", the same ledger entries as real
-/// processes, with no launcher. A thread that panics leaves the group, and every other
-/// thread's next exchange fails naming it instead of waiting forever.
+/// processes, with no launcher. A thread that ends (returning an error, or panicking) leaves
+/// the group, and every other thread's next exchange fails naming it instead of waiting
+/// forever.
 pub struct ThreadedGroup {
     rank: usize,
     shared: Arc<Shared>,
@@ -48,15 +50,44 @@ impl ThreadedGroup {
         (0..size).map(|rank| ThreadedGroup { rank, shared: shared.clone() }).collect()
     }
 
-    /// Runs `body(group)` on `size` threads, one per process, and returns their results in
-    /// process order (the first panic of any of them is raised again here, after all ended).
-    pub fn run<T: Send>(size: usize, body: impl Fn(ThreadedGroup) -> T + Sync) -> Vec<T> {
+    /// Runs `body(group)` on `size` threads, one per process, and returns each one's outcome
+    /// in process order, once all have ended: its result, or the [`GroupError`] a collective
+    /// of its stopped on ([`CollectiveFailed`]) because another process left first. So a
+    /// process whose body returns an error (and leaves) stops the others, and the caller sees
+    /// that error among the results rather than a panic. Any other panic is raised again here.
+    pub fn try_run<T: Send>(size: usize, body: impl Fn(ThreadedGroup) -> T + Sync) -> Vec<Result<T, GroupError>> {
         let groups = Self::new(size, Duration::from_secs(600));
-        std::thread::scope(|scope| {
+        let ended: Vec<std::thread::Result<T>> = std::thread::scope(|scope| {
             let handles: Vec<_> = groups.into_iter().map(|g| scope.spawn(|| body(g))).collect();
-            let results: Vec<std::thread::Result<T>> = handles.into_iter().map(|h| h.join()).collect();
-            results.into_iter().map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-        })
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        let mut outcomes = Vec::with_capacity(size);
+        let mut panicked = None;
+        for end in ended {
+            match end {
+                Ok(t) => outcomes.push(Ok(t)),
+                Err(payload) => match payload.downcast::<CollectiveFailed>() {
+                    Ok(failed) => outcomes.push(Err(failed.0)),
+                    Err(other) => {
+                        panicked.get_or_insert(other);
+                    }
+                },
+            }
+        }
+        if let Some(payload) = panicked {
+            std::panic::resume_unwind(payload);
+        }
+        outcomes
+    }
+
+    /// [`try_run`](Self::try_run) where every process is expected to finish: their results
+    /// in process order. A process that stopped because another left panics here, naming it.
+    pub fn run<T: Send>(size: usize, body: impl Fn(ThreadedGroup) -> T + Sync) -> Vec<T> {
+        Self::try_run(size, body)
+            .into_iter()
+            .enumerate()
+            .map(|(p, r)| r.unwrap_or_else(|e| panic!("threaded process {p} of {size} stopped: {e}")))
+            .collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, Mailbox> {
@@ -125,13 +156,13 @@ impl ProcessGroup for ThreadedGroup {
 }
 
 impl Drop for ThreadedGroup {
-    /// A thread unwinding from a panic leaves the group: the others fail instead of waiting.
+    /// A process whose handle goes (its thread returned, or unwound from a panic) leaves the
+    /// group: the others' next exchange fails instead of waiting for it. An exchange that
+    /// every process completed is not affected: its barriers passed before anyone left.
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            let mut state = self.lock();
-            state.lost.get_or_insert(self.rank);
-            self.shared.changed.notify_all();
-        }
+        let mut state = self.lock();
+        state.lost.get_or_insert(self.rank);
+        self.shared.changed.notify_all();
     }
 }
 

@@ -18,12 +18,12 @@
 //! `Fence::new(self.comm_stream).wait_async(stream)`), so the source's compute stream (this
 //! thread's) waits for everything issued on its NCCL stream so far, the send included. It
 //! does not block the host. The collectives issue it while still holding the source
-//! (`owt_hybrid`'s `collectives::route`), so the buffer cannot return to the pool before the
+//! ([`collectives::route`](crate::collectives)), so the buffer cannot return to the pool before the
 //! wait is in the stream.
 
-use burn::backend::cuda::CudaDevice;
-use cubecl_cuda::CudaRuntime;
-use owt_hybrid::SendFence;
+use cubecl_cuda::{CudaDevice, CudaRuntime};
+
+use crate::SendFence;
 
 /// [`SendFence`] for meshes of CubeCL CUDA devices.
 #[derive(Debug, Clone, Copy, Default)]

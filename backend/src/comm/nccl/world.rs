@@ -11,6 +11,9 @@
 use std::ffi::c_void;
 use std::sync::Mutex;
 
+use super::join::{shared_gpu, JoinRefusal};
+use super::Plain;
+use crate::{DeviceAllReduce, ProcessGroup};
 use burn::tensor::DType;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl_cuda::CudaRuntime;
@@ -18,12 +21,6 @@ use cudarc::driver::result as driver;
 use cudarc::driver::sys as cuda;
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys as nccl_sys;
-use owt_hybrid::{DeviceAllReduce, ProcessGroup};
-
-pub use crate::nccl_join::{shared_gpu, JoinRefusal};
-
-/// The plain CubeCL CUDA backend meshes run on.
-type Plain = burn_cubecl::CubeBackend<CudaRuntime, f32, i32, u8>;
 
 /// The bytes of NCCL's unique id (`ncclUniqueId`).
 const ID_BYTES: usize = 128;
@@ -168,8 +165,8 @@ impl DeviceAllReduce<Plain> for NcclWorld {
         let comms = self.comms.lock().unwrap_or_else(|e| e.into_inner());
         assert_eq!(pieces.len(), comms.len(), "NCCL world: one piece per rank of this process");
         // Contiguous copies that NCCL sums in place, counted from their buffers' size
-        // (`nccl_buffer`), each finished on its GPU before NCCL (on its own stream) reads it.
-        let buffers = crate::nccl_buffer::nccl_buffers(pieces);
+        // ([`buffer`](super::buffer)), each finished on its GPU before NCCL (on its own stream) reads it.
+        let buffers = super::buffer::nccl_buffers(pieces);
         let count = buffers[0].count;
         assert!(
             buffers.iter().all(|b| b.count == count),
