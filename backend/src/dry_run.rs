@@ -48,7 +48,7 @@ pub struct LayerTraffic {
     /// Messages (pieces sent from one rank to another).
     pub messages: u64,
     /// Of `bytes`, those between ranks of different processes (with a process layout: see
-    /// [`MeshDevice::set_process_layout`]; 0 otherwise).
+    /// [`DryRun::previewing_processes`]; 0 otherwise).
     pub cross_process_bytes: u64,
 }
 
@@ -146,9 +146,16 @@ impl DryRun {
     /// A mesh of `ranks` (at least 1) fresh Meta devices, moving pieces device to device (as
     /// CUDA GPUs do; the bytes are the same either way).
     pub fn new(ranks: usize) -> Self {
+        Self::previewing_processes(ranks, ranks.max(1))
+    }
+
+    /// [`DryRun::new`] whose ledger counts the bytes that would cross processes in a job of
+    /// processes holding `ranks_per_process` consecutive ranks each
+    /// ([`MeshDevice::previewing_processes`]). Panics on a count that does not divide `ranks`.
+    pub fn previewing_processes(ranks: usize, ranks_per_process: usize) -> Self {
         let start = Instant::now();
         let devices: Vec<MetaDevice> = (0..ranks.max(1)).map(|_| MetaDevice::new()).collect();
-        let mesh = MeshDevice::with_transport(devices.clone(), Transport::DeviceToDevice);
+        let mesh = MeshDevice::previewing_processes(devices.clone(), Transport::DeviceToDevice, ranks_per_process);
         for d in &devices {
             let mesh = mesh.clone();
             d.set_label_source(move || mesh.current_phase().map(|p| p.to_string()));

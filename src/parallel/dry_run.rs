@@ -65,8 +65,7 @@ impl PlanDryRun<'_> {
         // then plans the ranks and batch cannot run. Only then are the ranks made.
         crate::train::budget::estimate(arch, batch, 0)?;
         check_run(self.plan, arch, self.ranks, batch)?;
-        let dry = DryRun::new(self.ranks);
-        dry.mesh().set_process_layout(self.ranks / processes);
+        let dry = DryRun::previewing_processes(self.ranks, self.ranks / processes);
         let layout = MeshLayout::<Meta>::new(dry.mesh().clone(), self.plan.clone(), self.scheme);
         let device = layout.device().clone();
         let model: AlexNet<H> = arch.try_init(&device).map_err(|e| OwtError::input(e.0))?;

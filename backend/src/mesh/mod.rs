@@ -1,8 +1,13 @@
 //! The mesh: K ranks, each mapped to an inner-backend device. It is `Hybrid<B>`'s device.
+//! Its pieces are types of their own: where the ranks are (`ranks`), how pieces travel
+//! between them (`links`), what moved (the ledger), and the process-wide table of live meshes
+//! (`registry`); the exchange scheme is a value of each handle.
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+mod links;
+mod ranks;
+mod registry;
+
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
@@ -13,36 +18,25 @@ use crate::ledger::{Ledger, LedgerSnapshot};
 use crate::process_group::{GroupError, ProcessGroup, Solo};
 use crate::scheme::Exchange;
 use crate::transport::{DeviceAllReduce, SendFence, Transport};
+use links::Links;
+use ranks::Ranks;
+pub use registry::live_meshes;
+use registry::registry;
 
 /// Device-type id `Hybrid` devices report to Burn ("HY").
 const MESH_TYPE_ID: u16 = 0x4859;
 
 struct MeshInner<D> {
     id: u16,
-    /// This process's ranks' devices, in rank order (all of them in a one-process mesh).
-    ranks: Vec<D>,
-    /// The global rank of `ranks[0]`.
-    first: usize,
-    /// Ranks in the whole mesh, over every process (K).
-    size: usize,
-    /// The processes the mesh spans ([`Solo`] for one).
-    group: Arc<dyn ProcessGroup>,
-    /// Ranks per process as the ledger counts them: this process's rank count, or on a
-    /// one-process mesh the layout set by [`MeshDevice::set_process_layout`] (a preview).
-    ranks_per_process: std::sync::atomic::AtomicUsize,
-    transport: Transport,
+    ranks: Ranks<D>,
+    links: Links<D>,
     ledger: Mutex<Ledger>,
-    /// An `Arc<dyn DeviceAllReduce<B>>` for the inner backend `B`, when installed.
-    device_all_reduce: Mutex<Option<Box<dyn Any + Send + Sync>>>,
-    /// What keeps a device-to-device transfer's source intact (see [`SendFence`]), when
-    /// installed.
-    send_fence: Mutex<Option<Arc<dyn SendFence<D>>>>,
 }
 
 impl<D> Drop for MeshInner<D> {
     /// The last handle is gone: the id is free for the next mesh.
     fn drop(&mut self) {
-        registry().live.remove(&self.id);
+        registry().release(self.id);
     }
 }
 
@@ -58,68 +52,6 @@ pub struct MeshDevice<D> {
     exchange: Exchange,
 }
 
-/// The meshes alive now, by id (so Burn's `from_id` can find them again), and the default
-/// mesh of each inner device type.
-#[derive(Default)]
-struct Registry {
-    /// A `Weak<MeshInner<D>>` per live mesh: the registry does not keep a mesh alive.
-    live: HashMap<u16, Box<dyn Any + Send + Sync>>,
-    /// A `MeshDevice<D>` per inner device type, made on first use and kept for the process.
-    defaults: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
-    /// Where the search for a free id starts (the id after the last one handed out).
-    cursor: u16,
-}
-
-static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
-
-fn registry() -> MutexGuard<'static, Registry> {
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Registry {
-    /// A mesh over `ranks` with a free id, registered; one lock held throughout.
-    fn create<D: DeviceOps>(&mut self, ranks: Vec<D>, transport: Transport) -> MeshDevice<D> {
-        let size = ranks.len();
-        self.create_spanning(ranks, transport, Arc::new(Solo), 0, size)
-    }
-
-    /// A mesh of `size` ranks of which this process holds `ranks`, from global rank `first`.
-    fn create_spanning<D: DeviceOps>(
-        &mut self,
-        ranks: Vec<D>,
-        transport: Transport,
-        group: Arc<dyn ProcessGroup>,
-        first: usize,
-        size: usize,
-    ) -> MeshDevice<D> {
-        assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
-        let id =
-            (0..=u16::MAX).map(|i| self.cursor.wrapping_add(i)).find(|id| !self.live.contains_key(id)).unwrap_or_else(
-                || panic!("Hybrid: {} meshes alive at once, the most Burn's 16-bit device ids allow", self.live.len()),
-            );
-        self.cursor = id.wrapping_add(1);
-        let inner = Arc::new(MeshInner {
-            id,
-            ranks,
-            first,
-            size,
-            group,
-            ranks_per_process: std::sync::atomic::AtomicUsize::new(0),
-            transport,
-            ledger: Mutex::new(Ledger::default()),
-            device_all_reduce: Mutex::new(None),
-            send_fence: Mutex::new(None),
-        });
-        self.live.insert(id, Box::new(Arc::downgrade(&inner)));
-        MeshDevice { inner, exchange: Exchange::default() }
-    }
-}
-
-/// Meshes alive in the process now (the default meshes included): what tests of freeing read.
-pub fn live_meshes() -> usize {
-    registry().live.len()
-}
-
 impl<D: DeviceOps> MeshDevice<D> {
     /// A mesh with one rank per entry of `ranks`, in rank order, moving pieces between
     /// distinct devices through the host (works on every backend). Panics on an empty list.
@@ -130,7 +62,58 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// [`MeshDevice::new`] moving pieces between distinct devices by `transport` (see
     /// [`Transport::choose`]).
     pub fn with_transport(ranks: Vec<D>, transport: Transport) -> Self {
-        registry().create(ranks, transport)
+        let size = ranks.len();
+        Self::create(ranks, transport, Arc::new(Solo), 0, size, size)
+    }
+
+    /// A one-process mesh over `ranks` whose ledger counts traffic as if its ranks sat in
+    /// processes of `ranks_per_process` consecutive ranks each: its cross-process bytes then
+    /// say what a job of K / `ranks_per_process` processes would send between them (`owt
+    /// plan --processes`). Nothing else differs from [`MeshDevice::with_transport`]. Panics
+    /// on a count that does not divide K.
+    pub fn previewing_processes(ranks: Vec<D>, transport: Transport, ranks_per_process: usize) -> Self {
+        let size = ranks.len();
+        assert!(
+            ranks_per_process > 0 && size % ranks_per_process == 0,
+            "{ranks_per_process} ranks per process do not divide a mesh of {size} ranks"
+        );
+        Self::create(ranks, transport, Arc::new(Solo), 0, size, ranks_per_process)
+    }
+
+    /// A mesh of `size` ranks of which this process holds `ranks`, from global rank `first`,
+    /// counted in processes of `per_process` ranks, registered under a free id.
+    fn create(
+        ranks: Vec<D>,
+        transport: Transport,
+        group: Arc<dyn ProcessGroup>,
+        first: usize,
+        size: usize,
+        per_process: usize,
+    ) -> Self {
+        Self::create_in(&mut registry(), ranks, transport, group, first, size, per_process)
+    }
+
+    /// [`MeshDevice::create`] under a lock of the registry already held.
+    fn create_in(
+        registry: &mut registry::Registry,
+        ranks: Vec<D>,
+        transport: Transport,
+        group: Arc<dyn ProcessGroup>,
+        first: usize,
+        size: usize,
+        per_process: usize,
+    ) -> Self {
+        assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
+        registry.register(|id| {
+            let inner = Arc::new(MeshInner {
+                id,
+                ranks: Ranks { devices: ranks, first, size, group, per_process },
+                links: Links::new(transport),
+                ledger: Mutex::new(Ledger::default()),
+            });
+            let weak: Box<dyn std::any::Any + Send + Sync> = Box::new(Arc::downgrade(&inner));
+            (MeshDevice { inner, exchange: Exchange::default() }, weak)
+        })
     }
 
     /// This mesh's ranks cut into `parts` meshes of consecutive ranks, each with its own
@@ -140,7 +123,7 @@ impl<D: DeviceOps> MeshDevice<D> {
         assert!(self.processes() == 1, "a mesh spanning processes cannot be cut into nodes");
         let ranks = self.rank_devices();
         assert!(parts > 0 && ranks.len() % parts == 0, "{} ranks do not cut into {parts} equal meshes", ranks.len());
-        ranks.chunks(ranks.len() / parts).map(|c| Self::with_transport(c.to_vec(), self.inner.transport)).collect()
+        ranks.chunks(ranks.len() / parts).map(|c| Self::with_transport(c.to_vec(), self.transport())).collect()
     }
 
     /// `k` virtual ranks all on `device` (how tests and CPU runs get a K-rank mesh).
@@ -177,17 +160,17 @@ impl<D: DeviceOps> MeshDevice<D> {
             return Err(SpanError::UnequalRanks { counts });
         }
         let first = group.rank() * l;
-        Ok(registry().create_spanning(local, transport, group, first, p * l))
+        Ok(Self::create(local, transport, group, first, p * l, l))
     }
 
     /// Number of ranks (K), over every process the mesh spans.
     pub fn size(&self) -> usize {
-        self.inner.size
+        self.inner.ranks.size
     }
 
     /// The global ranks this process holds (all of them in a one-process mesh).
     pub fn local_ranks(&self) -> std::ops::Range<usize> {
-        self.inner.first..self.inner.first + self.inner.ranks.len()
+        self.inner.ranks.local()
     }
 
     /// Whether global rank `rank` is one of this process's.
@@ -195,94 +178,74 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.local_ranks().contains(&rank)
     }
 
-    /// The process that holds global rank `rank` (on a one-process mesh with a
-    /// [process layout](MeshDevice::set_process_layout), the process it would be on).
+    /// The process that holds global rank `rank` (on a mesh
+    /// [previewing processes](MeshDevice::previewing_processes), the process it would be on).
     pub fn process_of(&self, rank: usize) -> usize {
-        let previewed = self.inner.ranks_per_process.load(std::sync::atomic::Ordering::Relaxed);
-        rank / if previewed > 0 { previewed } else { self.inner.ranks.len() }
-    }
-
-    /// Counts this one-process mesh's traffic as if its ranks sat in processes of
-    /// `ranks_per_process` consecutive ranks each: the ledger's cross-process bytes then say
-    /// what a job of K / `ranks_per_process` processes would send between them (`owt plan
-    /// --processes`). Nothing else changes. Panics on a mesh that really spans processes or a
-    /// count that does not divide K.
-    pub fn set_process_layout(&self, ranks_per_process: usize) {
-        assert_eq!(self.processes(), 1, "a mesh spanning processes has its layout already");
-        assert!(
-            ranks_per_process > 0 && self.size() % ranks_per_process == 0,
-            "{ranks_per_process} ranks per process do not divide a mesh of {} ranks",
-            self.size()
-        );
-        self.inner.ranks_per_process.store(ranks_per_process, std::sync::atomic::Ordering::Relaxed);
+        self.inner.ranks.process_of(rank)
     }
 
     /// The processes the mesh spans (1 unless made with [`MeshDevice::spanning`]).
     pub fn processes(&self) -> usize {
-        self.inner.group.size()
+        self.inner.ranks.group.size()
     }
 
     /// This process's index among them.
     pub fn process(&self) -> usize {
-        self.inner.group.rank()
+        self.inner.ranks.group.rank()
     }
 
     /// The process group the mesh's collectives cross.
     pub fn group(&self) -> &Arc<dyn ProcessGroup> {
-        &self.inner.group
+        &self.inner.ranks.group
     }
 
     /// The inner device of global rank `rank`, which must be one of this process's.
     pub fn rank_device(&self, rank: usize) -> &D {
-        match rank.checked_sub(self.inner.first).and_then(|i| self.inner.ranks.get(i)) {
+        match self.inner.ranks.device(rank) {
             Some(d) => d,
             None => panic!(
                 "Hybrid: rank {rank} of a {}-rank mesh is not this process's (it holds ranks {:?}, {})",
                 self.size(),
                 self.local_ranks(),
-                self.inner.group.describe()
+                self.group().describe()
             ),
         }
     }
 
     /// This process's ranks' inner devices in rank order (every rank's in a one-process mesh).
     pub fn rank_devices(&self) -> &[D] {
-        &self.inner.ranks
+        &self.inner.ranks.devices
     }
 
     /// How pieces travel between ranks on distinct devices.
     pub fn transport(&self) -> Transport {
-        self.inner.transport
+        self.inner.links.transport
     }
 
     /// Lets the collectives sum float tensors with the inner backend's own all-reduce across
     /// the ranks' devices (NCCL on CUDA) instead of their ring of transfers.
     pub fn set_device_all_reduce<B: Backend<Device = D>>(&self, all_reduce: Arc<dyn DeviceAllReduce<B>>) {
-        *self.inner.device_all_reduce.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(all_reduce));
+        self.inner.links.set_device_all_reduce(all_reduce)
     }
 
     /// Makes every transfer between two of this mesh's distinct devices call `fence` on the
     /// source's device right after it is issued (see [`SendFence`]: CUDA needs it).
     pub fn set_send_fence(&self, fence: Arc<dyn SendFence<D>>) {
-        *self.inner.send_fence.lock().unwrap_or_else(|e| e.into_inner()) = Some(fence);
+        self.inner.links.set_send_fence(fence)
     }
 
     /// After a transfer from `source` to another device: the installed fence, if any.
     pub(crate) fn after_send(&self, source: &D) {
-        let fence = self.inner.send_fence.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(fence) = fence {
-            fence.after_send(source);
-        }
+        self.inner.links.after_send(source)
     }
 
     /// Whether an inner all-reduce is installed.
     pub fn has_device_all_reduce(&self) -> bool {
-        self.inner.device_all_reduce.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        self.inner.links.has_device_all_reduce()
     }
 
     pub(crate) fn device_all_reduce<B: Backend<Device = D>>(&self) -> Option<Arc<dyn DeviceAllReduce<B>>> {
-        let installed = self.inner.device_all_reduce.lock().unwrap_or_else(|e| e.into_inner());
-        installed.as_ref().and_then(|b| b.downcast_ref::<Arc<dyn DeviceAllReduce<B>>>()).cloned()
+        self.inner.links.device_all_reduce::<B>()
     }
 
     /// This mesh's id (unique in the process).
@@ -309,10 +272,10 @@ impl<D: DeviceOps> MeshDevice<D> {
         if p == 1 {
             return mine;
         }
-        let incoming = self.inner.group.exchange(vec![mine.to_bytes(); p]).unwrap_or_else(|e| {
+        let incoming = self.group().exchange(vec![mine.to_bytes(); p]).unwrap_or_else(|e| {
             crate::comm::process_group::collective_failed(
                 e,
-                &format!("{}, gathering the ledgers", self.inner.group.describe()),
+                &format!("{}, gathering the ledgers", self.group().describe()),
             )
         });
         let mut sum = LedgerSnapshot::default();
@@ -444,15 +407,15 @@ impl<D: std::fmt::Debug> std::fmt::Debug for MeshDevice<D> {
     /// `Mesh#ID[devices]`; a one-rank mesh by its device first (`Cpu, 1-rank mesh #ID`), as
     /// it stands for that device in a single-device run.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.inner.ranks.as_slice() {
-            ranks if self.inner.group.size() > 1 => write!(
+        let ranks = &self.inner.ranks;
+        match ranks.devices.as_slice() {
+            devices if ranks.group.size() > 1 => write!(
                 f,
-                "Mesh#{}[ranks {}..{} of {} on {}: {ranks:?}]",
+                "Mesh#{}[ranks {:?} of {} on {}: {devices:?}]",
                 self.inner.id,
-                self.inner.first,
-                self.inner.first + ranks.len(),
-                self.inner.size,
-                self.inner.group.describe(),
+                ranks.local(),
+                ranks.size,
+                ranks.group.describe(),
             ),
             [one] => write!(f, "{one:?}, 1-rank mesh #{}", self.inner.id),
             ranks => write!(f, "Mesh#{}{ranks:?}", self.inner.id),
@@ -465,24 +428,18 @@ impl<D: DeviceOps> Default for MeshDevice<D> {
     /// once, under one lock, however many threads ask at once).
     fn default() -> Self {
         let mut registry = registry();
-        if let Some(mesh) = registry.defaults.get(&TypeId::of::<D>()).and_then(|m| m.downcast_ref::<Self>()) {
-            return mesh.clone();
+        if let Some(mesh) = registry.default_of::<Self>() {
+            return mesh;
         }
-        let mesh = registry.create(vec![D::default()], Transport::HostStaged);
-        registry.defaults.insert(TypeId::of::<D>(), Box::new(mesh.clone()));
+        let mesh = Self::create_in(&mut registry, vec![D::default()], Transport::HostStaged, Arc::new(Solo), 0, 1, 1);
+        registry.keep_default(mesh.clone());
         mesh
     }
 }
 
 impl<D: DeviceOps> Device for MeshDevice<D> {
     fn from_id(device_id: DeviceId) -> Self {
-        let registry = registry();
-        let inner = registry
-            .live
-            .get(&device_id.index_id)
-            .and_then(|m| m.downcast_ref::<Weak<MeshInner<D>>>())
-            .and_then(Weak::upgrade);
-        drop(registry);
+        let inner = registry().live::<Weak<MeshInner<D>>>(device_id.index_id).and_then(Weak::upgrade);
         match inner {
             Some(inner) => Self { inner, exchange: Exchange::default() },
             None => panic!("Hybrid: no live mesh with id {} for this inner device type", device_id.index_id),
