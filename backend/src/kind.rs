@@ -21,6 +21,9 @@ pub trait ShardKind<B: Backend>: 'static {
     fn into_host(p: Self::Prim) -> burn::tensor::TensorData;
     /// Uploads host data to `device`, keeping its dtype.
     fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim;
+    /// A tensor of `shape` and `dtype` on `device` whose values are not set: what arrives of a
+    /// piece of a backend that holds no values ([`holds_values`]).
+    fn unset(shape: Shape, dtype: DType, device: &B::Device) -> Self::Prim;
     /// Concatenates along `dim`.
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim;
     /// Slices.
@@ -47,6 +50,12 @@ pub trait ShardKind<B: Backend>: 'static {
     ) -> Result<Vec<Self::Prim>, Vec<Self::Prim>> {
         Err(pieces)
     }
+}
+
+/// Whether `B`'s tensors hold values: every backend but owt-meta's shape-only [`owt_meta::Meta`],
+/// whose pieces cross processes as their shapes ([`crate::comm::wire::Payload::ShapeOnly`]).
+pub(crate) fn holds_values<B: Backend>() -> bool {
+    std::any::TypeId::of::<B>() != std::any::TypeId::of::<owt_meta::Meta>()
 }
 
 /// Float tensors.
@@ -101,6 +110,9 @@ impl<B: Backend> ShardKind<B> for FloatKind {
     }
     fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim {
         B::float_from_data(data, device)
+    }
+    fn unset(shape: Shape, dtype: DType, device: &B::Device) -> Self::Prim {
+        B::float_empty(shape, device, float_dtype(dtype))
     }
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
         B::float_cat(ps, dim)
@@ -158,6 +170,9 @@ impl<B: Backend> ShardKind<B> for IntKind {
     fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim {
         B::int_from_data(data, device)
     }
+    fn unset(shape: Shape, dtype: DType, device: &B::Device) -> Self::Prim {
+        B::int_empty(shape, device, int_dtype(dtype))
+    }
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
         B::int_cat(ps, dim)
     }
@@ -202,6 +217,9 @@ impl<B: Backend> ShardKind<B> for BoolKind {
     }
     fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim {
         B::bool_from_data(data, device)
+    }
+    fn unset(shape: Shape, dtype: DType, device: &B::Device) -> Self::Prim {
+        B::bool_empty(shape, device, dtype.into())
     }
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim {
         B::bool_cat(ps, dim)

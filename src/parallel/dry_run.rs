@@ -7,16 +7,15 @@
 use burn::backend::Autodiff;
 use burn::prelude::*;
 
-use owt_hybrid::grid_shard::cut_dim;
 use owt_hybrid::{
-    layer_of, parameter_paths, Collective, CommPlan, Distributed, DryRun, DryRunReport, Exchange, GridPlacement,
-    GridPlan, Hybrid, MeshLayout, Phase, Placement, Plan, Stage, StepLayout, Traffic,
+    CommPlan, DryRun, DryRunReport, Exchange, GridPlacement, GridPlan, Hybrid, MeshLayout, Placement, Plan, StepLayout,
 };
 use owt_meta::Meta;
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
 
 use crate::error::OwtError;
 use crate::parallel::check_run;
+use crate::parallel::grid_run::run_threads;
 use crate::train::{sgd, train_step, FcUpdate, TrainConfig};
 
 /// What the dry run asks about: a model, a plan on `ranks` ranks, a global batch and how the
@@ -67,24 +66,29 @@ impl PlanDryRun<'_> {
         check_run(self.plan, arch, self.ranks, batch)?;
         let dry = DryRun::previewing_processes(self.ranks, self.ranks / processes);
         let layout = MeshLayout::<Meta>::new(dry.mesh().clone(), self.plan.clone(), self.scheme);
-        let device = layout.device().clone();
-        let model: AlexNet<H> = arch.try_init(&device).map_err(|e| OwtError::input(e.0))?;
-        let mut model = layout.place_module(model)?;
+        let model = layout.place_module(self.arch.try_init(layout.device()).map_err(|e| OwtError::input(e.0))?)?;
+        self.two_steps(&layout, model, &dry);
+        Ok(dry.report())
+    }
+
+    /// Two training steps of the model on `layout` with the whole batch, each after
+    /// [`DryRun::begin_step`], so `dry`'s report reads the second (which shows that nothing
+    /// accumulates across steps, as a real run's steady state).
+    fn two_steps<L: StepLayout<H>>(&self, layout: &L, mut model: AlexNet<H>, dry: &DryRun) {
         let config = TrainConfig {
-            batch,
+            batch: self.batch,
             ..TrainConfig::new(ModelSpec::new(ModelKind::AlexNetSmall), crate::data::DatasetKind::Synthetic)
         };
         let mut optim = sgd::<H>(&config);
-        let [c, h, w] = arch.input;
+        let device = layout.device().clone();
+        let [c, h, w] = self.arch.input;
         for step in 0..2 {
-            let x = layout.place_input(Tensor::<H, 4>::zeros([batch, c, h, w], &device));
-            let y = layout.place_labels(Tensor::<H, 1, Int>::zeros([batch], &device));
+            let x = layout.place_input(Tensor::<H, 4>::zeros([self.batch, c, h, w], &device));
+            let y = layout.place_labels(Tensor::<H, 1, Int>::zeros([self.batch], &device));
             dry.begin_step();
-            model =
-                train_step(&layout, model, &mut optim, 0.01, self.head, self.fc_update, DropoutKey::new(0, step), x, y)
-                    .0;
+            let key = DropoutKey::new(0, step);
+            model = train_step(layout, model, &mut optim, 0.01, self.head, self.fc_update, key, x, y).0;
         }
-        Ok(dry.report())
     }
 }
 
@@ -97,24 +101,12 @@ impl PlanDryRun<'_> {
     }
 
     /// The step on a 2-D mesh of `shape` under `grid` (its local plan inside each node,
-    /// which `self.plan` is not consulted for): a dry run on L ranks of each node's step
-    /// (its N-th of the batch, or all of it where the input is `Replicate` along the nodes;
-    /// the same on every node, with every parameter whole as a step computes with it), and
-    /// across the nodes what a [`owt_hybrid::GridLayout`] moves:
-    /// - a parameter `Replicate` along the nodes: its gradient summed on a ring over them
-    ///   (2 (N - 1) x each local rank's piece, as `all_reduce[node]` in the layer's sync
-    ///   phase; a replicated gradient by slices, then all-gathered in the node:
-    ///   [`owt_hybrid::grid::sums_by_slices`]);
-    /// - a parameter `Shard(d)` along them: each node's slice all-gathered over the nodes
-    ///   for the step ((N - 1) x each local piece, `all_gather[node]`, the layer's forward)
-    ///   and the gradient reduce-scattered back (each local piece less its slice,
-    ///   `reduce_scatter[node]`, the layer's sync); a slice split inside the node on the very
-    ///   dim the nodes split is gathered inside the node first, as the real step does;
-    /// - the step's loss and correct count, summed over the nodes.
-    ///
-    /// With the whole batch on every node nothing is summed over the nodes. The report is
-    /// the whole mesh's (every node's entries summed); with it, every parameter's
-    /// placement per dimension.
+    /// which `self.plan` is not consulted for): the real 2-D step ([`GridLayout`]) on N nodes
+    /// of L shape-only ranks each, the nodes threads of this process, so every entry is what
+    /// the layout's own collectives record (the sums, gathers and reduce-scatters over the
+    /// nodes with their layouts inside each node), never a model of them. The report is the
+    /// whole mesh's ledger (every node's entries summed) with node 0's ops (every node runs
+    /// the same step on an equal share); with it, every parameter's placement per dimension.
     pub fn run_on_grid_plan(
         &self,
         shape: [usize; 2],
@@ -137,151 +129,29 @@ impl PlanDryRun<'_> {
                 "--fc-update per-chunk runs on one device or a 1-D mesh; a 2-D mesh updates per step",
             ));
         }
-        let dry = DryRun::new(local);
-        let model: AlexNet<H> = self.arch.try_init(dry.mesh()).map_err(|e| OwtError::input(e.0))?;
-        let params = parameter_paths(&model);
-        let stored = grid.check_outer(&params, nodes).map_err(|e| OwtError::input(e.0))?;
+        if self.batch == 0 {
+            return Err(OwtError::input("the batch must be at least 1, got 0"));
+        }
+        // What the layout and `owt train` refuse, refused before any node is made: what each
+        // node stores, the sizes of a node's step, the plan inside a node on its share.
+        let stored = grid.check_outer(&self.arch.parameters()?, nodes).map_err(|e| OwtError::input(e.0))?;
         plan.check_params(&stored, local).map_err(|e| OwtError::input(e.0))?;
         let node_batch = if split_batch { self.batch / nodes } else { self.batch };
-        let node = PlanDryRun { plan: &plan, ranks: local, batch: node_batch, ..self.clone() };
-        let mut report = node.run()?;
-        let mut ledger = owt_hybrid::LedgerSnapshot::default();
-        for _ in 0..nodes {
-            ledger.add(&report.ledger);
-        }
-        let mut placements = Vec::new();
-        let across = |bytes: usize, messages: usize| {
-            let (bytes, messages) = (bytes as u64, messages as u64);
-            Traffic { bytes, messages, cross_process_bytes: bytes, cross_process_messages: messages }
-        };
-        let ring = |held: usize, size: usize| across(2 * (nodes - 1) * held * size, nodes * local * 2 * (nodes - 1));
-        let outer = |c: Collective| c.over(owt_hybrid::grid::DIM_NAMES[0]);
-        let (all_reduce, all_gather, reduce_scatter) =
-            (outer(Collective::AllReduce), outer(Collective::AllGather), outer(Collective::ReduceScatter));
-        for (path, dims) in params {
-            let p = plan.placement_of(&path);
-            let outer = grid.outer_of(&path);
-            placements.push((path.clone(), [outer, p]));
-            if nodes == 1 {
-                continue;
-            }
-            let elements: usize = dims.iter().product();
-            let forward = Phase::of(layer_of(&path), Stage::Forward);
-            let sync = Phase::of(layer_of(&path), Stage::Sync);
-            match outer {
-                Placement::Shard(d) => {
-                    let slices = owt_hybrid::shard_ranges(dims[d], nodes);
-                    let per_entry = elements / dims[d].max(1);
-                    // Local pieces that cross the nodes as copies of the whole (one per local
-                    // rank), or as one copy's pieces: split inside the node on another dim, or
-                    // replicated and cut first (then all-gathered inside the node after).
-                    let copies = |q: Placement, cut: Option<usize>| match (q, cut) {
-                        (Placement::Shard(e), _) if e != d => 1,
-                        (Placement::Replicate, Some(_)) => 1,
-                        _ => local,
-                    };
-                    for slice in &slices {
-                        let mut slice_dims = dims.clone();
-                        slice_dims[d] = slice.len();
-                        let slice_elements = slice.len() * per_entry;
-                        // The slice gathered over the nodes for the forward pass (a slice split
-                        // on dim d inside the node gathered inside it first).
-                        let mut q = p;
-                        if p == Placement::Shard(d) {
-                            ledger.add(&inner_traffic(local, &slice_dims, p, Placement::Replicate, &forward));
-                            q = Placement::Replicate;
-                        }
-                        let cut = (q == Placement::Replicate).then(|| cut_dim(&slice_dims, d, local)).flatten();
-                        *ledger.traffic.entry((forward.clone(), all_gather.clone())).or_default() +=
-                            across((nodes - 1) * slice_elements * copies(q, cut) * 4, local * (nodes - 1));
-                        if let Some(e) = cut {
-                            ledger.add(&inner_traffic(
-                                local,
-                                &dims,
-                                Placement::Shard(e),
-                                Placement::Replicate,
-                                &forward,
-                            ));
-                        }
-                        // The gradient: reduce-scattered over the nodes, or only cut where every
-                        // node has the whole batch (a gradient split on dim d inside the node,
-                        // or partial, made whole inside it first).
-                        let mut q = p;
-                        let whole_first =
-                            p == Placement::Shard(d) || (split_batch && matches!(p, Placement::Partial(_)));
-                        if whole_first {
-                            ledger.add(&inner_traffic(local, &dims, p, Placement::Replicate, &sync));
-                            q = Placement::Replicate;
-                        }
-                        if split_batch {
-                            let cut = (q == Placement::Replicate).then(|| cut_dim(&dims, d, local)).flatten();
-                            let sent = (elements - slice_elements) * copies(q, cut) * 4;
-                            *ledger.traffic.entry((sync.clone(), reduce_scatter.clone())).or_default() +=
-                                across(sent, local * (nodes - 1));
-                            if let Some(e) = cut {
-                                let from = Placement::Shard(e);
-                                ledger.add(&inner_traffic(local, &slice_dims, from, Placement::Replicate, &sync));
-                            }
-                        }
-                    }
-                }
-                _ if !split_batch => {}
-                _ => {
-                    let sliced = owt_hybrid::grid::sums_by_slices(p, dims[0], shape);
-                    let held = match p {
-                        _ if sliced => elements,
-                        Placement::Replicate => elements * local,
-                        _ => elements,
-                    };
-                    *ledger.traffic.entry((sync.clone(), all_reduce.clone())).or_default() += ring(held, 4);
-                    if sliced {
-                        // The summed slices all-gathered inside every node.
-                        let gather = Collective::AllGather.into();
-                        let bytes = (nodes * (local - 1) * elements * 4) as u64;
-                        let messages = (nodes * local * (local - 1)) as u64;
-                        *ledger.traffic.entry((sync, gather)).or_default() += Traffic::within(bytes, messages);
-                    }
-                }
-            }
-        }
-        if nodes > 1 && split_batch {
-            // The step's mean loss and correct count, one value on each local rank.
-            let key = (Phase::unlabelled(), all_reduce.clone());
-            let mut outcome = ring(local, 4);
-            outcome += ring(local, 4);
-            *ledger.traffic.entry(key).or_default() += outcome;
-        }
-        report.comm = CommPlan::from_ledger(&ledger, &report.order);
-        report.ledger = ledger;
-        Ok((report, placements))
+        crate::train::budget::estimate(self.arch, node_batch, 0)?;
+        check_run(&plan, self.arch, local, node_batch)?;
+        let dries: Vec<DryRun> = (0..nodes).map(|_| DryRun::new(local)).collect();
+        let (report, ledger, placements) =
+            run_threads::<Meta, _>(nodes, |n| dries[n].mesh().clone(), grid, self.scheme, |layout| {
+                let dry = &dries[layout.grid().node()];
+                let model = self.arch.try_init(layout.device()).map_err(|e| OwtError::input(e.0))?;
+                let model = layout.place_module(model)?;
+                let placements = layout.placements(&model);
+                self.two_steps(layout, model, dry);
+                let ledger = layout.grid().ledger_snapshot();
+                Ok((dry.report(), ledger, placements))
+            })?;
+        let comm = CommPlan::from_ledger(&ledger, &report.order);
+        Ok((DryRunReport { comm, ledger, ..report }, placements))
     }
 }
 
-/// What moving one node's tensor of `dims` (f32) from `from` to `to` inside its node of
-/// `local` ranks records, labelled `label`: the very collectives a real step calls, run on
-/// shape-only ranks, once per node.
-fn inner_traffic(
-    local: usize,
-    dims: &[usize],
-    from: Placement,
-    to: Placement,
-    label: &Phase,
-) -> owt_hybrid::LedgerSnapshot {
-    fn moved<const D: usize>(dry: &DryRun, dims: &[usize], from: Placement, to: Placement, label: &Phase) {
-        let mesh = dry.mesh();
-        let t = Tensor::<Hybrid<Meta>, D>::zeros(dims.to_vec(), mesh).distribute(from);
-        mesh.reset_ledger();
-        mesh.set_phase(Some(label.clone()));
-        let _ = t.distribute(to);
-        mesh.set_phase(None);
-    }
-    let dry = DryRun::new(local);
-    match dims.len() {
-        1 => moved::<1>(&dry, dims, from, to, label),
-        2 => moved::<2>(&dry, dims, from, to, label),
-        3 => moved::<3>(&dry, dims, from, to, label),
-        4 => moved::<4>(&dry, dims, from, to, label),
-        n => unreachable!("a parameter of {n} dims"),
-    }
-    dry.mesh().ledger_snapshot()
-}

@@ -75,27 +75,7 @@ impl GridNodes {
         match self {
             GridNodes::Threads(n) => {
                 let locals = mesh.split(*n);
-                // A node that fails returns its error and leaves the group (its handle is
-                // dropped), so the others stop at their next exchange instead of waiting for
-                // it; its error is what the job reports, theirs (that it is gone) are not.
-                let outcomes = GridMesh::try_threaded(
-                    *n,
-                    |i| locals[i].clone(),
-                    |grid| body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?),
-                );
-                let mut stopped = None;
-                let mut results = Vec::new();
-                for outcome in outcomes {
-                    match outcome {
-                        Ok(Ok(t)) => results.push(t),
-                        Ok(Err(e)) => return Err(e),
-                        Err(lost) => stopped = stopped.or(Some(lost)),
-                    }
-                }
-                if let Some(lost) = stopped {
-                    return Err(OwtError::backend(format!("--mesh: a node stopped: {lost}")));
-                }
-                results.into_iter().next().ok_or_else(|| OwtError::input("--mesh: no nodes ran"))
+                run_threads(*n, |i| locals[i].clone(), plan, scheme, body)
             }
             GridNodes::Processes(group) => {
                 let grid = GridMesh::new(group.clone(), mesh).map_err(|e| OwtError::input(e.to_string()))?;
@@ -103,4 +83,35 @@ impl GridNodes {
             }
         }
     }
+}
+
+/// Runs `body` on `nodes` nodes of a 2-D mesh in this process, one thread each holding its
+/// local mesh `local(n)`, on a [`GridLayout`] of `plan` and `scheme`, and returns node 0's
+/// result; a node's error is returned if any node fails.
+pub fn run_threads<IB: Backend, T: Send>(
+    nodes: usize,
+    local: impl Fn(usize) -> MeshDevice<IB::Device> + Sync,
+    plan: &GridPlan,
+    scheme: Exchange,
+    body: impl Fn(&GridLayout<IB>) -> Result<T, OwtError> + Sync,
+) -> Result<T, OwtError> {
+    // A node that fails returns its error and leaves the group (its handle is dropped), so
+    // the others stop at their next exchange instead of waiting for it; its error is what
+    // the job reports, theirs (that it is gone) are not.
+    let outcomes = GridMesh::try_threaded(nodes, local, |grid| {
+        body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?)
+    });
+    let mut stopped = None;
+    let mut results = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Ok(Ok(t)) => results.push(t),
+            Ok(Err(e)) => return Err(e),
+            Err(lost) => stopped = stopped.or(Some(lost)),
+        }
+    }
+    if let Some(lost) = stopped {
+        return Err(OwtError::backend(format!("--mesh: a node stopped: {lost}")));
+    }
+    results.into_iter().next().ok_or_else(|| OwtError::input("--mesh: no nodes ran"))
 }

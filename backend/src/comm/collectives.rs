@@ -16,7 +16,7 @@ use super::ledger_key::Collective;
 use super::process_group::collective_failed;
 use super::wire;
 use crate::dtensor::{bytes_of, slices_along, DTensor};
-use crate::kind::ShardKind;
+use crate::kind::{holds_values, ShardKind};
 use crate::ledger::Traffic;
 use crate::mesh::MeshDevice;
 use crate::mutation::{self, Mutation};
@@ -74,7 +74,12 @@ pub(crate) fn route<B: Backend, K: ShardKind<B>>(
             };
             inbox[dst - local.start].push((key, moved));
         } else {
-            let parcel = wire::Parcel { key: key as u64, dst: dst as u64, data: K::into_host(piece) };
+            let data = if holds_values::<B>() {
+                wire::Payload::Values(K::into_host(piece))
+            } else {
+                wire::Payload::ShapeOnly(piece.dtype(), piece.shape())
+            };
+            let parcel = wire::Parcel { key: key as u64, dst: dst as u64, data };
             wire::write(&mut outgoing[axis.process_of(dst)], &parcel);
         }
     }
@@ -88,7 +93,12 @@ pub(crate) fn route<B: Backend, K: ShardKind<B>>(
             for wire::Parcel { key, dst, data } in wire::read_all(&buffer) {
                 let dst = dst as usize;
                 assert!(axis.is_local(dst), "Hybrid: process {p} sent a piece for rank {dst}, not this process's");
-                inbox[dst - local.start].push((key as usize, K::from_host(data, axis.rank_device(dst))));
+                let device = axis.rank_device(dst);
+                let piece = match data {
+                    wire::Payload::Values(data) => K::from_host(data, device),
+                    wire::Payload::ShapeOnly(dtype, shape) => K::unset(shape, dtype, device),
+                };
+                inbox[dst - local.start].push((key as usize, piece));
             }
         }
     }

@@ -1,6 +1,9 @@
 //! How pieces bound for another process are written into the one buffer sent to it: per
 //! piece its key (the collective's order), its destination rank, its dtype, shape and bytes,
 //! little-endian. Only host bytes cross processes (host-staged: read back, sent, uploaded).
+//! A piece of a backend that holds no values (owt-meta's shape-only devices, on which dry
+//! runs of meshes across nodes run) crosses as its dtype and shape alone: the same parcel,
+//! counted alike, without reading back or sending bytes that would all be zeros.
 
 use burn::tensor::{BoolStore, DType, Shape, TensorData};
 
@@ -10,8 +13,21 @@ use burn::tensor::{BoolStore, DType, Shape, TensorData};
 pub(crate) struct Parcel {
     pub key: u64,
     pub dst: u64,
-    pub data: TensorData,
+    pub data: Payload,
 }
+
+/// What a parcel carries of its piece.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Payload {
+    /// The piece's values.
+    Values(TensorData),
+    /// Only its dtype and shape: a piece of a backend that holds no values.
+    ShapeOnly(DType, Shape),
+}
+
+/// The tag before a parcel's dtype: values follow its shape, or nothing does.
+const VALUES: u8 = 0;
+const SHAPE_ONLY: u8 = 1;
 
 fn dtype_tag(dtype: DType) -> u8 {
     match dtype {
@@ -59,16 +75,23 @@ fn dtype_of(tag: u8) -> DType {
 
 /// Appends `parcel` to `out`.
 pub(crate) fn write(out: &mut Vec<u8>, parcel: &Parcel) {
-    let bytes = parcel.data.as_bytes();
     out.extend_from_slice(&parcel.key.to_le_bytes());
     out.extend_from_slice(&parcel.dst.to_le_bytes());
-    out.push(dtype_tag(parcel.data.dtype));
-    out.push(u8::try_from(parcel.data.shape.num_dims()).expect("at most 255 dimensions"));
-    for &d in parcel.data.shape.iter() {
+    let (tag, dtype, shape) = match &parcel.data {
+        Payload::Values(data) => (VALUES, data.dtype, &data.shape),
+        Payload::ShapeOnly(dtype, shape) => (SHAPE_ONLY, *dtype, shape),
+    };
+    out.push(tag);
+    out.push(dtype_tag(dtype));
+    out.push(u8::try_from(shape.num_dims()).expect("at most 255 dimensions"));
+    for &d in shape.iter() {
         out.extend_from_slice(&(d as u64).to_le_bytes());
     }
-    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    out.extend_from_slice(bytes);
+    if let Payload::Values(data) = &parcel.data {
+        let bytes = data.as_bytes();
+        out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(bytes);
+    }
 }
 
 /// Reads every parcel of a buffer written by [`write`].
@@ -78,11 +101,18 @@ pub(crate) fn read_all(buffer: &[u8]) -> Vec<Parcel> {
     while reader.at < buffer.len() {
         let key = reader.u64();
         let dst = reader.u64();
+        let tag = reader.take(1)[0];
         let dtype = dtype_of(reader.take(1)[0]);
         let dims = reader.take(1)[0] as usize;
-        let shape: Vec<usize> = (0..dims).map(|_| reader.u64() as usize).collect();
-        let len = reader.u64() as usize;
-        let data = TensorData::from_bytes_vec(reader.take(len).to_vec(), Shape::from(shape), dtype);
+        let shape = Shape::from((0..dims).map(|_| reader.u64() as usize).collect::<Vec<_>>());
+        let data = match tag {
+            VALUES => {
+                let len = reader.u64() as usize;
+                Payload::Values(TensorData::from_bytes_vec(reader.take(len).to_vec(), shape, dtype))
+            }
+            SHAPE_ONLY => Payload::ShapeOnly(dtype, shape),
+            other => panic!("Hybrid: a piece from another process has an unknown payload tag {other}"),
+        };
         parcels.push(Parcel { key, dst, data });
     }
     parcels
@@ -118,12 +148,15 @@ mod tests {
 
     #[test]
     fn parcels_of_every_kind_come_back_as_written() {
+        let values = |data| Payload::Values(data);
         let parcels = vec![
-            Parcel { key: 3, dst: 1, data: TensorData::new(vec![1.5f32, -2.0, 0.25, 7.0, 8.0, 9.0], [2, 3]) },
-            Parcel { key: 0, dst: 5, data: TensorData::new(vec![1.0f64 / 3.0], [1]) },
-            Parcel { key: 9, dst: 2, data: TensorData::new(vec![-4i64, 5], [2]) },
-            Parcel { key: 1, dst: 0, data: TensorData::new(vec![true, false, true], [3, 1]) },
-            Parcel { key: 2, dst: 0, data: TensorData::new(Vec::<f32>::new(), [0, 4]) },
+            Parcel { key: 3, dst: 1, data: values(TensorData::new(vec![1.5f32, -2.0, 0.25, 7.0, 8.0, 9.0], [2, 3])) },
+            Parcel { key: 0, dst: 5, data: values(TensorData::new(vec![1.0f64 / 3.0], [1])) },
+            Parcel { key: 9, dst: 2, data: values(TensorData::new(vec![-4i64, 5], [2])) },
+            Parcel { key: 4, dst: 3, data: Payload::ShapeOnly(DType::BF16, Shape::new([4096, 9216])) },
+            Parcel { key: 1, dst: 0, data: values(TensorData::new(vec![true, false, true], [3, 1])) },
+            Parcel { key: 2, dst: 0, data: values(TensorData::new(Vec::<f32>::new(), [0, 4])) },
+            Parcel { key: 5, dst: 1, data: Payload::ShapeOnly(DType::I64, Shape::new([0])) },
         ];
         let mut buffer = Vec::new();
         for p in &parcels {
@@ -131,5 +164,9 @@ mod tests {
         }
         assert_eq!(read_all(&buffer), parcels);
         assert!(read_all(&[]).is_empty());
+        // A shape-only piece costs its header alone, however large the shape.
+        let mut shape_only = Vec::new();
+        write(&mut shape_only, &parcels[3]);
+        assert_eq!(shape_only.len(), 8 + 8 + 1 + 1 + 1 + 2 * 8);
     }
 }
