@@ -22,7 +22,7 @@ pub trait ShardKind<B: Backend>: 'static {
     /// Uploads host data to `device`, keeping its dtype.
     fn from_host(data: burn::tensor::TensorData, device: &B::Device) -> Self::Prim;
     /// A tensor of `shape` and `dtype` on `device` whose values are not set: what arrives of a
-    /// piece of a backend that holds no values ([`holds_values`]).
+    /// piece of a backend that holds no values (owt-meta's shape-only devices).
     fn unset(shape: Shape, dtype: DType, device: &B::Device) -> Self::Prim;
     /// Concatenates along `dim`.
     fn cat(ps: Vec<Self::Prim>, dim: usize) -> Self::Prim;

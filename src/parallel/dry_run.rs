@@ -101,7 +101,7 @@ impl PlanDryRun<'_> {
     }
 
     /// The step on a 2-D mesh of `shape` under `grid` (its local plan inside each node,
-    /// which `self.plan` is not consulted for): the real 2-D step ([`GridLayout`]) on N nodes
+    /// which `self.plan` is not consulted for): the real 2-D step ([`owt_hybrid::GridLayout`]) on N nodes
     /// of L shape-only ranks each, the nodes threads of this process, so every entry is what
     /// the layout's own collectives record (the sums, gathers and reduce-scatters over the
     /// nodes with their layouts inside each node), never a model of them. The report is the
