@@ -34,8 +34,37 @@ pub trait Distributed: Sized {
     fn redistribute(self, placement: Placement) -> Self {
         self.distribute(placement)
     }
-    /// The current placement.
+    /// The current placement along the mesh's own ranks (its innermost dimension: every rank
+    /// of a 1-D mesh).
     fn placement(&self) -> Placement;
+    /// The placement along every dimension of the mesh, outermost first (one entry on a 1-D
+    /// mesh; `[node, local]` on a mesh of nodes).
+    fn placements(&self) -> Vec<Placement>;
+    /// This tensor laid out as `placement` along outer dimension `dim` of its mesh (0 for the
+    /// nodes of a mesh of nodes), its layout along the other dimensions kept (a pending sum
+    /// inside each node made whole there first): Replicate to Shard is a local cut, Shard to
+    /// Replicate an all-gather over the processes along the dimension, Partial to Replicate
+    /// or Shard an all-reduce or reduce-scatter over them. A collective along the dimension.
+    fn distribute_along(self, dim: usize, placement: Placement) -> Self;
+    /// [`Distributed::distribute_along`] as a differentiable op: on `Autodiff<Hybrid<B>>` the
+    /// backward pass brings the gradient back to this tensor's placement along the dimension
+    /// by the dual collective (an all-gather over the nodes has its gradient reduce-scattered
+    /// over them: the FSDP-style pair, Megatron's mappings across nodes). Elsewhere the same
+    /// as `distribute_along`.
+    fn redistribute_along(self, dim: usize, placement: Placement) -> Self {
+        self.distribute_along(dim, placement)
+    }
+    /// This tensor laid out as `placements`, one per dimension of its mesh, outermost first:
+    /// first along the mesh's own ranks, then along each outer dimension from the innermost
+    /// out (so a pending sum is summed inside each node before it crosses the nodes).
+    fn distribute_all(self, placements: &[Placement]) -> Self {
+        let (inner, outer) = placements.split_last().expect("a placement per mesh dimension");
+        let mut t = self.distribute(*inner);
+        for (j, p) in outer.iter().enumerate().rev() {
+            t = t.distribute_along(j, *p);
+        }
+        t
+    }
     /// The shape each of this process's ranks holds, in rank order (every rank's when the
     /// mesh is in one process).
     fn local_shapes(&self) -> Vec<Vec<usize>>;
@@ -58,9 +87,30 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Hybrid<B>, D> {
         float_of(self).placement()
     }
 
+    fn placements(&self) -> Vec<Placement> {
+        float_of(self).placements()
+    }
+
+    fn distribute_along(self, dim: usize, placement: Placement) -> Self {
+        let t = float_of(&self);
+        Tensor::from_primitive(TensorPrimitive::Float(along(t, dim, placement)))
+    }
+
     fn local_shapes(&self) -> Vec<Vec<usize>> {
         float_of(self).shards().iter().map(|s| s.shape().to_vec()).collect()
     }
+}
+
+/// `t` laid out `placement` along outer dimension `dim`, named in a panic where the mesh has
+/// no such dimension.
+fn along<B: Backend, K: crate::kind::ShardKind<B>>(
+    t: crate::dtensor::DTensor<B, K>,
+    dim: usize,
+    placement: Placement,
+) -> crate::dtensor::DTensor<B, K> {
+    let dims = t.mesh().outer_dims().len();
+    assert!(dim < dims, "Hybrid: outer dimension {dim} of a mesh with {dims} outer dimensions");
+    crate::comm::along::redistribute_along(t, dim, placement)
 }
 
 impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> {
@@ -92,6 +142,33 @@ impl<B: Backend, const D: usize> Distributed for Tensor<Autodiff<Hybrid<B>>, D> 
         self.clone().inner().placement()
     }
 
+    fn placements(&self) -> Vec<Placement> {
+        self.clone().inner().placements()
+    }
+
+    /// As [`Distributed::distribute`] does: a parameter stays the same leaf, a tensor computed
+    /// in a graph is moved differentiably (its gradient brought back along the dimension by
+    /// the dual collective: a gather's gradient reduce-scattered), anything else just moved.
+    fn distribute_along(self, dim: usize, placement: Placement) -> Self {
+        let require_grad = self.is_require_grad();
+        let in_graph = !self.clone().into_primitive().tensor().node.requirement.is_none();
+        if require_grad {
+            let mut leaf = self.into_primitive().tensor();
+            leaf.primitive = along(leaf.primitive, dim, placement);
+            return Tensor::from_primitive(TensorPrimitive::Float(leaf));
+        }
+        if in_graph {
+            return self.redistribute_along(dim, placement);
+        }
+        Tensor::from_inner(self.inner().distribute_along(dim, placement))
+    }
+
+    fn redistribute_along(self, dim: usize, placement: Placement) -> Self {
+        let dims = self.clone().inner().placements().len() - 1;
+        assert!(dim < dims, "Hybrid: outer dimension {dim} of a mesh with {dims} outer dimensions");
+        crate::differentiable::redistribute_along(self, dim, placement)
+    }
+
     fn local_shapes(&self) -> Vec<Vec<usize>> {
         self.clone().inner().local_shapes()
     }
@@ -108,6 +185,14 @@ macro_rules! int_distributed {
 
             fn placement(&self) -> Placement {
                 self.clone().into_primitive().placement()
+            }
+
+            fn placements(&self) -> Vec<Placement> {
+                self.clone().into_primitive().placements()
+            }
+
+            fn distribute_along(self, dim: usize, placement: Placement) -> Self {
+                Tensor::from_primitive(along(self.into_primitive(), dim, placement))
             }
 
             fn local_shapes(&self) -> Vec<Vec<usize>> {

@@ -20,6 +20,8 @@ struct Redistribute {
     /// Where the gradient goes: the input's placement, or whole for a pending sum (every
     /// summand's gradient is the whole upstream gradient).
     back_to: Placement,
+    /// Along which dimension: the mesh's own ranks (`None`), or outer dimension `j`.
+    along: Option<usize>,
 }
 
 impl<B: Backend> Backward<Hybrid<B>, 1> for Redistribute {
@@ -27,7 +29,11 @@ impl<B: Backend> Backward<Hybrid<B>, 1> for Redistribute {
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
         let [parent] = ops.parents;
-        let grad = crate::collectives::redistribute(grads.consume::<Hybrid<B>>(&ops.node), self.back_to);
+        let grad = grads.consume::<Hybrid<B>>(&ops.node);
+        let grad = match self.along {
+            None => crate::collectives::redistribute(grad, self.back_to),
+            Some(j) => crate::comm::along::redistribute_along(grad, j, self.back_to),
+        };
         if let Some(parent) = parent {
             grads.register::<Hybrid<B>>(parent.id, grad);
         }
@@ -42,9 +48,28 @@ pub(crate) fn redistribute<B: Backend, const D: usize>(
     let t = tensor.into_primitive().tensor();
     let from = t.primitive.placement();
     let back_to = if from.is_partial() { Placement::Replicate } else { from };
-    let out = Redistribute { back_to }
+    let out = Redistribute { back_to, along: None }
         .prepare::<NoCheckpointing>([t.node.clone()])
         .compute_bound()
         .stateless(crate::collectives::redistribute(t.primitive, placement));
+    Tensor::from_primitive(TensorPrimitive::Float(out))
+}
+
+/// `tensor` laid out as `placement` along outer dimension `j` of its mesh, differentiably:
+/// the backward pass brings the gradient back to the placement the tensor had along that
+/// dimension by the dual collective (Megatron's mappings across nodes: the FSDP-style gather
+/// of a parameter's slices, whose gradient is reduce-scattered back to the slices).
+pub(crate) fn redistribute_along<B: Backend, const D: usize>(
+    tensor: Tensor<Autodiff<Hybrid<B>>, D>,
+    j: usize,
+    placement: Placement,
+) -> Tensor<Autodiff<Hybrid<B>>, D> {
+    let t = tensor.into_primitive().tensor();
+    let from = t.primitive.outer[j];
+    let back_to = if from.is_partial() { Placement::Replicate } else { from };
+    let out = Redistribute { back_to, along: Some(j) }
+        .prepare::<NoCheckpointing>([t.node.clone()])
+        .compute_bound()
+        .stateless(crate::comm::along::redistribute_along(t.primitive, j, placement));
     Tensor::from_primitive(TensorPrimitive::Float(out))
 }

@@ -1,4 +1,5 @@
-//! The distributed tensor: a global shape, a placement and one inner tensor per rank.
+//! The distributed tensor: a global shape, a placement along each dimension of its mesh and
+//! one inner tensor per rank of this process.
 
 use std::sync::{Arc, OnceLock};
 
@@ -10,14 +11,28 @@ use crate::mesh::MeshDevice;
 use crate::placement::Placement;
 
 /// A tensor of `Hybrid<B>`: what it is globally (shape, dtype), how it is laid out
-/// (placement) and the pieces of this process's ranks: `shards[i]` is global rank
-/// `first + i`'s, on its device, where `first..first + shards.len()` are the mesh's
-/// [`local_ranks`](MeshDevice::local_ranks) (every rank in a one-process mesh).
+/// (a placement along each dimension of its mesh) and the pieces of this process's ranks:
+/// `shards[i]` is global rank `first + i`'s, on its device, where `first..first +
+/// shards.len()` are the mesh's [`local_ranks`](MeshDevice::local_ranks) (every rank in a
+/// one-process mesh).
+///
+/// On a mesh with dimensions across processes ([`MeshDevice::outer_dims`]: the nodes of a
+/// mesh of nodes) the tensor is laid out along those first (`outer`, outermost first), which
+/// leaves this process a part of it (`shape`: its view), and that part is laid out over the
+/// process's ranks (`placement`). Everything inside a process (the rules of the innermost
+/// dimension, the collectives among its ranks) sees only the view; Burn sees `global`. On a
+/// 1-D mesh the two shapes are one.
 pub struct DTensor<B: Backend, K: ShardKind<B>> {
     pub(crate) mesh: MeshDevice<B::Device>,
+    /// This process's view: the global shape cut by the outer placements.
     pub(crate) shape: Shape,
+    /// The whole tensor's shape, over every dimension of the mesh.
+    pub(crate) global: Shape,
     pub(crate) dtype: DType,
+    /// Along the mesh's innermost dimension (its ranks).
     pub(crate) placement: Placement,
+    /// Along each outer dimension of the mesh, outermost first (empty on a 1-D mesh).
+    pub(crate) outer: Vec<Placement>,
     pub(crate) shards: Vec<K::Prim>,
     /// The whole tensor on every local rank (indexed like `shards`), kept once a matmul has
     /// gathered this sharded tensor as its left operand. Shared by every clone, so the copy an
@@ -33,8 +48,10 @@ impl<B: Backend, K: ShardKind<B>> Clone for DTensor<B, K> {
         Self {
             mesh: self.mesh.clone(),
             shape: self.shape.clone(),
+            global: self.global.clone(),
             dtype: self.dtype,
             placement: self.placement,
+            outer: self.outer.clone(),
             shards: self.shards.clone(),
             kept: self.kept.clone(),
         }
@@ -43,7 +60,20 @@ impl<B: Backend, K: ShardKind<B>> Clone for DTensor<B, K> {
 
 impl<B: Backend, K: ShardKind<B>> std::fmt::Debug for DTensor<B, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DTensor<{}>{:?} {} on {:?}", K::NAME, &self.shape[..], self.placement, self.mesh)
+        if self.outer.is_empty() {
+            return write!(f, "DTensor<{}>{:?} {} on {:?}", K::NAME, &self.shape[..], self.placement, self.mesh);
+        }
+        let outer: Vec<String> = self.outer.iter().map(|p| p.to_string()).collect();
+        write!(
+            f,
+            "DTensor<{}>{:?} [{}, {}] (view {:?}) on {:?}",
+            K::NAME,
+            &self.global[..],
+            outer.join(", "),
+            self.placement,
+            &self.shape[..],
+            self.mesh
+        )
     }
 }
 
@@ -51,8 +81,9 @@ impl<B: Backend, K: ShardKind<B>> TensorMetadata for DTensor<B, K> {
     fn dtype(&self) -> DType {
         self.dtype
     }
+    /// The global shape (what Burn sees).
     fn shape(&self) -> Shape {
-        self.shape.clone()
+        self.global.clone()
     }
 }
 
@@ -91,7 +122,9 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
             mesh.local_ranks().len(),
             mesh.size()
         );
-        let t = Self { mesh, shape, dtype, placement, shards, kept: Arc::default() };
+        let outer = vec![Placement::Replicate; mesh.outer_dims().len()];
+        let global = shape.clone();
+        let t = Self { mesh, shape, global, dtype, placement, outer, shards, kept: Arc::default() };
         if t.shards.iter().any(|s| s.shape().num_elements() == 0) {
             t.mesh.record_empty(&format!("{} {} {:?}", K::NAME, t.placement, &t.shape[..]));
         }
@@ -103,6 +136,27 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
             t.placement
         );
         t
+    }
+
+    /// This tensor laid out `outer` along the mesh's outer dimensions, its global shape
+    /// `global` (its pieces and its view unchanged: what a caller that cut or combined the
+    /// view along those dimensions says it is now).
+    pub(crate) fn placed_outer(self, outer: Vec<Placement>, global: Shape) -> Self {
+        debug_assert_eq!(outer.len(), self.mesh.outer_dims().len(), "a placement per outer dimension");
+        Self { outer, global, ..self }
+    }
+
+    /// The placement along each dimension of the mesh, outermost first (one entry on a 1-D
+    /// mesh).
+    pub fn placements(&self) -> Vec<Placement> {
+        let mut all = self.outer.clone();
+        all.push(self.placement);
+        all
+    }
+
+    /// Whether the tensor is whole along every outer dimension (always on a 1-D mesh).
+    pub(crate) fn whole_across(&self) -> bool {
+        self.outer.iter().all(|p| *p == Placement::Replicate)
     }
 
     /// The same value on every rank (each local rank's copy made by `make(global rank)`).
@@ -134,10 +188,12 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         self.kept.get().is_some()
     }
 
-    /// The kept whole copy as a `Replicate` tensor, if there is one.
+    /// The kept whole copy as a `Replicate` tensor, if there is one (laid out as this one
+    /// along the outer dimensions).
     pub(crate) fn kept_whole(&self) -> Option<Self> {
         let pieces = self.kept.get()?.clone();
-        Some(Self::from_parts(self.mesh.clone(), self.shape.clone(), self.dtype, Placement::Replicate, pieces))
+        let whole = Self::from_parts(self.mesh.clone(), self.shape.clone(), self.dtype, Placement::Replicate, pieces);
+        Some(whole.placed_outer(self.outer.clone(), self.global.clone()))
     }
 
     /// Keeps `whole` (this tensor whole on every rank) with this tensor and its clones; a
@@ -160,7 +216,8 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
     }
 
     /// Applies `f(global rank, piece)` to every local rank's piece, keeping the placement;
-    /// `shape` is the new global shape.
+    /// `shape` is the new shape of this process's view (a tensor whole along the outer
+    /// dimensions: the collectives among a process's ranks reshape such views only).
     pub(crate) fn map<K2: ShardKind<B>>(
         self,
         shape: Shape,
@@ -177,7 +234,8 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         Self { shards, ..self }
     }
 
-    /// Like [`DTensor::map`] with a new placement as well.
+    /// Like [`DTensor::map`] with a new placement as well; the view's shape and the outer
+    /// layout stay.
     pub(crate) fn map_placed<K2: ShardKind<B>>(
         self,
         shape: Shape,
@@ -186,6 +244,7 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
     ) -> DTensor<B, K2> {
         let shards: Vec<K2::Prim> = self.mesh.local_ranks().zip(self.shards).map(|(r, p)| f(r, p)).collect();
         let dtype = shards[0].dtype();
-        DTensor::from_parts(self.mesh, shape, dtype, placement, shards)
+        let (outer, global) = (self.outer, self.global);
+        DTensor::from_parts(self.mesh, shape, dtype, placement, shards).placed_outer(outer, global)
     }
 }

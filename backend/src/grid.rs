@@ -28,8 +28,8 @@ use crate::comm::over_nodes::{self, Weigh};
 use crate::comm::{Collective, CollectiveKey, Columns};
 use crate::kind::{FloatKind, IntKind, ShardKind};
 use crate::ledger::{LedgerSnapshot, Traffic};
-use crate::mesh::MeshDevice;
-use crate::placement::{shard_ranges, Placement};
+use crate::mesh::{MeshDevice, OuterDim};
+use crate::placement::{shard_ranges, Placement, ReduceOp};
 use crate::process_group::{ProcessGroup, ThreadedGroup};
 
 /// The default names of a 2-D mesh's dimensions: across nodes, then inside one.
@@ -78,6 +78,9 @@ pub struct GridMesh<D> {
     names: [String; 2],
     nodes: Arc<dyn ProcessGroup>,
     local: MeshDevice<D>,
+    /// The local ranks with the node dimension around them: the device of tensors that carry
+    /// a placement along both dimensions.
+    mesh: MeshDevice<D>,
 }
 
 impl<D: DeviceOps> std::fmt::Debug for GridMesh<D> {
@@ -110,7 +113,8 @@ impl<D: DeviceOps> GridMesh<D> {
         if counts.iter().any(|&c| c != local.size()) {
             return Err(GridError::UnequalNodes { local: counts });
         }
-        Ok(Self { names: DIM_NAMES.map(String::from), nodes, local })
+        let mesh = local.extended(OuterDim::new(DIM_NAMES[0], nodes.clone()));
+        Ok(Self { names: DIM_NAMES.map(String::from), nodes, local, mesh })
     }
 
     /// The same mesh with its dimensions named `outer` (across nodes) and `inner`.
@@ -119,6 +123,7 @@ impl<D: DeviceOps> GridMesh<D> {
             return Err(GridError::SameNames(outer.to_string()));
         }
         self.names = [outer.to_string(), inner.to_string()];
+        self.mesh = self.local.extended(OuterDim::new(outer, self.nodes.clone()));
         Ok(self)
     }
 
@@ -202,6 +207,14 @@ impl<D: DeviceOps> GridMesh<D> {
         &self.local
     }
 
+    /// The whole mesh as this node holds it: its local ranks with the node dimension around
+    /// them, the device of tensors laid out along both dimensions (`[node, local]`: see
+    /// [`crate::Distributed::placements`]). Ops on them run each op's rule along each
+    /// dimension; their collectives along the nodes are recorded in this mesh's ledger.
+    pub fn mesh(&self) -> &MeshDevice<D> {
+        &self.mesh
+    }
+
     /// The sub-mesh along the outer dimension, as the group of nodes (this node's rank l is
     /// with the ranks l of every other node: one column).
     pub fn nodes(&self) -> &Arc<dyn ProcessGroup> {
@@ -280,7 +293,7 @@ impl<D: DeviceOps> GridMesh<D> {
     ) -> crate::dtensor::DTensor<B, K> {
         let crate::dtensor::DTensor { mesh, shape, dtype, placement, shards, .. } = d;
         let mut traffic = Traffic::default();
-        let summed = over_nodes::all_reduce::<B, K>(&self.columns(), shards, weigh, &mut traffic);
+        let summed = over_nodes::all_reduce::<B, K>(&self.columns(), shards, weigh, ReduceOp::Sum, &mut traffic);
         self.local.record(self.outer_collective(Collective::AllReduce), traffic);
         crate::dtensor::DTensor::from_parts(mesh, shape, dtype, placement, summed)
     }

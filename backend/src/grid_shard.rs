@@ -29,7 +29,7 @@ use crate::dtensor::{slices_along, DTensor};
 use crate::grid::{weighed, GridMesh};
 use crate::kind::{FloatKind, ShardKind};
 use crate::ledger::Traffic;
-use crate::placement::{shard_ranges, Placement};
+use crate::placement::{shard_ranges, Placement, ReduceOp};
 
 type Float<B> = DTensor<B, FloatKind>;
 
@@ -155,7 +155,7 @@ impl<D: DeviceOps> GridMesh<D> {
         let DTensor { mesh, shape, dtype, shards, .. } = float_of(t);
         let mut traffic = Traffic::default();
         let weigh = weighed::<B>(weights);
-        let shards = over_nodes::reduce_scatter::<B, FloatKind>(&self.columns(), shards, dim, &weigh, &mut traffic);
+        let shards = over_nodes::reduce_scatter::<B, FloatKind>(&self.columns(), shards, dim, &weigh, ReduceOp::Sum, &mut traffic);
         self.local().record(self.outer_collective(Collective::ReduceScatter), traffic);
         let global = with_len(&shape, dim, self.node_range(shape[dim], self.node()).len());
         tensor_of(DTensor::from_parts(mesh, global, dtype, p, shards))

@@ -48,7 +48,7 @@ pub use kernels::{computes_on_flex, conv_grad, max_pool};
 pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
 pub use layout::{MeshLayout, NoLabels, SingleDevice, StepLabels, StepLayout};
 pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
-pub use mesh::{live_meshes, MeshDevice, PhaseGuard, SpanError};
+pub use mesh::{live_meshes, MeshDevice, OuterDim, PhaseGuard, SpanError};
 pub use params::{gradient_values, parameter_paths, parameter_values, place_parameters};
 pub use phase_marker::mark_backward_phase;
 pub use phases::{layer_of, phase_label, split_label, sync_gradients, LayerLabels, PHASES};

@@ -152,8 +152,62 @@ pub(crate) fn cat_nonempty<B: Backend, K: ShardKind<B>>(mut parts: Vec<K::Prim>,
     }
 }
 
-/// `Shard(dim)` to `Replicate`: every rank receives every other rank's slice and concatenates.
+/// `t` through `f`, a change of its layout among the ranks of each process, keeping its layout
+/// along the mesh's outer dimensions and its global shape (`f` sees only this process's view).
+fn keep_outer<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, f: impl FnOnce(DTensor<B, K>) -> DTensor<B, K>) -> DTensor<B, K> {
+    if t.outer.is_empty() {
+        return f(t);
+    }
+    let (outer, global) = (t.outer.clone(), t.global.clone());
+    f(t).placed_outer(outer, global)
+}
+
+/// `Shard(dim)` to `Replicate` along the mesh's ranks: every rank receives every other rank's
+/// slice and concatenates (see [`redistribute`] for the layout along outer dimensions).
 pub fn all_gather<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+    keep_outer(t, |t| all_gather_view(t, dim))
+}
+
+/// `Partial` to `Shard(dim)` along the mesh's ranks: rank r receives every other rank's r-th
+/// slice and reduces. A dimension shorter than the mesh is not split: the result is
+/// all-reduced to `Replicate`.
+pub fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+    keep_outer(t, |t| reduce_scatter_view(t, dim))
+}
+
+/// `Partial` to `Replicate` along the mesh's ranks by the placement's reduction: a ring
+/// (2(K-1)/K of the tensor per rank), or every summand whole to every rank for a tensor with
+/// fewer elements than ranks; reduced in rank order, so every rank computes the same value.
+pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
+    keep_outer(t, all_reduce_view)
+}
+
+/// `Replicate` to `Shard(dim)` along the mesh's ranks: each rank keeps its slice, no
+/// communication; a dimension shorter than the mesh stays `Replicate`.
+pub fn shard_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+    keep_outer(t, |t| shard_locally_view(t, dim))
+}
+
+/// `Replicate` to `Partial(op)` along the mesh's ranks, no communication: for a sum rank 0
+/// keeps the value and the others hold zeros; for a maximum every rank keeps it.
+pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
+    keep_outer(t, |t| partial_locally_view(t, op))
+}
+
+/// `t` laid out as `target` along the mesh's ranks (its innermost dimension), by the cheapest
+/// route this module knows; its layout along outer dimensions stays:
+///
+/// | from \ to | Replicate | Shard(d) | Partial |
+/// |---|---|---|---|
+/// | Replicate | - | local slice (none if dim d is shorter than the mesh) | local (rank 0 keeps it) |
+/// | Shard(e) | all_gather(e) | all_gather(e) + local slice (d != e) | all_gather + local |
+/// | Partial | all_reduce | reduce_scatter(d) (all_reduce if dim d is shorter than the mesh) | all_reduce + local (another reduction) |
+pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Placement) -> DTensor<B, K> {
+    keep_outer(t, |t| redistribute_view(t, target))
+}
+
+/// `Shard(dim)` to `Replicate`: every rank receives every other rank's slice and concatenates.
+fn all_gather_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Shard(dim), "all_gather({dim}) needs Shard({dim}), got {}", t.placement);
     let mut traffic = Traffic::default();
     let sends = to_every_rank(t.ranks(), t.mesh.local_ranks(), &t.shards);
@@ -182,10 +236,10 @@ fn reduce_op_of<B: Backend, K: ShardKind<B>>(t: &DTensor<B, K>, what: &str) -> R
 
 /// `Partial` to `Shard(dim)`: rank r receives every other rank's r-th slice and reduces. A
 /// dimension shorter than the mesh is not split: the result is all-reduced to `Replicate`.
-pub fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+fn reduce_scatter_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
     let op = reduce_op_of(&t, "reduce_scatter");
     if !can_shard(t.shape[dim], t.ranks()) {
-        return all_reduce(t);
+        return all_reduce_view(t);
     }
     let mut traffic = Traffic::default();
     let out = reduce_scatter_op(t, dim, op, &mut traffic);
@@ -232,7 +286,7 @@ fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(
 /// tensor with fewer elements than ranks (a scalar loss, a correct count) has no ring slice
 /// for every rank: each rank receives every other rank's summand whole and reduces them in
 /// rank order, so every rank computes the same value.
-pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
+fn all_reduce_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
     let op = reduce_op_of(&t, "all_reduce");
     if t.ranks() > 1 && mutation::active(Mutation::MissingAllReduce) {
         let mut t = t;
@@ -267,13 +321,13 @@ pub fn all_reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K
 /// The sum by the inner backend's own all-reduce across the ranks' devices (NCCL on CUDA),
 /// where the mesh has one for this kind; recorded as the ring it replaces (the same bytes).
 fn all_reduce_on_devices<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> Result<DTensor<B, K>, DTensor<B, K>> {
-    let DTensor { mesh, shape, dtype, placement, shards, kept } = t;
+    let DTensor { mesh, shape, global, dtype, placement, outer, shards, kept } = t;
     match K::device_all_reduce(&mesh, shards) {
         Ok(summed) => {
             mesh.record(Collective::AllReduce, ring_traffic(&mesh, shape.num_elements(), dtype.size()));
             Ok(DTensor::from_parts(mesh, shape, dtype, Placement::Replicate, summed))
         }
-        Err(shards) => Err(DTensor { mesh, shape, dtype, placement, shards, kept }),
+        Err(shards) => Err(DTensor { mesh, shape, global, dtype, placement, outer, shards, kept }),
     }
 }
 
@@ -346,7 +400,7 @@ pub fn send<B: Backend, K: ShardKind<B>>(
 
 /// `Replicate` to `Shard(dim)`: each rank keeps its slice. No communication. A dimension
 /// shorter than the mesh is not split: the tensor stays `Replicate` (see [`can_shard`]).
-pub fn shard_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
+fn shard_locally_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Replicate, "local sharding needs Replicate, got {}", t.placement);
     if !can_shard(t.shape[dim], t.ranks()) {
         return t;
@@ -360,7 +414,7 @@ pub fn shard_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) 
 
 /// `Replicate` to `Partial(op)`: for a sum rank 0 keeps the value and the others hold zeros;
 /// for a maximum every rank keeps it. No communication.
-pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
+fn partial_locally_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Replicate, "local partial needs Replicate, got {}", t.placement);
     let shape = t.shape.clone();
     t.map_placed::<K>(
@@ -383,13 +437,13 @@ pub fn partial_locally<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: Reduce
 /// | Replicate | - | local slice (none if dim d is shorter than the mesh) | local (rank 0 keeps it) |
 /// | Shard(e) | all_gather(e) | all_gather(e) + local slice (d != e) | all_gather + local |
 /// | Partial | all_reduce | reduce_scatter(d) (all_reduce if dim d is shorter than the mesh) | all_reduce + local (another reduction) |
-pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Placement) -> DTensor<B, K> {
+fn redistribute_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Placement) -> DTensor<B, K> {
     if t.placement == target {
         return t;
     }
     // A kept whole copy (see `DTensor::kept`) makes any layout a local one.
     if let Some(whole) = t.kept_whole() {
-        return redistribute(whole, target);
+        return redistribute_view(whole, target);
     }
     if t.ranks() == 1 {
         let mut t = t;
@@ -397,14 +451,14 @@ pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Place
         return t;
     }
     match (t.placement, target) {
-        (Placement::Replicate, Placement::Shard(d)) => shard_locally(t, d),
-        (Placement::Replicate, Placement::Partial(op)) => partial_locally(t, op),
-        (Placement::Shard(e), Placement::Replicate) => all_gather(t, e),
-        (Placement::Shard(e), Placement::Shard(d)) => shard_locally(all_gather(t, e), d),
-        (Placement::Shard(e), Placement::Partial(op)) => partial_locally(all_gather(t, e), op),
-        (Placement::Partial(_), Placement::Replicate) => all_reduce(t),
-        (Placement::Partial(_), Placement::Shard(d)) => reduce_scatter(t, d),
-        (Placement::Partial(_), Placement::Partial(op)) => partial_locally(all_reduce(t), op),
+        (Placement::Replicate, Placement::Shard(d)) => shard_locally_view(t, d),
+        (Placement::Replicate, Placement::Partial(op)) => partial_locally_view(t, op),
+        (Placement::Shard(e), Placement::Replicate) => all_gather_view(t, e),
+        (Placement::Shard(e), Placement::Shard(d)) => shard_locally_view(all_gather_view(t, e), d),
+        (Placement::Shard(e), Placement::Partial(op)) => partial_locally_view(all_gather_view(t, e), op),
+        (Placement::Partial(_), Placement::Replicate) => all_reduce_view(t),
+        (Placement::Partial(_), Placement::Shard(d)) => reduce_scatter_view(t, d),
+        (Placement::Partial(_), Placement::Partial(op)) => partial_locally_view(all_reduce_view(t), op),
         (from, to) => unreachable!("redistribute {from} -> {to}"),
     }
 }

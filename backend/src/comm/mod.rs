@@ -3,6 +3,7 @@
 //! (`transport`, the processes' [`process_group`], the format of what crosses them: `wire`)
 //! and what moved (`ledger`); NCCL on CUDA devices ([`nccl`]).
 
+pub(crate) mod along;
 mod axis;
 pub mod collectives;
 pub(crate) mod ledger;

@@ -13,7 +13,7 @@ use super::collectives::{cat_nonempty, route, unkeyed, Outgoing};
 use super::ledger::Traffic;
 use crate::dtensor::slices_along;
 use crate::kind::ShardKind;
-use crate::placement::shard_ranges;
+use crate::placement::{shard_ranges, ReduceOp};
 
 /// What a node's piece is multiplied by before the sum: `weigh(piece, node)`.
 pub(crate) type Weigh<'a, P> = &'a dyn Fn(P, usize) -> P;
@@ -37,13 +37,14 @@ pub(crate) fn all_gather<B: Backend, K: ShardKind<B>>(
 }
 
 /// Each local rank's slice along `dim` (this node's, by [`shard_ranges`] over the nodes) of
-/// the weighted sum of the pieces of the same local rank on every node: each piece less its
-/// own slice crosses.
+/// the weighted reduction (`op`) of the pieces of the same local rank on every node: each
+/// piece less its own slice crosses.
 pub(crate) fn reduce_scatter<B: Backend, K: ShardKind<B>>(
     axis: &Columns<'_, B::Device>,
     pieces: Vec<K::Prim>,
     dim: usize,
     weigh: Weigh<'_, K::Prim>,
+    op: ReduceOp,
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
     let me = axis.nodes.rank();
@@ -57,17 +58,25 @@ pub(crate) fn reduce_scatter<B: Backend, K: ShardKind<B>>(
     }
     route::<B, K>(axis, sends, traffic)
         .into_iter()
-        .map(|got| got.into_iter().map(|(n, p)| weigh(p, n)).reduce(K::add).expect("a slice from every node"))
+        .map(|got| {
+            let weighed = got.into_iter().map(|(n, p)| weigh(p, n));
+            match op {
+                ReduceOp::Sum => weighed.reduce(K::add),
+                ReduceOp::Max => weighed.reduce(K::max),
+            }
+            .expect("a slice from every node")
+        })
         .collect()
 }
 
-/// Each local rank's piece summed, weighted, with the pieces of the same local rank on every
-/// node: a ring's volume (a reduce-scatter of the flattened piece over the N nodes, then an
-/// all-gather: 2 (N - 1) / N of each piece per rank).
+/// Each local rank's piece reduced (`op`: summed or the maximum taken), weighted, with the
+/// pieces of the same local rank on every node: a ring's volume (a reduce-scatter of the
+/// flattened piece over the N nodes, then an all-gather: 2 (N - 1) / N of each piece per rank).
 pub(crate) fn all_reduce<B: Backend, K: ShardKind<B>>(
     axis: &Columns<'_, B::Device>,
     pieces: Vec<K::Prim>,
     weigh: Weigh<'_, K::Prim>,
+    op: ReduceOp,
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
     let shapes: Vec<_> = pieces.iter().map(|p| p.shape()).collect();
@@ -78,6 +87,6 @@ pub(crate) fn all_reduce<B: Backend, K: ShardKind<B>>(
             K::reshape(p, burn::tensor::Shape::new([n]))
         })
         .collect();
-    let slices = reduce_scatter::<B, K>(axis, flat, 0, weigh, traffic);
+    let slices = reduce_scatter::<B, K>(axis, flat, 0, weigh, op, traffic);
     all_gather::<B, K>(axis, slices, 0, traffic).into_iter().zip(shapes).map(|(p, s)| K::reshape(p, s)).collect()
 }

@@ -4,6 +4,7 @@
 //! (`registry`); the exchange scheme is a value of each handle.
 
 mod links;
+mod outer;
 mod ranks;
 mod registry;
 
@@ -19,6 +20,7 @@ use crate::process_group::{GroupError, ProcessGroup, Solo};
 use crate::scheme::Exchange;
 use crate::transport::{DeviceAllReduce, SendFence, Transport};
 use links::Links;
+pub use outer::OuterDim;
 use ranks::Ranks;
 pub use registry::live_meshes;
 use registry::registry;
@@ -29,7 +31,11 @@ const MESH_TYPE_ID: u16 = 0x4859;
 struct MeshInner<D> {
     id: u16,
     ranks: Ranks<D>,
-    links: Links<D>,
+    /// The dimensions across processes, outermost first; the ranks above are the innermost.
+    outer: Vec<OuterDim>,
+    /// Shared with the mesh this one extends ([`MeshDevice::extended`]), so what a backend
+    /// installed on one serves both.
+    links: Arc<Links<D>>,
     ledger: Mutex<Ledger>,
 }
 
@@ -104,16 +110,51 @@ impl<D: DeviceOps> MeshDevice<D> {
         per_process: usize,
     ) -> Self {
         assert!(!ranks.is_empty(), "a mesh needs at least one rank, got an empty device list");
+        let ranks = Ranks { devices: ranks, first, size, group, per_process };
+        Self::register(registry, ranks, Vec::new(), Arc::new(Links::new(transport)))
+    }
+
+    /// A mesh of these parts under a free id.
+    fn register(registry: &mut registry::Registry, ranks: Ranks<D>, outer: Vec<OuterDim>, links: Arc<Links<D>>) -> Self {
         registry.register(|id| {
-            let inner = Arc::new(MeshInner {
-                id,
-                ranks: Ranks { devices: ranks, first, size, group, per_process },
-                links: Links::new(transport),
-                ledger: Mutex::new(Ledger::default()),
-            });
+            let inner = Arc::new(MeshInner { id, ranks, outer, links, ledger: Mutex::new(Ledger::default()) });
             let weak: Box<dyn std::any::Any + Send + Sync> = Box::new(Arc::downgrade(&inner));
             (MeshDevice { inner, exchange: Exchange::default() }, weak)
         })
+    }
+
+    /// A mesh with this one's ranks as its innermost dimension and `outer` around it (a node's
+    /// ranks within a mesh of nodes): a mesh of its own, with its own ledger, sharing this
+    /// one's devices, transport and what is installed on them. Its tensors carry a placement
+    /// along every dimension. Panics when this mesh spans processes or has outer dimensions
+    /// already, or when a dimension has no name: the processes of an outer dimension each hold
+    /// one whole block of the inner ranks.
+    pub(crate) fn extended(&self, outer: OuterDim) -> Self {
+        assert!(self.processes() == 1, "Hybrid: an outer dimension goes around ranks held in one process");
+        assert!(self.inner.outer.is_empty(), "Hybrid: one outer dimension is supported");
+        assert!(!outer.name.is_empty(), "Hybrid: a mesh dimension needs a name");
+        let r = &self.inner.ranks;
+        let ranks = Ranks {
+            devices: r.devices.clone(),
+            first: r.first,
+            size: r.size,
+            group: r.group.clone(),
+            per_process: r.per_process,
+        };
+        let mut mesh = Self::register(&mut registry(), ranks, vec![outer], self.inner.links.clone());
+        mesh.exchange = self.exchange;
+        mesh
+    }
+
+    /// The dimensions across processes, outermost first (none on a 1-D mesh); the mesh's own
+    /// ranks ([`MeshDevice::size`]) are the innermost dimension.
+    pub fn outer_dims(&self) -> &[OuterDim] {
+        &self.inner.outer
+    }
+
+    /// All ranks along every dimension: [`MeshDevice::size`] times each outer dimension's.
+    pub fn total_ranks(&self) -> usize {
+        self.inner.outer.iter().map(OuterDim::size).product::<usize>() * self.size()
     }
 
     /// This mesh's ranks cut into `parts` meshes of consecutive ranks, each with its own
@@ -163,7 +204,8 @@ impl<D: DeviceOps> MeshDevice<D> {
         Ok(Self::create(local, transport, group, first, p * l, l))
     }
 
-    /// Number of ranks (K), over every process the mesh spans.
+    /// Number of ranks (K) along the mesh's innermost dimension, over every process it spans
+    /// (every rank of a 1-D mesh; a node's on a mesh of nodes).
     pub fn size(&self) -> usize {
         self.inner.ranks.size
     }

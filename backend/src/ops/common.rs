@@ -5,11 +5,11 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{BoolDType, Scalar, Shape, Slice, TensorMetadata};
 
-use crate::dispatch::{self, context, run1, run2, run3, spec};
+use crate::dispatch::{self, context, fixed, run1, run1_inner, run2, run2_inner, run3, spec};
 use crate::dtensor::DTensor;
 use crate::kind::{BoolKind, IntKind, ShardKind};
 use crate::placement::{shard_ranges, Placement};
-use crate::strategy::{self, local_shape, ArgRule, GatherRule, Linearity, ShardedReduce};
+use crate::strategy::{self, local_shape, ArgRule, Context, GatherRule, Linearity, ShardedReduce, Spec, Strategy};
 
 type IntPrim<B> = <IntKind as ShardKind<B>>::Prim;
 type BoolPrim<B> = <BoolKind as ShardKind<B>>::Prim;
@@ -21,8 +21,7 @@ pub(crate) fn unary<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     lin: Linearity,
     f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
-    let s = strategy::elementwise(lin, &[spec(&t)], &context(&t));
-    run1(op, &s, t, |_, p| f(p))
+    run1(op, |sp, cx| strategy::elementwise(lin, sp, cx), t, |_, p| f(p))
 }
 
 /// An elementwise op on two inputs (broadcasting) with the given linearity.
@@ -33,8 +32,7 @@ pub(crate) fn binary<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKi
     lin: Linearity,
     f: impl Fn(K1::Prim, K2::Prim) -> K3::Prim + Sync,
 ) -> DTensor<B, K3> {
-    let s = strategy::elementwise(lin, &[spec(&a), spec(&b)], &context(&a));
-    run2(op, &s, a, b, |_, x, y| f(x, y))
+    run2(op, |sp, cx| strategy::elementwise(lin, sp, cx), a, b, |_, x, y| f(x, y))
 }
 
 /// `mask_where(tensor, mask, value)` of any kind: an elementwise op on three inputs.
@@ -45,8 +43,8 @@ pub(crate) fn mask_where<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, BoolPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::elementwise(Linearity::None, &[spec(&tensor), spec(&mask), spec(&value)], &context(&tensor));
-    run3(op, &s, tensor, mask, value, |_, t, m, v| f(t, m, v))
+    let rule = |sp: &[Spec], cx: &Context| strategy::elementwise(Linearity::None, sp, cx);
+    run3(op, rule, tensor, mask, value, |_, t, m, v| f(t, m, v))
 }
 
 /// A reduction along `dim` keeping it (size 1).
@@ -57,8 +55,7 @@ pub(crate) fn reduce_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     on_sharded: ShardedReduce,
     f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
-    let s = strategy::reduce_dim(&spec(&t), dim, on_sharded, &context(&t));
-    run1(op, &s, t, |_, p| f(p))
+    run1(op, |sp, cx| strategy::reduce_dim(&sp[0], dim, on_sharded, cx), t, |_, p| f(p))
 }
 
 /// The sum of all elements.
@@ -67,8 +64,7 @@ pub(crate) fn sum_all<B: Backend, K: ShardKind<B>>(
     t: DTensor<B, K>,
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::reduce_all(&spec(&t));
-    run1(op, &s, t, |_, p| f(p))
+    run1(op, |sp, _| strategy::reduce_all(&sp[0]), t, |_, p| f(p))
 }
 
 /// The mean along `dim`: over the sharded dimension (or of a pending sum) it is the sum,
@@ -82,8 +78,9 @@ pub(crate) fn mean_dim<B: Backend, K: ShardKind<B>>(
     mean_dim: impl Fn(K::Prim) -> K::Prim + Sync,
     divide: impl FnOnce(DTensor<B, K>, usize) -> DTensor<B, K>,
 ) -> DTensor<B, K> {
-    if t.placement == Placement::Shard(dim) || t.placement == Placement::PARTIAL_SUM {
-        let len = t.shape[dim];
+    let sums = |p: &Placement| *p == Placement::Shard(dim) || *p == Placement::PARTIAL_SUM;
+    if sums(&t.placement) || t.outer.iter().any(sums) {
+        let len = t.global[dim];
         let sums = reduce_dim::<B, K, K>(op, t, dim, ShardedReduce::Sum, sum_dim);
         return divide(sums, len);
     }
@@ -99,8 +96,15 @@ pub(crate) fn arg_extreme<B: Backend, K: ShardKind<B>>(
     best_value: impl Fn(K::Prim) -> K::Prim + Sync,
     best_index: impl Fn(K::Prim) -> IntPrim<B> + Sync,
 ) -> DTensor<B, IntKind> {
+    // Along an outer dimension the candidates are not exchanged: a dim split there is
+    // gathered first.
+    let rule = |sp: &[Spec], cx: &Context| match strategy::arg_extreme(&sp[0], dim, cx) {
+        ArgRule::Reduce(s) => s,
+        ArgRule::Candidates => Strategy::gathered(1),
+    };
+    let (t, outer) = dispatch::outer1(op, &rule, t);
     match strategy::arg_extreme(&spec(&t), dim, &context(&t)) {
-        ArgRule::Reduce(s) => run1(op, &s, t, |_, p| best_index(p)),
+        ArgRule::Reduce(s) => run1_inner(op, &s, t, &outer, |_, p| best_index(p)),
         ArgRule::Candidates => {
             // Each rank's best value and its global index, size 1 along `dim` per rank.
             let ranges = shard_ranges(t.shape[dim], t.ranks());
@@ -123,7 +127,9 @@ pub(crate) fn arg_extreme<B: Backend, K: ShardKind<B>>(
                 Placement::Replicate,
             );
             let s = strategy::Strategy::local(vec![Placement::Replicate; 2], Placement::Replicate);
-            run2::<B, K, IntKind, IntKind>(op, &s, values, indices, |_, v, i| B::int_gather(dim, i, best_index(v)))
+            run2_inner::<B, K, IntKind, IntKind>(op, &s, values, indices, &outer, |_, v, i| {
+                B::int_gather(dim, i, best_index(v))
+            })
         }
     }
 }
@@ -136,13 +142,19 @@ pub(crate) fn gather<B: Backend, K: ShardKind<B>>(
     indices: DTensor<B, IntKind>,
     f: impl Fn(K::Prim, IntPrim<B>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
+    // Along an outer dimension a gather on the dim split there is gathered first.
+    let rule = |sp: &[Spec], cx: &Context| match strategy::gather(&sp[0], &sp[1], dim, cx) {
+        GatherRule::Aligned(s) => s,
+        GatherRule::OnShardedDim(_) => Strategy::gathered(2),
+    };
+    let (tensor, indices, outer) = dispatch::outer2(op, &rule, tensor, indices);
     match strategy::gather(&spec(&tensor), &spec(&indices), dim, &context(&tensor)) {
-        GatherRule::Aligned(s) => run2(op, &s, tensor, indices, |_, t, i| f(t, i)),
+        GatherRule::Aligned(s) => run2_inner(op, &s, tensor, indices, &outer, |_, t, i| f(t, i)),
         GatherRule::OnShardedDim(s) => {
             // Every rank picks the indices inside its slice and holds zeros elsewhere.
             let ranges = shard_ranges(tensor.shape[dim], tensor.ranks());
             let bool_dtype: BoolDType = <B::BoolElem as burn::tensor::Element>::dtype().into();
-            run2(op, &s, tensor, indices, |r, t, idx| {
+            run2_inner(op, &s, tensor, indices, &outer, |r, t, idx| {
                 let range = &ranges[r];
                 if range.is_empty() {
                     return K::zeros_shaped(&t, idx.shape());
@@ -169,8 +181,8 @@ pub(crate) fn scatter<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, IntPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::scatter(&spec(&tensor), &spec(&indices), &spec(&value), dim, &context(&tensor));
-    run3(op, &s, tensor, indices, value, |_, t, i, v| f(t, i, v))
+    let rule = |sp: &[Spec], cx: &Context| strategy::scatter(&sp[0], &sp[1], &sp[2], dim, cx);
+    run3(op, rule, tensor, indices, value, |_, t, i, v| f(t, i, v))
 }
 
 /// `select(tensor, dim, indices)` of any kind.
@@ -181,8 +193,7 @@ pub(crate) fn select<B: Backend, K: ShardKind<B>>(
     indices: DTensor<B, IntKind>,
     f: impl Fn(K::Prim, IntPrim<B>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::select(&spec(&tensor), dim);
-    run2(op, &s, tensor, indices, |_, t, i| f(t, i))
+    run2(op, |sp, _| strategy::select(&sp[0], dim), tensor, indices, |_, t, i| f(t, i))
 }
 
 /// `select_add` (`select_or` for bool) of any kind.
@@ -194,8 +205,7 @@ pub(crate) fn select_add<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, IntPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::select_add(&spec(&tensor), dim, &spec(&value));
-    run3(op, &s, tensor, indices, value, |_, t, i, v| f(t, i, v))
+    run3(op, |sp, _| strategy::select_add(&sp[0], dim, &sp[2]), tensor, indices, value, |_, t, i, v| f(t, i, v))
 }
 
 /// `slice_assign(tensor, slices, value)` of any kind: on a shard each rank writes its part.
@@ -206,10 +216,13 @@ pub(crate) fn slice_assign<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, &[Slice], K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
+    let (tensor, value, outer) =
+        dispatch::outer2(op, &|sp: &[Spec], _: &Context| strategy::slice_assign(&sp[0], slices, &sp[1]), tensor, value);
+    let slices = &outer.view_slices(slices, &tensor.shape);
     let s = strategy::slice_assign(&spec(&tensor), slices, &spec(&value));
     let (shape, k) = (tensor.shape.clone(), tensor.ranks());
     let placement = s.output;
-    run2(op, &s, tensor, value, |r, t, v| match placement {
+    run2_inner(op, &s, tensor, value, &outer, |r, t, v| match placement {
         Placement::Shard(d) => {
             let local = strategy::localise_slices(slices, d, local_shape(&shape, placement, k, r)[d]);
             f(t, &local, v)
@@ -225,15 +238,16 @@ pub(crate) fn matmul<B: Backend, K: ShardKind<B>>(
     rhs: DTensor<B, K>,
     f: impl Fn(K::Prim, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::matmul(&spec(&lhs), &spec(&rhs), &context(&lhs));
-    dispatch::run_matmul(op, &s, lhs, rhs, f)
+    dispatch::run_matmul(op, |sp, cx| strategy::matmul(&sp[0], &sp[1], cx), lhs, rhs, f)
 }
 
 /// Reshape of any kind.
 pub(crate) fn reshape<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, new: Shape) -> DTensor<B, K> {
+    let (t, outer) = dispatch::outer1("reshape", &|sp: &[Spec], cx: &Context| strategy::reshape(&sp[0], &new, cx), t);
+    let new = outer.view_of(&new, &t.mesh);
     let s = strategy::reshape(&spec(&t), &new, &context(&t));
     let (out, k) = (s.output, t.ranks());
-    run1("reshape", &s, t, |r, p| K::reshape(p, local_shape(&new, out, k, r)))
+    run1_inner("reshape", &s, t, &outer, |r, p| K::reshape(p, local_shape(&new, out, k, r)))
 }
 
 /// A permutation of dimensions of any kind (`f` the inner permute or swap).
@@ -242,10 +256,9 @@ pub(crate) fn permute<B: Backend, K: ShardKind<B>>(
     axes: &[usize],
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::permute(&spec(&t), axes);
     // A kept whole copy is permuted along (the transpose of an FC input in its backward).
     let kept = t.kept.get().cloned();
-    let out = run1("permute", &s, t, |_, p| f(p));
+    let out = run1("permute", |sp, _| strategy::permute(&sp[0], axes), t, |_, p| f(p));
     if let Some(whole) = kept {
         out.keep_whole(whole.into_iter().map(&f).collect());
     }
@@ -261,6 +274,8 @@ pub(crate) fn swap_axes(n: usize, a: usize, b: usize) -> Vec<usize> {
 
 /// Slicing of any kind.
 pub(crate) fn slice<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, slices: &[Slice]) -> DTensor<B, K> {
+    let (t, outer) = dispatch::outer1("slice", &|sp: &[Spec], cx: &Context| strategy::slice(&sp[0], slices, cx), t);
+    let slices = &outer.view_slices(slices, &t.shape);
     let ctx = context(&t);
     let s = strategy::slice(&spec(&t), slices, &ctx);
     let (shape, placement) = (t.shape.clone(), t.placement);
@@ -275,7 +290,7 @@ pub(crate) fn slice<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, slices: &[Sli
             _ => slices.to_vec(),
         }
     };
-    run1("slice", &s, t, |r, p| K::slice(p, &local(r)))
+    run1_inner("slice", &s, t, &outer, |r, p| K::slice(p, &local(r)))
 }
 
 /// Expansion of any kind (`f(piece, local shape)` the inner expand).
@@ -284,16 +299,16 @@ pub(crate) fn expand<B: Backend, K: ShardKind<B>>(
     shape: Shape,
     f: impl Fn(K::Prim, Shape) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
+    let (t, outer) = dispatch::outer1("expand", &|sp: &[Spec], _: &Context| strategy::expand(&sp[0], &shape), t);
+    let shape = outer.view_of(&shape, &t.mesh);
     let s = strategy::expand(&spec(&t), &shape);
     let (out, k) = (s.output, t.ranks());
-    run1("expand", &s, t, |r, p| f(p, local_shape(&shape, out, k, r)))
+    run1_inner("expand", &s, t, &outer, |r, p| f(p, local_shape(&shape, out, k, r)))
 }
 
 /// Concatenation of any kind.
 pub(crate) fn cat<B: Backend, K: ShardKind<B>>(tensors: Vec<DTensor<B, K>>, dim: usize) -> DTensor<B, K> {
-    let specs: Vec<_> = tensors.iter().map(spec).collect();
-    let s = strategy::cat(&specs, dim);
-    dispatch::run_all("cat", &s, tensors, |_, ps| K::cat(ps, dim))
+    dispatch::run_all("cat", |sp, _| strategy::cat(sp, dim), tensors, |_, ps| K::cat(ps, dim))
 }
 
 /// Flipping axes of any kind.
@@ -303,8 +318,7 @@ pub(crate) fn flip<B: Backend, K: ShardKind<B>>(
     axes: &[usize],
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::flip(&spec(&t), axes);
-    run1(op, &s, t, |_, p| f(p))
+    run1(op, |sp, _| strategy::flip(&sp[0], axes), t, |_, p| f(p))
 }
 
 /// Sliding windows of any kind.
@@ -314,8 +328,7 @@ pub(crate) fn unfold<B: Backend, K: ShardKind<B>>(
     dim: usize,
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let s = strategy::unfold(&spec(&t), dim);
-    run1(op, &s, t, |_, p| f(p))
+    run1(op, |sp, _| strategy::unfold(&sp[0], dim), t, |_, p| f(p))
 }
 
 /// A cumulative op or another op along `dim` without a rule for the sharded dimension.
@@ -334,5 +347,5 @@ pub(crate) fn gathered<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     t: DTensor<B, K>,
     f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
-    run1(op, &strategy::Strategy::gathered(1), t, |_, p| f(p))
+    run1(op, fixed(Strategy::gathered(1)), t, |_, p| f(p))
 }

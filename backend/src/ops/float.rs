@@ -5,7 +5,7 @@ use burn::tensor::ops::FloatTensorOps;
 use burn::tensor::{Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-use crate::dispatch::{context, drawn_on_rank0, replicate_with, spec, to_mesh, whole};
+use crate::dispatch::{drawn_on_rank0, replicate_with, to_mesh, whole};
 use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
 use crate::ops::common;
@@ -103,8 +103,10 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     }
 
     fn float_cross(lhs: F<B>, rhs: F<B>, dim: usize) -> F<B> {
-        let s = crate::strategy::elementwise_except(dim, &[spec(&lhs), spec(&rhs)], &context(&lhs));
-        crate::dispatch::run2("float_cross", &s, lhs, rhs, |_, a, b| B::float_cross(a, b, dim))
+        let rule = |sp: &[crate::strategy::Spec], cx: &crate::strategy::Context| {
+            crate::strategy::elementwise_except(dim, sp, cx)
+        };
+        crate::dispatch::run2("float_cross", rule, lhs, rhs, |_, a, b| B::float_cross(a, b, dim))
     }
 
     unary_ops!(FloatKind;

@@ -10,10 +10,13 @@ use burn::tensor::ops::{
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::conv_grad::{Choice, Formulation};
-use crate::dispatch::{assemble, context, gathered_all, run1, run1_two, run2, run3, run_opt, spec};
+use crate::dispatch::{
+    assemble, context, fixed, gathered_all, outer_opt, run1, run1_two, run2, run3, run_opt, run_opt_inner, spec,
+    OuterLayout,
+};
 use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::placement::Placement;
-use crate::strategy::{self, ConvLayout, ConvPass, Spec};
+use crate::strategy::{self, Context, ConvLayout, ConvPass, Spec, Strategy};
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
@@ -31,12 +34,13 @@ fn per_rank_options(options: &ConvOptions<2>, layout: ConvLayout, k: usize) -> C
 
 impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     fn conv2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<2>) -> F<B> {
+        let (x, weight, bias, outer) = conv_outer("conv2d", ConvPass::Forward, options.groups, x, weight, bias);
         let ctx = context(&x);
         let bias_spec: Option<Spec> = bias.as_ref().map(spec);
         let (s, layout) =
             strategy::conv(ConvPass::Forward, &spec(&x), &spec(&weight), bias_spec.as_ref(), options.groups, &ctx);
         let opts = per_rank_options(&options, layout, ctx.ranks);
-        run_opt("conv2d", &s, x, weight, bias, |_, x, w, b| B::conv2d(x, w, b, opts.clone()))
+        run_opt_inner("conv2d", &s, x, weight, bias, &outer, |_, x, w, b| B::conv2d(x, w, b, opts.clone()))
     }
 
     fn conv2d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<2>) -> F<B> {
@@ -58,9 +62,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv2d_bias_backward(x: F<B>, bias: F<B>, output_grad: F<B>) -> F<B> {
-        let ctx = context(&x);
-        let (s, _) = strategy::conv(ConvPass::BiasGrad, &spec(&x), &spec(&bias), Some(&spec(&output_grad)), 1, &ctx);
-        run3("conv2d_bias_backward", &s, x, bias, output_grad, |_, x, b, g| match Choice::of::<B>(&x).bias {
+        let rule = |sp: &[Spec], cx: &Context| strategy::conv(ConvPass::BiasGrad, &sp[0], &sp[1], sp.get(2), 1, cx).0;
+        run3("conv2d_bias_backward", rule, x, bias, output_grad, |_, x, b, g| match Choice::of::<B>(&x).bias {
             Formulation::Owt => crate::conv_grad::conv2d_bias_backward::<B>(g),
             Formulation::Backend => B::conv2d_bias_backward(x, b, g),
         })
@@ -147,18 +150,19 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<3>) -> F<B> {
-        let s = strategy::Strategy::gathered(2 + usize::from(bias.is_some()));
-        run_opt("conv3d", &s, x, weight, bias, |_, x, w, b| B::conv3d(x, w, b, options.clone()))
+        let s = Strategy::gathered(2 + usize::from(bias.is_some()));
+        run_opt("conv3d", fixed(s), x, weight, bias, |_, x, w, b| B::conv3d(x, w, b, options.clone()))
     }
 
     fn conv_transpose2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<2>) -> F<B> {
-        let s = strategy::conv_transpose(&spec(&x), &spec(&weight), bias.is_some());
-        run_opt("conv_transpose2d", &s, x, weight, bias, |_, x, w, b| B::conv_transpose2d(x, w, b, options.clone()))
+        let with_bias = bias.is_some();
+        let rule = |sp: &[Spec], _: &Context| strategy::conv_transpose(&sp[0], &sp[1], with_bias);
+        run_opt("conv_transpose2d", rule, x, weight, bias, |_, x, w, b| B::conv_transpose2d(x, w, b, options.clone()))
     }
 
     fn conv_transpose3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<3>) -> F<B> {
-        let s = strategy::Strategy::gathered(2 + usize::from(bias.is_some()));
-        run_opt("conv_transpose3d", &s, x, weight, bias, |_, x, w, b| B::conv_transpose3d(x, w, b, options.clone()))
+        let s = Strategy::gathered(2 + usize::from(bias.is_some()));
+        run_opt("conv_transpose3d", fixed(s), x, weight, bias, |_, x, w, b| B::conv_transpose3d(x, w, b, options.clone()))
     }
 
     fn avg_pool2d(
@@ -219,9 +223,9 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         dilation: [usize; 2],
         ceil_mode: bool,
     ) -> MaxPool2dWithIndices<Self> {
-        let s = strategy::pool(&spec(&x));
+        let rule = |sp: &[Spec], _: &Context| strategy::pool(&sp[0]);
         let (output, indices) =
-            run1_two::<B, FloatKind, FloatKind, IntKind>("max_pool2d_with_indices", &s, x, |_, p| {
+            run1_two::<B, FloatKind, FloatKind, IntKind>("max_pool2d_with_indices", rule, x, |_, p| {
                 let r = B::max_pool2d_with_indices(p, kernel_size, stride, padding, dilation, ceil_mode);
                 (r.output, r.indices)
             });
@@ -238,8 +242,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         output_grad: F<B>,
         indices: I<B>,
     ) -> MaxPool2dBackward<Self> {
-        let s = strategy::pool_backward(&spec(&x), &spec(&output_grad), &[spec(&indices)]);
-        MaxPool2dBackward::new(run3("max_pool2d_with_indices_backward", &s, x, output_grad, indices, |_, x, g, i| {
+        let rule = |sp: &[Spec], _: &Context| strategy::pool_backward(&sp[0], &sp[1], &sp[2..]);
+        MaxPool2dBackward::new(run3("max_pool2d_with_indices_backward", rule, x, output_grad, indices, |_, x, g, i| {
             B::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, g, i).x_grad
         }))
     }
@@ -285,13 +289,13 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn rfft(signal: F<B>, dim: usize, n: Option<usize>) -> (F<B>, F<B>) {
-        run1_two::<B, FloatKind, FloatKind, FloatKind>("rfft", &strategy::Strategy::gathered(1), signal, |_, p| {
+        run1_two::<B, FloatKind, FloatKind, FloatKind>("rfft", fixed(Strategy::gathered(1)), signal, |_, p| {
             B::rfft(p, dim, n)
         })
     }
 
     fn irfft(spectrum_re: F<B>, spectrum_im: F<B>, dim: usize, n: Option<usize>) -> F<B> {
-        run2("irfft", &strategy::Strategy::gathered(2), spectrum_re, spectrum_im, |_, a, b| B::irfft(a, b, dim, n))
+        run2("irfft", fixed(Strategy::gathered(2)), spectrum_re, spectrum_im, |_, a, b| B::irfft(a, b, dim, n))
     }
 }
 
@@ -312,10 +316,30 @@ fn conv_grad<B: Backend>(
         ) -> B::FloatTensorPrimitive
         + Sync,
 ) -> F<B> {
+    let (x, weight, grad, outer) = conv_outer(op, pass, options.groups, x, weight, Some(grad));
+    let grad = grad.expect("given");
     let ctx = context(&x);
     let (s, layout) = strategy::conv(pass, &spec(&x), &spec(&weight), Some(&spec(&grad)), options.groups, &ctx);
     let opts = per_rank_options(&options, layout, ctx.ranks);
-    run3(op, &s, x, weight, grad, |_, x, w, g| f(x, w, g, opts.clone()))
+    run_opt_inner(op, &s, x, weight, Some(grad), &outer, |_, x, w, g| f(x, w, g.expect("given"), opts.clone()))
+}
+
+/// The outer step of a convolution pass: its rule along each outer dimension, where the
+/// two-tower layout (each process a part of the groups) is not taken: the inputs are
+/// gathered there instead.
+fn conv_outer<B: Backend>(
+    op: &str,
+    pass: ConvPass,
+    groups: usize,
+    x: F<B>,
+    weight: F<B>,
+    third: Option<F<B>>,
+) -> (F<B>, F<B>, Option<F<B>>, OuterLayout) {
+    let rule = |sp: &[Spec], cx: &Context| match strategy::conv(pass, &sp[0], &sp[1], sp.get(2), groups, cx) {
+        (_, ConvLayout::Towers) => Strategy::gathered(sp.len()),
+        (s, _) => s,
+    };
+    outer_opt(op, &rule, x, weight, third)
 }
 
 /// Whether a max pooling of the shard `x` takes owt's formulation ([`crate::max_pool`]): on the
@@ -338,8 +362,7 @@ fn float<B: Backend>(x: B::FloatTensorPrimitive) -> burn::tensor::Tensor<B, 4> {
 
 /// A pooling or resizing op: local on batch or channel shards.
 fn pool<B: Backend>(op: &str, x: F<B>, f: impl Fn(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync) -> F<B> {
-    let s = strategy::pool(&spec(&x));
-    run1(op, &s, x, |_, p| f(p))
+    run1(op, |sp, _| strategy::pool(&sp[0]), x, |_, p| f(p))
 }
 
 /// The backward of a pooling or resizing op, in the input's layout.
@@ -349,6 +372,5 @@ fn pool_backward<B: Backend>(
     grad: F<B>,
     f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync,
 ) -> F<B> {
-    let s = strategy::pool_backward(&spec(&x), &spec(&grad), &[]);
-    run2(op, &s, x, grad, |_, x, g| f(x, g))
+    run2(op, |sp, _| strategy::pool_backward(&sp[0], &sp[1], &[]), x, grad, |_, x, g| f(x, g))
 }

@@ -15,4 +15,5 @@ mod processes;
 mod properties;
 mod redistribute_grad;
 mod rule_table;
+mod two_dims;
 mod two_layouts;
