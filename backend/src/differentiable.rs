@@ -22,6 +22,8 @@ struct Redistribute {
     back_to: Placement,
     /// Along which dimension: the mesh's own ranks (`None`), or outer dimension `j`.
     along: Option<usize>,
+    /// What the backward pass's traffic is labelled, where not the phase of the moment.
+    label: Option<crate::comm::Phase>,
 }
 
 impl<B: Backend> Backward<Hybrid<B>, 1> for Redistribute {
@@ -30,6 +32,7 @@ impl<B: Backend> Backward<Hybrid<B>, 1> for Redistribute {
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
         let [parent] = ops.parents;
         let grad = grads.consume::<Hybrid<B>>(&ops.node);
+        let _label = self.label.map(|label| grad.mesh().phase(label));
         let grad = match self.along {
             None => crate::collectives::redistribute(grad, self.back_to),
             Some(j) => crate::comm::along::redistribute_along(grad, j, self.back_to),
@@ -48,7 +51,7 @@ pub(crate) fn redistribute<B: Backend, const D: usize>(
     let t = tensor.into_primitive().tensor();
     let from = t.primitive.placement();
     let back_to = if from.is_partial() { Placement::Replicate } else { from };
-    let out = Redistribute { back_to, along: None }
+    let out = Redistribute { back_to, along: None, label: None }
         .prepare::<NoCheckpointing>([t.node.clone()])
         .compute_bound()
         .stateless(crate::collectives::redistribute(t.primitive, placement));
@@ -64,10 +67,21 @@ pub(crate) fn redistribute_along<B: Backend, const D: usize>(
     j: usize,
     placement: Placement,
 ) -> Tensor<Autodiff<Hybrid<B>>, D> {
+    redistribute_along_labelled(tensor, j, placement, None)
+}
+
+/// [`redistribute_along`] whose backward traffic is labelled `label` (a parameter's gather,
+/// whose gradient's reduce-scatter is its layer's sync).
+pub(crate) fn redistribute_along_labelled<B: Backend, const D: usize>(
+    tensor: Tensor<Autodiff<Hybrid<B>>, D>,
+    j: usize,
+    placement: Placement,
+    label: Option<crate::comm::Phase>,
+) -> Tensor<Autodiff<Hybrid<B>>, D> {
     let t = tensor.into_primitive().tensor();
     let from = t.primitive.outer[j];
     let back_to = if from.is_partial() { Placement::Replicate } else { from };
-    let out = Redistribute { back_to, along: Some(j) }
+    let out = Redistribute { back_to, along: Some(j), label }
         .prepare::<NoCheckpointing>([t.node.clone()])
         .compute_bound()
         .stateless(crate::comm::along::redistribute_along(t.primitive, j, placement));

@@ -138,7 +138,7 @@ pub(crate) fn outer_step<D: burn::tensor::backend::DeviceOps>(
     let mut layout = OuterLayout::default();
     for (j, dim) in mesh.outer_dims().iter().enumerate() {
         let specs: Vec<Spec> = inputs.iter().map(|t| t.spec_along(j)).collect();
-        let context = Context { ranks: dim.size(), exchange: mesh.exchange() };
+        let context = Context { ranks: dim.size(), between_processes: true, exchange: mesh.exchange() };
         let mut s = rule(&specs, &context);
         if s.run != Run::Local {
             s = Strategy::gathered(specs.len());
@@ -158,7 +158,7 @@ pub(crate) fn outer_step<D: burn::tensor::backend::DeviceOps>(
 
 /// The context of an op on `t`'s mesh: its size and the options set on it, read once here.
 pub(crate) fn context<B: Backend, K: ShardKind<B>>(t: &DTensor<B, K>) -> Context {
-    Context { ranks: t.ranks(), exchange: t.mesh.exchange() }
+    Context { ranks: t.ranks(), between_processes: false, exchange: t.mesh.exchange() }
 }
 
 /// Builds a tensor from per-rank results, deriving the global shape from the pieces.

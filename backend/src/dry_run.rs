@@ -168,6 +168,16 @@ impl DryRun {
         &self.mesh
     }
 
+    /// Labels every rank's ops with the phase of `mesh` instead: a mesh over these devices
+    /// that a step runs on in place of [`DryRun::mesh`] (a node's ranks with the node
+    /// dimension around them, [`crate::GridMesh::mesh`]), whose ledger the caller reads.
+    pub fn label_by(&self, mesh: &MeshDevice<MetaDevice>) {
+        for d in &self.devices {
+            let mesh = mesh.clone();
+            d.set_label_source(move || mesh.current_phase().map(|p| p.to_string()));
+        }
+    }
+
     /// Forgets what earlier steps moved and ran: the report covers the steps from here on.
     pub fn begin_step(&self) {
         self.mesh.reset_ledger();

@@ -2,34 +2,28 @@
 //! `init_device_mesh((nodes, gpus), ("node", "local"))` or Megatron's data-parallel groups
 //! across boxes over tensor-parallel groups inside one.
 //!
-//! The shape is a composition, the way clusters run it: each node is one controller (a
-//! process, or a thread standing in for one) holding a one-dimensional [`MeshDevice`] of its
-//! L local ranks, on which every placement rule, plan and exchange scheme runs unchanged; the
-//! node dimension is data parallelism over a [`ProcessGroup`] of the N nodes (each node takes
-//! its share of the batch; gradients are summed over the nodes, rank by rank, with the ranks
-//! of the same local index: one column of the mesh). So a tensor's placement per dimension
-//! is `[node, local]`: `[Shard(0), Shard(0)]` for the batch, `[Replicate, p]` for a parameter
-//! placed `p` by the plan on the local mesh, `[Partial(sum), p]` for its gradient before the
-//! sum over nodes. A plan may also shard a parameter over the nodes (`[Shard(d), p]`, each
-//! node storing its slice, FSDP-style: [`crate::grid_shard`]) or give every node the whole
-//! batch (`[Replicate, p]` for the input): [`crate::GridPlan`].
+//! The shape is the way clusters run it: each node is one controller (a process, or a thread
+//! standing in for one) holding its L local ranks, and the node dimension is a
+//! [`ProcessGroup`] of the N nodes. The mesh's tensors live on [`GridMesh::mesh`] (the node's
+//! ranks with the node dimension around them) and carry a placement along each dimension,
+//! `[node, local]`: `[Shard(0), Shard(0)]` for the batch, `[Replicate, p]` for a parameter
+//! placed `p` by the plan inside each node, `[Partial(sum), p]` for its gradient before the
+//! sum over the nodes, `[Shard(d), p]` for a parameter each node stores a slice of
+//! (FSDP-style). Every op runs its rule along each dimension, and every collective along the
+//! nodes runs over one column of the mesh (the ranks of one local index on every node). What
+//! a plan may say along the nodes is [`crate::GridPlan`]'s.
 //!
-//! A 1-D mesh is today's [`MeshDevice`], spelled as before.
+//! A 1-D mesh is a [`MeshDevice`] without outer dimensions, spelled as before.
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use burn::prelude::*;
 use burn::tensor::backend::DeviceOps;
-use burn::tensor::{Scalar, TensorPrimitive};
 
-use crate::backend::Hybrid;
-use crate::comm::over_nodes::{self, Weigh};
-use crate::comm::{Collective, CollectiveKey, Columns};
-use crate::kind::{FloatKind, IntKind, ShardKind};
-use crate::ledger::{LedgerSnapshot, Traffic};
+use crate::comm::{Collective, CollectiveKey};
+use crate::ledger::LedgerSnapshot;
 use crate::mesh::{MeshDevice, OuterDim};
-use crate::placement::{shard_ranges, Placement, ReduceOp};
+use crate::placement::{shard_ranges, Placement};
 use crate::process_group::{ProcessGroup, ThreadedGroup};
 
 /// The default names of a 2-D mesh's dimensions: across nodes, then inside one.
@@ -210,7 +204,9 @@ impl<D: DeviceOps> GridMesh<D> {
     /// The whole mesh as this node holds it: its local ranks with the node dimension around
     /// them, the device of tensors laid out along both dimensions (`[node, local]`: see
     /// [`crate::Distributed::placements`]). Ops on them run each op's rule along each
-    /// dimension; their collectives along the nodes are recorded in this mesh's ledger.
+    /// dimension; their collectives along the nodes are recorded in this mesh's ledger. A
+    /// device of its own to Burn: its default dtypes are set as any device's (a
+    /// [`crate::GridLayout`] gives it the local ranks' own).
     pub fn mesh(&self) -> &MeshDevice<D> {
         &self.mesh
     }
@@ -227,10 +223,11 @@ impl<D: DeviceOps> GridMesh<D> {
     }
 
     /// What moved between the ranks of the whole mesh since the last reset: every node's
-    /// ledger summed (a collective over the nodes). Traffic along the outer dimension is
-    /// recorded under the collective's name with the dimension's, e.g. `all_reduce[node]`.
+    /// ledger of [`GridMesh::mesh`] summed (a collective over the nodes). Traffic along the
+    /// outer dimension is recorded under the collective's name with the dimension's, e.g.
+    /// `all_reduce[node]`.
     pub fn ledger_snapshot(&self) -> LedgerSnapshot {
-        let mine = self.local.job_ledger_snapshot();
+        let mine = self.mesh.job_ledger_snapshot();
         if self.nodes.size() == 1 {
             return mine;
         }
@@ -250,79 +247,12 @@ impl<D: DeviceOps> GridMesh<D> {
     pub fn outer_collective(&self, collective: Collective) -> CollectiveKey {
         collective.over(&self.names[0])
     }
-
-    /// The sum over the nodes of `t`, weighted (`weights[n]` for node n's; 1 each by
-    /// default): each local rank's piece summed with the pieces of the same local rank on
-    /// every node (a column of the mesh), in node order, so every node computes the same
-    /// values. A ring's volume (a reduce-scatter then an all-gather over the N nodes: 2(N-1)/N
-    /// of each piece per rank), recorded in the local mesh's ledger as
-    /// [`GridMesh::outer_collective`] of `all_reduce`, every byte across nodes. A collective
-    /// over the nodes; the placement on the local mesh stays.
-    pub fn all_reduce_over_nodes<B: Backend<Device = D>, const N: usize>(
-        &self,
-        t: Tensor<Hybrid<B>, N>,
-        weights: Option<&[f64]>,
-    ) -> Tensor<Hybrid<B>, N> {
-        if self.nodes.size() == 1 && weights.is_none() {
-            return t;
-        }
-        let summed = self.over_nodes::<B, FloatKind>(t.into_primitive().tensor(), &weighed::<B>(weights));
-        Tensor::from_primitive(TensorPrimitive::Float(summed))
-    }
-
-    /// [`GridMesh::all_reduce_over_nodes`] of an int tensor (counts), unweighted.
-    pub fn all_reduce_ints_over_nodes<B: Backend<Device = D>, const N: usize>(
-        &self,
-        t: Tensor<Hybrid<B>, N, Int>,
-    ) -> Tensor<Hybrid<B>, N, Int> {
-        if self.nodes.size() == 1 {
-            return t;
-        }
-        Tensor::from_primitive(self.over_nodes::<B, IntKind>(t.into_primitive(), &|p, _| p))
-    }
-
-    /// The axis the collectives over the nodes run along: this node's column of the mesh.
-    pub(crate) fn columns(&self) -> Columns<'_, D> {
-        Columns { nodes: &self.nodes, local: &self.local, name: &self.names[0] }
-    }
-
-    fn over_nodes<B: Backend<Device = D>, K: ShardKind<B>>(
-        &self,
-        d: crate::dtensor::DTensor<B, K>,
-        weigh: Weigh<'_, K::Prim>,
-    ) -> crate::dtensor::DTensor<B, K> {
-        let crate::dtensor::DTensor { mesh, shape, dtype, placement, shards, .. } = d;
-        let mut traffic = Traffic::default();
-        let summed = over_nodes::all_reduce::<B, K>(&self.columns(), shards, weigh, ReduceOp::Sum, &mut traffic);
-        self.local.record(self.outer_collective(Collective::AllReduce), traffic);
-        crate::dtensor::DTensor::from_parts(mesh, shape, dtype, placement, summed)
-    }
 }
-
-/// Node n's piece times `weights[n]` (left as it is where the weight is 1 or none is given).
-pub(crate) fn weighed<B: Backend>(weights: Option<&[f64]>) -> impl Fn(FloatPrim<B>, usize) -> FloatPrim<B> + '_ {
-    move |p, n| match weights {
-        Some(w) if w[n] != 1.0 => B::float_mul_scalar(p, Scalar::from(w[n])),
-        _ => p,
-    }
-}
-
-type FloatPrim<B> = burn::tensor::ops::FloatTensor<B>;
 
 /// The placement of a tensor along each dimension of a 2-D mesh, outer first.
 pub type GridPlacement = [Placement; 2];
 
-/// Whether a gradient of `placement` on the local mesh, `rows` long in its first dimension,
-/// is summed over the nodes of a mesh of `shape` by slices: a replicated gradient (already
-/// summed inside the node, so equal on every local rank) is cut locally into one slice per
-/// local rank (`Shard(0)`, free), each local rank sums only its slice over the nodes, and
-/// the slices are all-gathered inside the node, as NCCL's hierarchical all-reduce does. The
-/// bytes across nodes are then the gradient's once, not once per local rank. Not where a
-/// slice would be empty (fewer rows than local ranks), nor on one node or one local rank.
-pub fn sums_by_slices(placement: Placement, rows: usize, shape: [usize; 2]) -> bool {
-    let [nodes, local] = shape;
-    placement == Placement::Replicate && nodes > 1 && local > 1 && rows >= local
-}
+pub use crate::comm::along::{cut_dim, sums_by_slices};
 
 /// A placement per dimension as `owt plan` prints it: `[Replicate, Shard(1)]`.
 pub fn describe(p: &GridPlacement) -> String {

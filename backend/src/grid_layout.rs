@@ -1,56 +1,54 @@
-//! A training step on a 2-D mesh ([`GridMesh`]): the plan on each node's local mesh (its L
-//! ranks: the weird trick's column split, the conv layers' batch split), data parallelism
-//! across the nodes (each node its block of the batch; every gradient summed over the nodes,
-//! weighted by the nodes' shares of the batch, so the update is the whole batch's mean; a
-//! gradient replicated inside the node by slices, one per local rank, then all-gathered in
-//! the node, so each crosses the nodes once: [`crate::grid::sums_by_slices`]).
+//! A training step on a 2-D mesh ([`GridMesh`]): every tensor on the mesh of the node's ranks
+//! with the node dimension around them ([`GridMesh::mesh`]), laid out along both dimensions,
+//! so each op runs its rule along each (see `dispatch.rs`). The plan says where: inside each
+//! node its local plan (the weird trick's column split, the conv layers' batch split), along
+//! the nodes what the [`GridPlan`] says (data parallelism for the built-in plans: each node
+//! its block of the batch, `[Shard(0), ..]`).
 //!
-//! A [`GridPlan`] may say more along the nodes: a parameter `Shard(d)` there is stored as
-//! each node's slice (FSDP-style), gathered over the nodes into the module a step computes
-//! with ([`StepLayout::compute_module`]) and its gradient reduce-scattered back to the slice,
-//! so each node updates, and keeps optimizer state for, only its slice; an input `Replicate`
-//! there gives every node the whole batch (nothing is summed over the nodes then).
+//! Nothing here sums, weighs or gathers by hand. The loss is the whole batch's mean (its
+//! shape is the global batch), so a replicated parameter's gradient comes out of the backward
+//! pass as a pending sum over the nodes, and the gradient sync brings it to the parameter's
+//! placement along every dimension (an all-reduce over the nodes, by slices where the
+//! gradient is whole inside the node). A parameter the plan shards over the nodes
+//! (`[Shard(d), p]`, FSDP-style) is stored as each node's slice and gathered over the nodes
+//! into the module a step computes with by a differentiable op whose backward reduce-scatters
+//! the gradient to the slices ([`crate::Distributed::redistribute_along`]); each node then
+//! updates, and keeps optimizer state for, only its slice. With the whole batch on every
+//! node (the input `Replicate` along the nodes) the gradients are whole along the nodes
+//! already, and nothing is summed over them.
 
-use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use burn::backend::Autodiff;
-use burn::module::{AutodiffModule, Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::module::{AutodiffModule, Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::{get_device_settings, set_default_dtypes, AutodiffBackend};
 use burn::tensor::{DType, TensorData};
 
 use crate::api::Distributed;
 use crate::backend::Hybrid;
 use crate::comm::{Phase, Stage};
-use crate::grid::{sums_by_slices, GridMesh, GridPlacement};
+use crate::grid::{GridMesh, GridPlacement};
 use crate::grid_plan::GridPlan;
 use crate::layout::{MeshLayout, StepLayout};
 use crate::ledger::LedgerSnapshot;
 use crate::params::parameter_paths;
-use crate::phases::{layer_of, map_gradients, GradientMap, LayerLabels};
-use crate::placement::{can_shard, shard_ranges, Placement};
+use crate::phases::{layer_of, LayerLabels};
+use crate::placement::{can_shard, Placement};
 use crate::plan::{Plan, PlanError};
 use crate::scheme::Exchange;
 use crate::upload::RowSplit;
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 
-/// A plan on a 2-D mesh of N nodes x L local ranks: its local plan on each node's local
-/// mesh, and along the nodes what the [`GridPlan`] says (data parallelism for the built-in
-/// plans).
+/// A plan on a 2-D mesh of N nodes x L local ranks: its local plan on each node's ranks, and
+/// along the nodes what the [`GridPlan`] says (data parallelism for the built-in plans).
 #[derive(Clone)]
 pub struct GridLayout<IB: Backend> {
     grid: GridMesh<IB::Device>,
     inner: MeshLayout<IB>,
     plan: GridPlan,
-    /// Rows of the batch last placed (the whole batch, over every node).
-    total: Arc<AtomicUsize>,
-    /// Each placed parameter's placement along the nodes, by id.
-    outer: Arc<Mutex<HashMap<ParamId, Placement>>>,
 }
 
 impl<IB: Backend> std::fmt::Debug for GridLayout<IB> {
@@ -68,9 +66,13 @@ impl<IB: Backend> GridLayout<IB> {
 
     /// The layout of a 2-D plan on `grid` (see [`GridPlan::local_plan`] for what it may
     /// say), exchanging activities by `scheme` inside each node.
+    /// The mesh's tensors take the default dtypes of the node's own ranks ([`GridMesh::local`]),
+    /// unless the mesh's were set already.
     pub fn with_plan(grid: GridMesh<IB::Device>, plan: &GridPlan, scheme: Exchange) -> Result<Self, PlanError> {
-        let inner = MeshLayout::new(grid.local().clone(), plan.local_plan()?, scheme);
-        Ok(Self { grid, inner, plan: plan.clone(), total: Arc::default(), outer: Arc::default() })
+        let local = get_device_settings::<Hybrid<IB>>(grid.local());
+        let _ = set_default_dtypes::<Hybrid<IB>>(grid.mesh(), local.float_dtype, local.int_dtype);
+        let inner = MeshLayout::new(grid.mesh().clone(), plan.local_plan()?, scheme);
+        Ok(Self { grid, inner, plan: plan.clone() })
     }
 
     /// The plan, per dimension.
@@ -78,40 +80,12 @@ impl<IB: Backend> GridLayout<IB> {
         &self.plan
     }
 
-    /// Whether every node takes the whole batch (the input `Replicate` along the nodes).
-    fn replicated_input(&self) -> bool {
-        self.plan.input[0] == Placement::Replicate
-    }
-
     /// Whether every node takes the whole of a batch of `total` rows: when the plan says so,
     /// and when the batch has fewer rows than there are nodes (a short last batch), which then
     /// stays whole as a dimension shorter than a 1-D mesh does ([`can_shard`]): no node holds
-    /// an empty piece, and nothing is summed over the nodes (each already has the batch's).
+    /// an empty piece.
     fn whole_on_each_node(&self, total: usize) -> bool {
-        self.replicated_input() || !can_shard(total, self.grid.shape()[0])
-    }
-
-    /// Whether every node holds the whole of the batch last placed.
-    fn last_batch_whole(&self) -> bool {
-        self.whole_on_each_node(self.total.load(Ordering::SeqCst))
-    }
-
-    /// `x` (a figure of this node's rows: a mean loss, a count) ready to be summed over the
-    /// nodes, which add their pieces rank by rank and so must agree on its placement. When
-    /// some nodes' blocks of the last batch split over their local ranks and others' are too
-    /// short to ([`can_shard`]), the first hold such a figure as a pending sum (`Partial`)
-    /// and the others whole: then every node completes it first. (Added rank by rank, a
-    /// `Partial` count and a whole one counted the short node's rows once per local rank.)
-    fn agreed<T: Distributed>(&self, x: T) -> T {
-        let total = self.total.load(Ordering::SeqCst);
-        let local = self.grid.local().size();
-        let blocks = shard_ranges(total, self.grid.shape()[0]);
-        let split = |r: &Range<usize>| can_shard(r.len(), local);
-        if blocks.iter().all(split) || !blocks.iter().any(split) {
-            x
-        } else {
-            x.distribute(Placement::Replicate)
-        }
+        self.plan.input[0] == Placement::Replicate || !can_shard(total, self.grid.shape()[0])
     }
 
     /// The rows of a batch of `total` this node takes (those [`StepLayout::row_split`] names).
@@ -123,22 +97,13 @@ impl<IB: Backend> GridLayout<IB> {
         }
     }
 
-    /// Each placed parameter's placement along the nodes, by id.
-    fn along_nodes(&self) -> std::sync::MutexGuard<'_, HashMap<ParamId, Placement>> {
-        self.outer.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Where the parameter `id` lives along the nodes (`Replicate` if it was never placed).
-    fn outer_of(&self, id: &ParamId) -> Placement {
-        self.along_nodes().get(id).copied().unwrap_or(Placement::Replicate)
-    }
-
     /// The mesh.
     pub fn grid(&self) -> &GridMesh<IB::Device> {
         &self.grid
     }
 
-    /// The layout on this node's local mesh.
+    /// The layout on this node's ranks (on the 2-D mesh: its tensors are laid out along the
+    /// nodes too).
     pub fn local_layout(&self) -> &MeshLayout<IB> {
         &self.inner
     }
@@ -147,7 +112,7 @@ impl<IB: Backend> GridLayout<IB> {
     /// per dimension, outer first: `[Replicate, Shard(1)]` for an FC weight split by columns
     /// inside each node, `[Shard(0), Shard(1)]` for one whose rows each node stores a slice of.
     pub fn placements<M: Module<AH<IB>>>(&self, module: &M) -> Vec<(String, GridPlacement)> {
-        let mut found = PlacementList { path: Vec::new(), found: Vec::new(), outer: &self.along_nodes() };
+        let mut found = PlacementList { path: Vec::new(), found: Vec::new() };
         module.visit(&mut found);
         found.found
     }
@@ -158,15 +123,10 @@ impl<IB: Backend> GridLayout<IB> {
         [self.plan.input[0], self.plan().map_or(Placement::Replicate, |p| p.input)]
     }
 
-    fn remember(&self, total: usize) -> Range<usize> {
-        self.total.store(total, Ordering::SeqCst);
-        self.rows(total)
-    }
-
-    /// Each node's weight in the sum of gradients: its share of the batch last placed.
-    fn node_weights(&self) -> Vec<f64> {
-        let total = self.total.load(Ordering::SeqCst).max(1);
-        shard_ranges(total, self.grid.shape()[0]).iter().map(|r| r.len() as f64 / total as f64).collect()
+    /// `x`, a whole batch on every node, laid out as the input along both dimensions.
+    fn placed<T: Distributed>(&self, x: T) -> T {
+        let [outer, inner] = self.input_placement();
+        x.distribute_along(0, outer).distribute(inner)
     }
 }
 
@@ -182,13 +142,12 @@ fn rows_of(data: TensorData, rows: Range<usize>, total: usize) -> TensorData {
     TensorData::from_bytes_vec(bytes, shape, data.dtype)
 }
 
-struct PlacementList<'a> {
+struct PlacementList {
     path: Vec<String>,
     found: Vec<(String, GridPlacement)>,
-    outer: &'a HashMap<ParamId, Placement>,
 }
 
-impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList<'_> {
+impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -198,21 +157,19 @@ impl<IB: Backend> ModuleVisitor<AH<IB>> for PlacementList<'_> {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AH<IB>, D>>) {
-        let outer = self.outer.get(&param.id).copied().unwrap_or(Placement::Replicate);
-        self.found.push((self.path.join("."), [outer, param.val().placement()]));
+        let placements = param.val().placements();
+        self.found.push((self.path.join("."), [placements[0], placements[1]]));
     }
 }
 
 /// The parameters a node stores: its slice along the nodes of those the plan shards there
-/// (each id's placement along the nodes noted in `outer`).
-struct NodeSlicer<'a, IB: Backend> {
-    grid: &'a GridMesh<IB::Device>,
+/// (each still a leaf of its own).
+struct NodeSlicer<'a> {
     plan: &'a GridPlan,
     path: Vec<String>,
-    outer: HashMap<ParamId, Placement>,
 }
 
-impl<IB: Backend> ModuleMapper<AH<IB>> for NodeSlicer<'_, IB> {
+impl<IB: Backend> ModuleMapper<AH<IB>> for NodeSlicer<'_> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -224,20 +181,16 @@ impl<IB: Backend> ModuleMapper<AH<IB>> for NodeSlicer<'_, IB> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<AH<IB>, D>>) -> Param<Tensor<AH<IB>, D>> {
         let (id, tensor, mapper) = param.consume();
         let outer = self.plan.outer_of(&self.path.join("."));
-        self.outer.insert(id, outer);
-        let Placement::Shard(d) = outer else { return Param::from_mapped_value(id, tensor, mapper) };
-        let require_grad = tensor.is_require_grad();
-        let slice = Tensor::from_inner(self.grid.node_slice(tensor.inner(), d));
-        Param::from_mapped_value(id, if require_grad { slice.require_grad() } else { slice }, mapper)
+        Param::from_mapped_value(id, tensor.distribute_along(0, outer), mapper)
     }
 }
 
 /// The module a step computes with: each parameter stored as a slice along the nodes
-/// gathered whole over them (labelled as its layer's forward traffic), a fresh leaf with the
-/// stored parameter's id.
+/// gathered whole over them by the differentiable gather (labelled as its layer's forward
+/// traffic; its backward, the reduce-scatter of the gradient to the slices, as its layer's
+/// sync), with the stored parameter's id.
 struct NodeGatherer<'a, IB: Backend> {
     grid: &'a GridMesh<IB::Device>,
-    outer: &'a HashMap<ParamId, Placement>,
     path: Vec<String>,
 }
 
@@ -251,46 +204,19 @@ impl<IB: Backend> ModuleMapper<AH<IB>> for NodeGatherer<'_, IB> {
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<AH<IB>, D>>) -> Param<Tensor<AH<IB>, D>> {
-        let Some(&Placement::Shard(d)) = self.outer.get(&param.id) else { return param };
+        if !matches!(param.val().placements()[0], Placement::Shard(_)) {
+            return param;
+        }
         let (id, tensor, mapper) = param.consume();
-        self.grid.local().set_phase(Some(Phase::of(layer_of(&self.path.join(".")), Stage::Forward)));
-        let whole = Tensor::from_inner(self.grid.all_gather_over_nodes(tensor.inner(), d)).require_grad();
+        let layer = layer_of(&self.path.join(".")).to_string();
+        self.grid.mesh().set_phase(Some(Phase::of(&layer, Stage::Forward)));
+        let whole = crate::differentiable::redistribute_along_labelled(
+            tensor,
+            0,
+            Placement::Replicate,
+            Some(Phase::of(&layer, Stage::Sync)),
+        );
         Param::from_mapped_value(id, whole, mapper)
-    }
-}
-
-/// Each gradient summed over the nodes, weighted by their shares (a replicated one by
-/// slices: [`sums_by_slices`]); that of a parameter sharded over the nodes reduce-scattered
-/// to this node's slice. With the whole batch on every node (`whole_batch_each`: the plan's
-/// input `Replicate` along the nodes, or a batch shorter than the node count) nothing is
-/// summed: every node's gradient is already the batch's, and a sharded one is cut.
-struct NodeSum<'a, IB: Backend> {
-    grid: &'a GridMesh<IB::Device>,
-    weights: &'a [f64],
-    outer: &'a HashMap<ParamId, Placement>,
-    whole_batch_each: bool,
-}
-
-impl<IB: Backend> GradientMap<IB> for NodeSum<'_, IB> {
-    fn map<const D: usize>(
-        &mut self,
-        param: &Param<Tensor<AH<IB>, D>>,
-        grad: Tensor<Hybrid<IB>, D>,
-    ) -> Tensor<Hybrid<IB>, D> {
-        match (self.outer.get(&param.id), self.whole_batch_each) {
-            (Some(&Placement::Shard(d)), false) => {
-                return self.grid.reduce_scatter_over_nodes(grad, d, Some(self.weights))
-            }
-            (Some(&Placement::Shard(d)), true) => return self.grid.node_slice(grad, d),
-            (_, true) => return grad,
-            (_, false) => {}
-        }
-        if sums_by_slices(grad.placement(), grad.dims()[0], self.grid.shape()) {
-            let slice = grad.distribute(Placement::Shard(0));
-            self.grid.all_reduce_over_nodes(slice, Some(self.weights)).distribute(Placement::Replicate)
-        } else {
-            self.grid.all_reduce_over_nodes(grad, Some(self.weights))
-        }
     }
 }
 
@@ -329,66 +255,50 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         if let Some(plan) = self.inner.plan() {
             plan.check_params(&stored, self.grid.local().size())?;
         }
-        let mut slicer =
-            NodeSlicer::<IB> { grid: &self.grid, plan: &self.plan, path: Vec::new(), outer: HashMap::new() };
-        let module = module.map(&mut slicer);
-        self.along_nodes().extend(slicer.outer);
+        let module = module.map(&mut NodeSlicer { plan: &self.plan, path: Vec::new() });
         self.inner.place_module(module)
     }
 
     fn stores_whole(&self) -> bool {
-        !self.along_nodes().values().any(|p| matches!(p, Placement::Shard(_)))
+        let outer = self.plan.rules.iter().map(|r| r.placement[0]).chain([self.plan.default[0]]);
+        !outer.into_iter().any(|p| matches!(p, Placement::Shard(_)))
     }
 
     fn compute_module<M: Module<AH<IB>>>(&self, module: &M) -> M {
         if self.stores_whole() {
             return module.clone();
         }
-        let outer = self.along_nodes().clone();
-        let mut gatherer = NodeGatherer::<IB> { grid: &self.grid, outer: &outer, path: Vec::new() };
-        let whole = module.clone().map(&mut gatherer);
-        self.grid.local().set_phase(None);
+        let whole = module.clone().map(&mut NodeGatherer::<IB> { grid: &self.grid, path: Vec::new() });
+        self.grid.mesh().set_phase(None);
         whole
     }
 
-    fn whole_state<const D: usize>(&self, id: ParamId, state: Tensor<Hybrid<IB>, D>) -> Tensor<Hybrid<IB>, D> {
-        match self.outer_of(&id) {
-            Placement::Shard(d) => self.grid.all_gather_over_nodes(state, d),
-            _ => state,
-        }
-    }
-
-    fn stored_state<const D: usize>(&self, id: ParamId, state: Tensor<Hybrid<IB>, D>) -> Tensor<Hybrid<IB>, D> {
-        match self.outer_of(&id) {
-            Placement::Shard(d) => self.grid.node_slice(state, d),
-            _ => state,
-        }
+    fn stored_state<const D: usize>(&self, path: &str, state: Tensor<Hybrid<IB>, D>) -> Tensor<Hybrid<IB>, D> {
+        state.distribute_along(0, self.plan.outer_of(path))
     }
 
     fn place_input<const D: usize>(&self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
-        let rows = self.remember(x.dims()[0]);
-        self.inner.place_input(x.slice_dim(0, rows))
+        self.placed(x)
     }
 
     fn place_labels<const D: usize>(&self, y: Tensor<AH<IB>, D, Int>) -> Tensor<AH<IB>, D, Int> {
-        let rows = self.rows(y.dims()[0]);
-        self.inner.place_labels(y.slice_dim(0, rows))
+        self.placed(y)
     }
 
     fn upload_input<const D: usize>(&self, data: TensorData) -> Tensor<AH<IB>, D> {
         let total = data.shape[0];
-        let rows = self.remember(total);
-        self.inner.upload_input(rows_of(data, rows, total))
+        let rows = self.rows(total);
+        self.upload_input_rows(rows_of(data, rows.clone(), total), rows, total)
     }
 
     fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<AH<IB>, D, Int> {
         let total = data.shape[0];
         let rows = self.rows(total);
-        self.inner.upload_labels(rows_of(data, rows, total), dtype)
+        self.upload_labels_rows(rows_of(data, rows.clone(), total), dtype, rows, total)
     }
 
     fn row_split(&self) -> RowSplit {
-        if self.replicated_input() {
+        if self.plan.input[0] == Placement::Replicate {
             RowSplit::whole()
         } else {
             RowSplit::block(self.grid.shape()[0], self.grid.node())
@@ -401,8 +311,9 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         rows: Range<usize>,
         total: usize,
     ) -> Tensor<AH<IB>, D> {
-        assert_eq!(rows, self.remember(total), "node {} uploads its own rows", self.grid.node());
-        self.inner.upload_input(data)
+        assert_eq!(rows, self.rows(total), "node {} uploads its own rows", self.grid.node());
+        let local = self.inner.upload_input(data);
+        Tensor::from_inner(crate::upload::node_block(local.inner(), rows, total))
     }
 
     fn upload_labels_rows<const D: usize>(
@@ -412,10 +323,9 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         rows: Range<usize>,
         total: usize,
     ) -> Tensor<AH<IB>, D, Int> {
-        // Pixels may come this way too (bytes normalised on the device): either upload says
-        // what the whole batch is, for the nodes' weights and the step's outcome.
-        assert_eq!(rows, self.remember(total), "node {} uploads its own rows", self.grid.node());
-        self.inner.upload_labels(data, dtype)
+        assert_eq!(rows, self.rows(total), "node {} uploads its own rows", self.grid.node());
+        let local = self.inner.upload_labels::<D>(data, dtype);
+        Tensor::from_primitive(crate::upload::node_block_int(local.into_primitive(), rows, total))
     }
 
     fn labels(&self) -> LayerLabels<IB> {
@@ -426,22 +336,15 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         self.inner.backward(loss)
     }
 
+    /// Each gradient brought to its parameter's placement along both dimensions (the sums
+    /// over the nodes included; a parameter stored in slices over them has its gradient
+    /// reduce-scattered already, by the gather's backward). `module` is the stored module.
     fn sync<M: AutodiffModule<AH<IB>>>(
         &self,
         module: &M,
         grads: <AH<IB> as AutodiffBackend>::Gradients,
     ) -> GradientsParams {
-        let mut grads = self.inner.sync(module, grads);
-        let weights = self.node_weights();
-        let outer = self.along_nodes().clone();
-        let sum = NodeSum::<IB> {
-            grid: &self.grid,
-            weights: &weights,
-            outer: &outer,
-            whole_batch_each: self.last_batch_whole(),
-        };
-        map_gradients(module, &mut grads, self.grid.local(), sum);
-        grads
+        self.inner.sync(module, grads)
     }
 
     /// The whole mesh's traffic: every node's ledger summed (a collective over the nodes).
@@ -459,32 +362,5 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
 
     fn process(&self) -> usize {
         self.grid.node()
-    }
-
-    fn first_row(&self) -> usize {
-        self.rows(self.total.load(Ordering::SeqCst)).start
-    }
-
-    fn mean_over_outer(&self, x: Tensor<Hybrid<IB>, 1>) -> Tensor<Hybrid<IB>, 1> {
-        if self.last_batch_whole() {
-            return x;
-        }
-        self.grid.all_reduce_over_nodes(self.agreed(x), Some(&self.node_weights()))
-    }
-
-    fn sum_over_outer(&self, x: Tensor<Hybrid<IB>, 1, Int>) -> Tensor<Hybrid<IB>, 1, Int> {
-        if self.last_batch_whole() {
-            return x;
-        }
-        self.grid.all_reduce_ints_over_nodes(self.agreed(x))
-    }
-
-    fn whole_batch(&self, rows: usize) -> usize {
-        let total = self.total.load(Ordering::SeqCst);
-        if self.rows(total).len() == rows {
-            total
-        } else {
-            rows
-        }
     }
 }

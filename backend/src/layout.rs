@@ -8,7 +8,7 @@
 //! traffic, the backward pass, the gradient sync) and the record of what moved.
 
 use burn::backend::Autodiff;
-use burn::module::{AutodiffModule, Module, ParamId};
+use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -159,37 +159,29 @@ pub trait StepLayout<B: AutodiffBackend> {
     /// The module a step computes with: `module` itself wherever each rank stores its
     /// parameters' pieces as the step uses them. Where the layout stores parameters in
     /// slices the step must gather first (a 2-D mesh's parameters sharded over its nodes,
-    /// FSDP-style), each such parameter is gathered into a fresh one with the same id. The
-    /// forward pass, [`StepLayout::sync`], an evaluation and a checkpoint's weights use it;
-    /// the optimizer updates `module` with the gradients `sync` returns (the stored pieces').
-    /// A collective there: every node calls it at the same point.
+    /// FSDP-style), each such parameter is gathered by a differentiable op into one with the
+    /// same id, whose gradient the backward pass brings back to the stored pieces. The
+    /// forward pass, an evaluation and a checkpoint's weights use it; [`StepLayout::sync`]
+    /// and the optimizer take the stored `module`. A collective there: every node calls it at
+    /// the same point.
     fn compute_module<M: Module<B>>(&self, module: &M) -> M {
         module.clone()
     }
 
     /// Whether every parameter is stored as the step computes with it: then
-    /// [`StepLayout::compute_module`], [`StepLayout::whole_state`] and
-    /// [`StepLayout::stored_state`] change nothing.
+    /// [`StepLayout::compute_module`] and [`StepLayout::stored_state`] change nothing.
     fn stores_whole(&self) -> bool {
         true
     }
 
-    /// An optimizer's per-parameter state for parameter `id` made whole, as a checkpoint
-    /// holds it, from the piece stored here (the state itself where parameters are stored
-    /// whole). A collective where it is not.
-    fn whole_state<const D: usize>(
-        &self,
-        _id: ParamId,
-        state: Tensor<B::InnerBackend, D>,
-    ) -> Tensor<B::InnerBackend, D> {
-        state
-    }
-
-    /// The piece of a whole state (read from a checkpoint) this layout stores for parameter
-    /// `id`: the reverse of [`StepLayout::whole_state`]. Local.
+    /// The piece this layout stores of a whole optimizer state (read from a checkpoint) for
+    /// the parameter at `path`: the state laid out as the parameter is where the layout
+    /// stores parameters in pieces the optimizer's update runs on (a 2-D mesh's slices over
+    /// its nodes); the state itself elsewhere. Local. (Making a stored state whole needs
+    /// nothing of the layout: reading a tensor gathers it.)
     fn stored_state<const D: usize>(
         &self,
-        _id: ParamId,
+        _path: &str,
         state: Tensor<B::InnerBackend, D>,
     ) -> Tensor<B::InnerBackend, D> {
         state
@@ -201,7 +193,8 @@ pub trait StepLayout<B: AutodiffBackend> {
     /// The backward pass from `loss` (labelled `loss:backward` on a mesh).
     fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients;
 
-    /// The gradients of `module`'s parameters, each brought to its parameter's placement
+    /// The gradients of `module`'s parameters (the module as stored, not as
+    /// [`StepLayout::compute_module`] gathers it), each brought to its parameter's placement
     /// (the gradient sync, labelled per layer on a mesh), ready for an optimizer.
     fn sync<M: AutodiffModule<B>>(&self, module: &M, grads: B::Gradients) -> GradientsParams;
 
@@ -220,31 +213,6 @@ pub trait StepLayout<B: AutodiffBackend> {
     /// This process's index among the processes the layout spans (0 on one process).
     fn process(&self) -> usize {
         0
-    }
-
-    /// The row of the whole batch where the rows this layout's step computes on start (0 but
-    /// on a 2-D mesh, whose node computes on its block of the batch last placed): what keeps
-    /// per-row randomness (dropout masks) that of the whole batch.
-    fn first_row(&self) -> usize {
-        0
-    }
-
-    /// The whole batch's mean from each node's mean over its rows (weighted by the nodes'
-    /// shares of the batch), over the layout's data-parallel outer dimension (the nodes of a
-    /// 2-D mesh); `x` itself elsewhere. A collective over the nodes.
-    fn mean_over_outer(&self, x: Tensor<B::InnerBackend, 1>) -> Tensor<B::InnerBackend, 1> {
-        x
-    }
-
-    /// The sum of per-node counts over the outer dimension; `x` itself elsewhere.
-    fn sum_over_outer(&self, x: Tensor<B::InnerBackend, 1, Int>) -> Tensor<B::InnerBackend, 1, Int> {
-        x
-    }
-
-    /// The rows of the whole batch whose step computes on `rows` of them here (`rows` itself
-    /// but on a 2-D mesh, whose nodes each take a block of the batch last placed).
-    fn whole_batch(&self, rows: usize) -> usize {
-        rows
     }
 }
 

@@ -12,7 +12,6 @@ mod exchange;
 pub mod grid;
 mod grid_layout;
 mod grid_plan;
-pub mod grid_shard;
 mod kernels;
 mod kind;
 mod layout;

@@ -140,7 +140,8 @@ pub(crate) fn map_gradients<IB: Backend, M: Module<AH<IB>>>(
     mesh.set_phase(None);
 }
 
-/// Each gradient brought to its parameter's placement.
+/// Each gradient brought to its parameter's placement along every mesh dimension (inside
+/// each node first, then over the nodes).
 struct ToParamPlacement;
 
 impl<IB: Backend> GradientMap<IB> for ToParamPlacement {
@@ -149,7 +150,7 @@ impl<IB: Backend> GradientMap<IB> for ToParamPlacement {
         param: &Param<Tensor<AH<IB>, D>>,
         grad: Tensor<Hybrid<IB>, D>,
     ) -> Tensor<Hybrid<IB>, D> {
-        grad.distribute(param.val().placement())
+        grad.distribute_all(&param.val().placements())
     }
 }
 

@@ -86,6 +86,44 @@ impl RowSplit {
     }
 }
 
+/// `t`, made on a mesh of nodes from rows `rows` of a batch of `total` (this node's block, as
+/// [`RowSplit::block`] names it), as the whole batch split by rows over the nodes: laid out
+/// `Shard(0)` along the mesh's outer dimension, its global shape the whole batch's. Where the
+/// rows are the whole batch (a batch shorter than the nodes, or every node given it whole)
+/// it is whole along the nodes.
+pub(crate) fn node_block<B: Backend, const D: usize>(
+    t: Tensor<Hybrid<B>, D>,
+    rows: std::ops::Range<usize>,
+    total: usize,
+) -> Tensor<Hybrid<B>, D> {
+    let t = t.into_primitive().tensor();
+    Tensor::from_primitive(TensorPrimitive::Float(block_of(t, rows, total)))
+}
+
+/// [`node_block`] of an int tensor (labels, or pixels as bytes).
+pub(crate) fn node_block_int<B: Backend>(
+    t: DTensor<B, IntKind>,
+    rows: std::ops::Range<usize>,
+    total: usize,
+) -> DTensor<B, IntKind> {
+    block_of(t, rows, total)
+}
+
+fn block_of<B: Backend, K: ShardKind<B>>(
+    t: DTensor<B, K>,
+    rows: std::ops::Range<usize>,
+    total: usize,
+) -> DTensor<B, K> {
+    if rows == (0..total) {
+        return t;
+    }
+    assert_eq!(t.outer.len(), 1, "Hybrid: a node's block of rows on a mesh of nodes");
+    assert_eq!(t.shape[0], rows.len(), "Hybrid: {} rows of data for rows {rows:?}", t.shape[0]);
+    let mut global = t.shape.clone();
+    global[0] = total;
+    t.placed_outer(vec![Placement::Shard(0)], global)
+}
+
 fn upload<B: Backend, K: ShardKind<B>>(
     data: TensorData,
     rows: std::ops::Range<usize>,

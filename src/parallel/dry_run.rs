@@ -72,8 +72,9 @@ impl PlanDryRun<'_> {
     }
 
     /// Two training steps of the model on `layout` with the whole batch, each after
-    /// [`DryRun::begin_step`], so `dry`'s report reads the second (which shows that nothing
-    /// accumulates across steps, as a real run's steady state).
+    /// [`DryRun::begin_step`] and the layout's own record cleared, so the report reads the
+    /// second (which shows that nothing accumulates across steps, as a real run's steady
+    /// state).
     fn two_steps<L: StepLayout<H>>(&self, layout: &L, mut model: AlexNet<H>, dry: &DryRun) {
         let config = TrainConfig {
             batch: self.batch,
@@ -86,6 +87,7 @@ impl PlanDryRun<'_> {
             let x = layout.place_input(Tensor::<H, 4>::zeros([self.batch, c, h, w], &device));
             let y = layout.place_labels(Tensor::<H, 1, Int>::zeros([self.batch], &device));
             dry.begin_step();
+            layout.reset_traffic();
             let key = DropoutKey::new(0, step);
             model = train_step(layout, model, &mut optim, 0.01, self.head, self.fc_update, key, x, y).0;
         }
@@ -143,6 +145,7 @@ impl PlanDryRun<'_> {
         let (report, ledger, placements) =
             run_threads::<Meta, _>(nodes, |n| dries[n].mesh().clone(), grid, self.scheme, |layout| {
                 let dry = &dries[layout.grid().node()];
+                dry.label_by(layout.grid().mesh());
                 let model = self.arch.try_init(layout.device()).map_err(|e| OwtError::input(e.0))?;
                 let model = layout.place_module(model)?;
                 let placements = layout.placements(&model);

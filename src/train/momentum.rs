@@ -1,11 +1,14 @@
 //! The run's SGD momentum as a checkpoint holds it (every parameter's whole) and as a layout
 //! stores it (on a 2-D mesh that shards parameters over its nodes, each node only its
-//! slices): [`whole`] before a checkpoint is written, [`stored`] after one is read. Where the
-//! layout stores every parameter whole, both hand the record back untouched.
+//! slices): [`whole`] before a checkpoint is written (in parameter order: reading a sharded
+//! momentum gathers it), [`stored`] after one is read. Where the layout stores every
+//! parameter whole, [`stored`] hands the record back untouched.
 
 use std::marker::PhantomData;
 
-use burn::module::{Module, ParamId};
+use std::collections::HashMap;
+
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::momentum::MomentumState;
 use burn::optim::record::{AdaptorRecord, AdaptorRecordV1};
 use burn::optim::{Sgd, SgdState};
@@ -19,39 +22,60 @@ use crate::train::checkpoint::InParameterOrder;
 /// One entry of the optimizer's record: a parameter's momentum.
 type Entry<B> = AdaptorRecord<Sgd<<B as AutodiffBackend>::InnerBackend>, B>;
 
-/// The record with every parameter's momentum whole, in `module`'s parameter order (making
-/// one whole is a collective over the nodes: every node makes the same one at a time).
-pub fn whole<B: AutodiffBackend, L: StepLayout<B>, M: Module<B>>(
-    layout: &L,
+/// The record in `module`'s parameter order, each momentum read whole when it is written
+/// (reading a tensor a 2-D mesh shards over its nodes gathers it: a collective, so every node
+/// reads the same one at a time, in this order).
+pub fn whole<B: AutodiffBackend, M: Module<B>>(
     record: impl IntoIterator<Item = (ParamId, Entry<B>)>,
     module: &M,
 ) -> Vec<(ParamId, Entry<B>)> {
-    let ordered = InParameterOrder::new(record, module).0;
-    if layout.stores_whole() {
-        return ordered;
-    }
-    let device = layout.device().clone();
-    ordered
-        .into_iter()
-        .map(|(id, entry)| (id, map_entry(entry, &mut Whole { layout, id, backend: PhantomData }, &device)))
-        .collect()
+    InParameterOrder::new(record, module).0
 }
 
-/// The record as `layout` stores it, from a whole one (read from a checkpoint). Local.
-pub fn stored<B, L, R>(layout: &L, record: R) -> R
+/// The record as `layout` stores it, from a whole one (read from a checkpoint) for `module`'s
+/// parameters: each momentum laid out as the layout stores its parameter
+/// ([`StepLayout::stored_state`]). Local.
+pub fn stored<B, L, M, R>(layout: &L, record: R, module: &M) -> R
 where
     B: AutodiffBackend,
     L: StepLayout<B>,
+    M: Module<B>,
     R: IntoIterator<Item = (ParamId, Entry<B>)> + FromIterator<(ParamId, Entry<B>)>,
 {
     if layout.stores_whole() {
         return record;
     }
+    let paths = paths_by_id(module);
     let device = layout.device().clone();
     record
         .into_iter()
-        .map(|(id, entry)| (id, map_entry(entry, &mut Stored { layout, id, backend: PhantomData }, &device)))
+        .map(|(id, entry)| {
+            let path = paths.get(&id).map_or("", String::as_str);
+            (id, map_entry(entry, &mut Stored { layout, path, backend: PhantomData }, &device))
+        })
         .collect()
+}
+
+/// Each parameter's dotted path by its id.
+fn paths_by_id<B: Backend, M: Module<B>>(module: &M) -> HashMap<ParamId, String> {
+    struct Paths {
+        path: Vec<String>,
+        found: HashMap<ParamId, String>,
+    }
+    impl<B: Backend> ModuleVisitor<B> for Paths {
+        fn enter_module(&mut self, name: &str, _container_type: &str) {
+            self.path.push(name.to_string());
+        }
+        fn exit_module(&mut self, _name: &str, _container_type: &str) {
+            self.path.pop();
+        }
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            self.found.insert(param.id, self.path.join("."));
+        }
+    }
+    let mut paths = Paths { path: Vec::new(), found: HashMap::new() };
+    module.visit(&mut paths);
+    paths.found
 }
 
 /// A change to a momentum tensor of any rank.
@@ -59,27 +83,15 @@ trait Velocity<B: Backend> {
     fn map<const D: usize>(&mut self, v: Tensor<B, D>) -> Tensor<B, D>;
 }
 
-struct Whole<'a, B, L> {
-    layout: &'a L,
-    id: ParamId,
-    backend: PhantomData<B>,
-}
-
-impl<B: AutodiffBackend, L: StepLayout<B>> Velocity<B::InnerBackend> for Whole<'_, B, L> {
-    fn map<const D: usize>(&mut self, v: Tensor<B::InnerBackend, D>) -> Tensor<B::InnerBackend, D> {
-        self.layout.whole_state(self.id, v)
-    }
-}
-
 struct Stored<'a, B, L> {
     layout: &'a L,
-    id: ParamId,
+    path: &'a str,
     backend: PhantomData<B>,
 }
 
 impl<B: AutodiffBackend, L: StepLayout<B>> Velocity<B::InnerBackend> for Stored<'_, B, L> {
     fn map<const D: usize>(&mut self, v: Tensor<B::InnerBackend, D>) -> Tensor<B::InnerBackend, D> {
-        self.layout.stored_state(self.id, v)
+        self.layout.stored_state(self.path, v)
     }
 }
 

@@ -131,45 +131,20 @@ pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
 ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     match fc_update {
         FcUpdate::PerStep => {
-            // On a 2-D mesh this node's rows start further into the batch: their masks too.
-            let key = key.from_row(key.first_row + layout.first_row());
             // The module as the step computes with it (parameters a 2-D mesh shards over its
-            // nodes gathered); the optimizer updates the stored one with the stored pieces'
-            // gradients.
+            // nodes gathered, differentiably); the gradients are the stored module's, and the
+            // optimizer updates it with them.
             let compute = layout.compute_module(&model);
             let features = features(layout, &compute, images);
             let logits = classifier(layout, &compute, features, key);
             let (loss, outcome) = loss_and_outcome(head, logits, labels);
-            let grads = layout.backward(loss);
-            let grads = layout.sync(&compute, grads);
             drop(compute);
-            (optim.step(lr, model, grads), over_outer(layout, outcome))
+            let grads = layout.backward(loss);
+            let grads = layout.sync(&model, grads);
+            (optim.step(lr, model, grads), outcome)
         }
-        FcUpdate::PerChunk => {
-            let n = labels.dims()[0];
-            assert_eq!(
-                layout.whole_batch(n),
-                n,
-                "per-chunk FC updates run on one device or a 1-D mesh (a 2-D mesh's nodes would each update per chunk of their own rows)"
-            );
-            per_chunk_step(layout, model, optim, lr, head, key, images, labels)
-        }
+        FcUpdate::PerChunk => per_chunk_step(layout, model, optim, lr, head, key, images, labels),
     }
-}
-
-/// The whole batch's outcome from this node's (on a 2-D mesh: the loss weighted by the
-/// nodes' shares and the counts summed over the nodes); `outcome` itself elsewhere.
-fn over_outer<B: AutodiffBackend, L: StepLayout<B>>(
-    layout: &L,
-    outcome: StepOutcome<B::InnerBackend>,
-) -> StepOutcome<B::InnerBackend> {
-    let total = layout.whole_batch(outcome.images);
-    if total == outcome.images {
-        return outcome;
-    }
-    let loss = layout.mean_over_outer(outcome.loss);
-    let correct = layout.sum_over_outer(outcome.correct);
-    StepOutcome { loss, correct, images: total }
 }
 
 /// The loss to differentiate and what it and the logits say about the batch (on the device).

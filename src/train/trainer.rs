@@ -168,27 +168,12 @@ pub fn evaluate_with<B: Backend>(
     how: Preparation,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
 ) -> Result<Evaluation, OwtError> {
-    evaluate_rows(model, head, source, batch, how, owt_hybrid::RowSplit::whole(), upload, &OverNodes::here())
-}
-
-/// How a batch's mean loss and counts here become the whole batch's: themselves, or over the
-/// nodes of a 2-D mesh (each node evaluates its block of every batch).
-pub struct OverNodes<'a, B: Backend> {
-    /// The whole batch's mean loss from this node's.
-    pub mean: &'a dyn Fn(Tensor<B, 1>) -> Tensor<B, 1>,
-    /// The whole batch's count from this node's.
-    pub sum: &'a dyn Fn(Tensor<B, 1, Int>) -> Tensor<B, 1, Int>,
-}
-
-impl<B: Backend> OverNodes<'static, B> {
-    /// Everything is here: the figures as they are.
-    pub fn here() -> Self {
-        OverNodes { mean: &|x| x, sum: &|x| x }
-    }
+    evaluate_rows(model, head, source, batch, how, owt_hybrid::RowSplit::whole(), upload)
 }
 
 /// [`evaluate_with`] preparing only the rows of each batch `split` names (a process's or a
-/// node's share), each batch's loss and count made the whole batch's by `whole`.
+/// node's share; `upload` makes the whole batch's tensor of them, so the loss and counts are
+/// the whole batch's).
 pub fn evaluate_rows<B: Backend>(
     model: &AlexNet<B>,
     head: Head,
@@ -197,7 +182,6 @@ pub fn evaluate_rows<B: Backend>(
     how: Preparation,
     split: owt_hybrid::RowSplit,
     upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
-    whole: &OverNodes<'_, B>,
 ) -> Result<Evaluation, OwtError> {
     let indices: Vec<usize> = (0..source.len()).collect();
     let mut batches = Prefetch::start_rows(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), how, split);
@@ -207,11 +191,11 @@ pub fn evaluate_rows<B: Backend>(
     while let Some(batch) = batches.next_batch()? {
         let (images, labels) = upload(&batch);
         let logits = model.forward(images);
-        let correct = (whole.sum)(correct_count(head, logits.clone(), labels.clone()));
+        let correct = correct_count(head, logits.clone(), labels.clone());
         if top_k {
-            in_top_k.add((whole.sum)(top_k_correct(logits.clone(), labels.clone(), TOP_K)));
+            in_top_k.add(top_k_correct(logits.clone(), labels.clone(), TOP_K));
         }
-        tally.add((whole.mean)(head.loss(logits, labels)), correct, batch.total_len());
+        tally.add(head.loss(logits, labels), correct, batch.total_len());
     }
     let values = tally.read();
     let top5_accuracy = in_top_k.read().map(|hits| hits as f64 / values.images.max(1) as f64);
@@ -309,7 +293,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     let mut model = layout.place_module(model)?;
     // The optimizer state as this layout stores it (each node's slices of what it shards).
     if let Some(record) = optim_record {
-        optim = optim.load_record(momentum::stored(layout, record));
+        optim = optim.load_record(momentum::stored(layout, record, &model));
     }
     let train_set = &splits.train;
     let norm = &config.model.pixel_norm;
@@ -376,8 +360,6 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let seen = values.images;
         let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
         let upload = |batch: &Batch| upload_eval(layout, batch, norm);
-        let (mean, sum) = (|x| layout.mean_over_outer(x), |x| layout.sum_over_outer(x));
-        let whole = OverNodes { mean: &mean, sum: &sum };
         // The model as a step computes with it (on a 2-D mesh that shards parameters over
         // its nodes, gathered once here): evaluated, then checkpointed whole.
         let gathered = layout.compute_module(&model);
@@ -389,7 +371,6 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             how,
             layout.row_split(),
             &upload,
-            &whole,
         )?;
         let m = EpochMetrics {
             epoch: epoch + 1,
@@ -418,7 +399,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let model_bytes = record_to_bytes::<B, _>(gathered.into_record())?;
         // In module order: reading a sharded tensor is a collective, and every process must
         // read the same one at the same time (the record's own order is a hash map's).
-        let whole = momentum::whole(layout, optim.to_record(), &model);
+        let whole = momentum::whole(optim.to_record(), &model);
         let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(whole, &model))?;
         if primary {
             Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;

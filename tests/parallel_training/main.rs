@@ -334,16 +334,14 @@ fn per_chunk_updates_equal_the_hand_written_reference_element_by_element() {
     }
 }
 
-/// What one node of a 2-D mesh ended with: its weights, losses, the whole mesh's ledger, and
-/// the parameters' placements per dimension.
 /// A node's final weights (whole), losses, the mesh's ledger, its parameters' placements per
-/// dimension and the shapes it stores them in.
+/// dimension and the shapes of the pieces its ranks store of them.
 type GridOutcome = (
     Vec<(String, Vec<f64>)>,
     Vec<f64>,
     owt_hybrid::LedgerSnapshot,
     Vec<(String, owt_hybrid::GridPlacement)>,
-    Vec<(String, Vec<usize>)>,
+    Vec<(String, Vec<Vec<usize>>)>,
 );
 
 /// `body` on every node of a (nodes, local) mesh of Flex virtual ranks in f64 (each node a
@@ -382,6 +380,25 @@ fn fsdp_weird_trick() -> owt_hybrid::GridPlan {
     )
 }
 
+/// Every parameter's path and the shape of each piece this node's ranks store of it.
+fn stored_pieces<M: burn::module::Module<H>>(module: &M) -> Vec<(String, Vec<Vec<usize>>)> {
+    struct Pieces(Vec<String>, Vec<(String, Vec<Vec<usize>>)>);
+    impl burn::module::ModuleVisitor<H> for Pieces {
+        fn enter_module(&mut self, name: &str, _container_type: &str) {
+            self.0.push(name.to_string());
+        }
+        fn exit_module(&mut self, _name: &str, _container_type: &str) {
+            self.0.pop();
+        }
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<H, D>>) {
+            self.1.push((self.0.join("."), owt_hybrid::Distributed::local_shapes(&param.val())));
+        }
+    }
+    let mut pieces = Pieces(Vec::new(), Vec::new());
+    module.visit(&mut pieces);
+    pieces.1
+}
+
 /// `steps` steps on a (nodes, local) mesh under a 2-D plan ([`on_grid`]); every node's outcome.
 fn grid_run(
     shape: [usize; 2],
@@ -396,7 +413,7 @@ fn grid_run(
         let ledger = layout.traffic().expect("a mesh's ledger");
         let arch = config.model.architecture().unwrap();
         let placed = layout.place_module(init_model::<H>(&arch, layout.device())).unwrap();
-        (params, losses, ledger, layout.placements(&placed), owt_hybrid::parameter_paths(&placed))
+        (params, losses, ledger, layout.placements(&placed), stored_pieces(&placed))
     })
 }
 
@@ -576,11 +593,21 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
             for (node, outcome) in nodes.iter().enumerate() {
                 let (stored_path, stored) = &outcome.4[shapes.iter().position(|(p, _)| p == path).unwrap()];
                 assert_eq!(stored_path, path);
+                // The node's slice along the nodes, each local rank its piece of that.
                 let mut slice = dims.clone();
                 if let Shard(d) = placement[0] {
                     slice[d] = owt_hybrid::shard_ranges(dims[d], n)[node].len();
                 }
-                assert_eq!(stored, &slice, "{path}: node {node} stores its slice along the nodes");
+                let pieces: Vec<Vec<usize>> = (0..l)
+                    .map(|rank| {
+                        let mut piece = slice.clone();
+                        if let (Shard(e), true) = (placement[1], slice.iter().all(|&s| s >= 1)) {
+                            piece[e] = owt_hybrid::shard_ranges(slice[e], l)[rank].len();
+                        }
+                        piece
+                    })
+                    .collect();
+                assert_eq!(stored, &pieces, "{path}: node {node} stores its slice along the nodes");
             }
             if let Shard(d) = placement[0] {
                 // One copy's pieces cross the nodes: split inside the node on another dim,
@@ -588,7 +615,7 @@ fn two_dimensional_plans_that_shard_over_the_nodes_train_to_the_single_device_we
                 // over the local ranks first; a whole copy per local rank where no other dim
                 // has an entry per local rank.
                 let split = matches!(placement[1], Shard(e) if e != d);
-                let cut = owt_hybrid::grid_shard::cut_dim(dims, d, l).is_some();
+                let cut = owt_hybrid::grid::cut_dim(dims, d, l).is_some();
                 let copies = if split || cut { 1 } else { l };
                 let elements: usize = dims.iter().product();
                 sharded += ((n - 1) * elements * copies * 8) as u64;

@@ -171,7 +171,7 @@ fn reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, op: ReduceOp)
     }
     let mut traffic = Traffic::default();
     let name = t.mesh.outer_dims()[j].name.clone();
-    let shards = over_nodes::all_reduce::<B, K>(&column(&t, j), t.shards.clone(), &|p, _| p, op, &mut traffic);
+    let shards = over_nodes::all_reduce::<B, K>(&column(&t, j), t.shards.clone(), op, &mut traffic);
     t.mesh.record(Collective::AllReduce.over(&name), traffic);
     let (mut outer, global) = (t.outer.clone(), t.global.clone());
     outer[j] = Placement::Replicate;
@@ -197,7 +197,7 @@ fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, op: R
     }
     let mut traffic = Traffic::default();
     let shards =
-        over_nodes::reduce_scatter::<B, K>(&column(&t, j), t.shards.clone(), d, &|p, _| p, op, &mut traffic);
+        over_nodes::reduce_scatter::<B, K>(&column(&t, j), t.shards.clone(), d, op, &mut traffic);
     t.mesh.record(Collective::ReduceScatter.over(&nodes.name), traffic);
     let (mut outer, global) = (t.outer.clone(), t.global.clone());
     outer[j] = Placement::Shard(d);

@@ -1,5 +1,6 @@
-//! Communication: every collective over any mesh dimension ([`collectives`], and along the
-//! nodes of a 2-D mesh `over_nodes`), the ranks one runs over (`axis`), how pieces travel
+//! Communication: every collective over any mesh dimension ([`collectives`] along a mesh's
+//! own ranks; `along` and `over_nodes` along an outer dimension, the nodes of a 2-D mesh),
+//! the ranks one runs over (`axis`), how pieces travel
 //! (`transport`, the processes' [`process_group`], the format of what crosses them: `wire`)
 //! and what moved (`ledger`); NCCL on CUDA devices ([`nccl`]).
 
@@ -14,5 +15,4 @@ pub mod process_group;
 pub(crate) mod transport;
 mod wire;
 
-pub(crate) use axis::Columns;
 pub use ledger_key::{Collective, CollectiveKey, Phase, Stage};

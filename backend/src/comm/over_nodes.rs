@@ -1,9 +1,9 @@
 //! The collectives along the outer dimension of a 2-D mesh: each of this node's local ranks
 //! with the ranks of the same local index on every other node (a column of the mesh). They
 //! are [`route`]'s collectives like the ones inside a mesh (the same wire format, the same
-//! counting, each piece in its own dtype), differing only in their axis ([`Columns`]) and in
-//! one thing the node dimension needs: the pieces of the nodes are summed with a weight each
-//! (a node's share of the batch), in node order, so every node computes the same values.
+//! counting, each piece in its own dtype), differing only in their axis ([`Columns`]); the
+//! pieces of the nodes are reduced in node order, so every node computes the same values.
+//! `along.rs` decides how a tensor's pieces are laid out before they cross and after.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::TensorMetadata;
@@ -14,9 +14,6 @@ use super::ledger::Traffic;
 use crate::dtensor::slices_along;
 use crate::kind::ShardKind;
 use crate::placement::{shard_ranges, ReduceOp};
-
-/// What a node's piece is multiplied by before the sum: `weigh(piece, node)`.
-pub(crate) type Weigh<'a, P> = &'a dyn Fn(P, usize) -> P;
 
 /// Each local rank's piece, concatenated along `dim` with the pieces of the same local rank
 /// on every node, in node order: (N - 1) x each piece crosses.
@@ -37,13 +34,12 @@ pub(crate) fn all_gather<B: Backend, K: ShardKind<B>>(
 }
 
 /// Each local rank's slice along `dim` (this node's, by [`shard_ranges`] over the nodes) of
-/// the weighted reduction (`op`) of the pieces of the same local rank on every node: each
-/// piece less its own slice crosses.
+/// the reduction (`op`) of the pieces of the same local rank on every node: each piece less
+/// its own slice crosses.
 pub(crate) fn reduce_scatter<B: Backend, K: ShardKind<B>>(
     axis: &Columns<'_, B::Device>,
     pieces: Vec<K::Prim>,
     dim: usize,
-    weigh: Weigh<'_, K::Prim>,
     op: ReduceOp,
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
@@ -59,23 +55,22 @@ pub(crate) fn reduce_scatter<B: Backend, K: ShardKind<B>>(
     route::<B, K>(axis, sends, traffic)
         .into_iter()
         .map(|got| {
-            let weighed = got.into_iter().map(|(n, p)| weigh(p, n));
+            let pieces = got.into_iter().map(|(_, p)| p);
             match op {
-                ReduceOp::Sum => weighed.reduce(K::add),
-                ReduceOp::Max => weighed.reduce(K::max),
+                ReduceOp::Sum => pieces.reduce(K::add),
+                ReduceOp::Max => pieces.reduce(K::max),
             }
             .expect("a slice from every node")
         })
         .collect()
 }
 
-/// Each local rank's piece reduced (`op`: summed or the maximum taken), weighted, with the
-/// pieces of the same local rank on every node: a ring's volume (a reduce-scatter of the
+/// Each local rank's piece reduced (`op`: summed or the maximum taken) with the pieces of
+/// the same local rank on every node: a ring's volume (a reduce-scatter of the
 /// flattened piece over the N nodes, then an all-gather: 2 (N - 1) / N of each piece per rank).
 pub(crate) fn all_reduce<B: Backend, K: ShardKind<B>>(
     axis: &Columns<'_, B::Device>,
     pieces: Vec<K::Prim>,
-    weigh: Weigh<'_, K::Prim>,
     op: ReduceOp,
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
@@ -87,6 +82,6 @@ pub(crate) fn all_reduce<B: Backend, K: ShardKind<B>>(
             K::reshape(p, burn::tensor::Shape::new([n]))
         })
         .collect();
-    let slices = reduce_scatter::<B, K>(axis, flat, 0, weigh, op, traffic);
+    let slices = reduce_scatter::<B, K>(axis, flat, 0, op, traffic);
     all_gather::<B, K>(axis, slices, 0, traffic).into_iter().zip(shapes).map(|(p, s)| K::reshape(p, s)).collect()
 }

@@ -35,15 +35,18 @@ pub(crate) enum ConvPass {
     BiasGrad,
 }
 
-fn layout(x: &Spec, w: &Spec, groups: usize, k: usize) -> Option<ConvLayout> {
+fn layout(x: &Spec, w: &Spec, groups: usize, ctx: &Context) -> Option<ConvLayout> {
     use Placement::{Replicate as R, Shard as S};
+    let k = ctx.ranks;
     let (batch, in_channels, out_channels) = (x.shape[0], x.shape[1], w.shape[0]);
     let towers_align = groups % k == 0 && in_channels % k == 0 && out_channels % k == 0;
     match (resolved(x.placement), resolved(w.placement)) {
         (S(0), R) => Some(ConvLayout::DataParallel),
         // A whole batch meeting a whole weight (a batch from an ordinary data loader) is
-        // sharded on arrival, a free local slice, instead of every rank convolving all of it.
-        (R, R) if k > 1 && can_shard(batch, k) => Some(ConvLayout::DataParallel),
+        // sharded on arrival, a free local slice, instead of every rank convolving all of it;
+        // not between processes, where a whole batch on each is what the plan asked for (the
+        // nodes of a mesh each given the whole batch: no gradient is then summed over them).
+        (R, R) if k > 1 && can_shard(batch, k) && !ctx.between_processes => Some(ConvLayout::DataParallel),
         (S(1), S(0)) if groups > 1 && towers_align => Some(ConvLayout::Towers),
         (S(1), S(0)) if groups == 1 => Some(ConvLayout::GatherChannels),
         (R, S(0)) if groups == 1 => Some(ConvLayout::FilterShards),
@@ -71,7 +74,7 @@ pub(crate) fn conv(
     match pass {
         ConvPass::Forward => {
             let (xp, wp) = (resolved(x.placement), resolved(w.placement));
-            let Some(lay) = layout(x, w, groups, ctx.ranks) else { return gathered };
+            let Some(lay) = layout(x, w, groups, ctx) else { return gathered };
             let (xin, out) = match lay {
                 ConvLayout::DataParallel => (S(0), S(0)),
                 ConvLayout::Towers | ConvLayout::FilterShards => (xp, S(1)),
@@ -91,7 +94,7 @@ pub(crate) fn conv(
             let lay = if x.placement.is_partial() || w.placement.is_partial() {
                 None
             } else {
-                layout(x, w, groups, ctx.ranks)
+                layout(x, w, groups, ctx)
             };
             let (xp, wp) = (x.placement, w.placement);
             let (inputs, out) = match (pass, lay, grad) {

@@ -46,9 +46,13 @@ pub(crate) fn gather(tensor: &Spec, indices: &Spec, dim: usize, ctx: &Context) -
 /// The rule of `scatter_add(dim, tensor, indices, value)` (scatter_or for bool): as gather
 /// for tensor and indices, the value following their layout. Whole tensor and value stay
 /// whole: the (small, integer) indices are gathered instead of the values sliced, so the
-/// result can meet any layout later.
+/// result can meet any layout later. Not between processes, where a gather is a round trip
+/// over the network and the result a slice of whole tensors costs nothing: there tensor and
+/// value are sliced as the indices are split.
 pub(crate) fn scatter(tensor: &Spec, indices: &Spec, value: &Spec, dim: usize, ctx: &Context) -> Strategy {
-    let whole = resolved(tensor.placement) == Placement::Replicate && resolved(value.placement) == Placement::Replicate;
+    let whole = resolved(tensor.placement) == Placement::Replicate
+        && resolved(value.placement) == Placement::Replicate
+        && !ctx.between_processes;
     let indices = if whole { Spec::new(indices.shape.clone(), Placement::Replicate) } else { indices.clone() };
     let mut s = align(tensor, &indices, dim, ctx);
     let value_to = match s.output {

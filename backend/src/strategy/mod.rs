@@ -55,22 +55,26 @@ impl Spec {
     }
 }
 
-/// What a rule may know besides its inputs: the mesh size and the options the caller chose
-/// for the ops that follow (Burn's op signatures have no room for them, so the caller sets
-/// them on the mesh and the dispatcher hands them to the rule as an argument).
+/// What a rule may know besides its inputs: the size of the mesh dimension it decides for,
+/// whether that dimension runs between processes (the nodes of a mesh of nodes: each
+/// collective there a round trip over the network), and the options the caller chose for the
+/// ops that follow (Burn's op signatures have no room for them, so the caller sets them on
+/// the mesh and the dispatcher hands them to the rule as an argument).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Context {
-    /// Number of ranks (K).
+    /// Number of ranks (K) along the dimension.
     pub ranks: usize,
+    /// The dimension is an outer one, between processes.
+    pub between_processes: bool,
     /// How batch-sharded activities meet column-split weights.
     pub exchange: Exchange,
 }
 
 #[cfg(test)]
 impl Context {
-    /// A context of `ranks` ranks with the default options.
+    /// A context of `ranks` ranks of one dimension inside a process, with the default options.
     pub fn new(ranks: usize) -> Self {
-        Self { ranks, exchange: Exchange::default() }
+        Self { ranks, between_processes: false, exchange: Exchange::default() }
     }
 }
 

@@ -101,7 +101,7 @@ fn spec(shape: &[usize], p: Placement) -> Spec {
 fn rows() -> Vec<Row> {
     use Placement::{Replicate as R, Shard as S};
     const P: Placement = Placement::PARTIAL_SUM;
-    let k2 = Context { ranks: 2, exchange: Exchange::AllGather };
+    let k2 = Context { ranks: 2, between_processes: false, exchange: Exchange::AllGather };
     let with = |exchange| Context { exchange, ..k2 };
     let row = |op, inputs: Vec<(&'static str, Spec)>, strategy, why| Row { op, inputs, strategy, why, extra: None };
     let conv_row = |op, pass, x: Spec, w: Spec, third: Option<(&'static str, Spec)>, groups, why| {
