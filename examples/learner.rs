@@ -36,6 +36,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use owt::data::{open_splits, DataRequest, DatasetKind, ImageSource, Splits};
+use owt_hybrid::prelude::*;
 use owt_hybrid::{Exchange, MeshDevice, MeshLayout, PlanKind, StepLayout};
 use owt_models::{AlexNet, AlexNetSmallConfig};
 

@@ -4,7 +4,7 @@
 
 use burn::backend::{Autodiff, Flex};
 use owt::data::{open_splits, DataRequest, DatasetKind};
-use owt::train::{evaluate, load_model, train, RunOptions, TrainConfig};
+use owt::train::{evaluate, load_model, prepare_run_dir, train, Existing, RunOptions, TrainConfig};
 use owt_hybrid::SingleDevice;
 use owt_models::{ModelKind, ModelSpec};
 
@@ -20,7 +20,8 @@ fn main() -> Result<(), owt::OwtError> {
         &config,
         &splits,
         &SingleDevice::<Autodiff<Flex>>::new(device.clone()),
-        &RunOptions { verbose: true, overwrite: true, ..RunOptions::new(out) },
+        &prepare_run_dir(out, Existing::Overwrite, "train")?,
+        &RunOptions { verbose: true, ..RunOptions::default() },
     )?;
     let (model, state) = load_model::<Flex>(out, &device)?;
     let e = evaluate(

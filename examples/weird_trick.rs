@@ -7,7 +7,7 @@
 use burn::backend::Flex;
 use owt::data::{open_splits, DataRequest, DatasetKind};
 use owt::parallel::PlanDryRun;
-use owt::train::{train, RunOptions, TrainConfig};
+use owt::train::{prepare_run_dir, train, Existing, RunOptions, TrainConfig};
 use owt_hybrid::{Exchange, MeshDevice, MeshLayout, Placement, Plan, PlanRule};
 use owt_models::{ModelKind, ModelSpec};
 
@@ -32,8 +32,13 @@ fn main() -> Result<(), owt::OwtError> {
     let mesh = MeshDevice::virtual_ranks(Default::default(), 4);
     let layout = MeshLayout::<Flex>::new(mesh, plan.clone(), Exchange::Broadcast);
     let out = std::path::Path::new("runs/example-weird-trick");
-    let metrics =
-        train(&config, &splits, &layout, &RunOptions { verbose: true, overwrite: true, ..RunOptions::new(out) })?;
+    let metrics = train(
+        &config,
+        &splits,
+        &layout,
+        &prepare_run_dir(out, Existing::Overwrite, "train")?,
+        &RunOptions { verbose: true, ..RunOptions::default() },
+    )?;
     let measured = metrics.last().and_then(|m| m.communication.clone()).expect("a mesh run reports traffic");
     let planned = PlanDryRun {
         arch: &arch,

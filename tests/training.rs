@@ -9,7 +9,7 @@ use std::sync::Arc;
 use burn::backend::{Autodiff, Flex};
 use owt::data::DatasetKind;
 use owt::data::{synthetic_images, Splits};
-use owt::train::{load_model, train, Checkpoint, RunOptions, TrainConfig, CHECKPOINT_FILE};
+use owt::train::{load_model, train, Checkpoint, Existing, RunDir, RunOptions, TrainConfig, CHECKPOINT_FILE};
 use owt_hybrid::SingleDevice;
 use owt_models::{Head, ModelKind, ModelSpec};
 
@@ -53,8 +53,8 @@ fn same_record(a: &owt::train::EpochMetrics, b: &owt::train::EpochMetrics) -> bo
         && near(a.images_per_second, b.images_per_second)
 }
 
-fn quiet(out: &std::path::Path, resume: bool) -> RunOptions<'_> {
-    RunOptions { resume, ..RunOptions::new(out) }
+fn quiet(out: &std::path::Path, resume: bool) -> RunDir {
+    owt::train::prepare_run_dir(out, Existing::of(resume, false), "train").unwrap()
 }
 
 #[test]
@@ -66,8 +66,14 @@ fn small_network_learns_synthetic_classes_with_either_head() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = config(4, head);
         c.batch = 16;
-        let m = train::<B, _>(&c, &splits(320), &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), false))
-            .unwrap();
+        let m = train::<B, _>(
+            &c,
+            &splits(320),
+            &SingleDevice::<B>::new(Default::default()),
+            &quiet(dir.path(), false),
+            &RunOptions::default(),
+        )
+        .unwrap();
         assert_eq!(m.len(), 4);
         assert!(m[3].train_loss < m[0].train_loss, "{head:?}: loss {} -> {}", m[0].train_loss, m[3].train_loss);
         assert!(m[3].test_accuracy > 0.5, "{head:?}: test accuracy {} (chance 0.1)", m[3].test_accuracy);
@@ -93,6 +99,7 @@ fn resume_continues_exactly() {
         &data,
         &SingleDevice::<B>::new(Default::default()),
         &quiet(straight.path(), false),
+        &RunOptions::default(),
     )
     .unwrap();
 
@@ -102,6 +109,7 @@ fn resume_continues_exactly() {
         &data,
         &SingleDevice::<B>::new(Default::default()),
         &quiet(split.path(), false),
+        &RunOptions::default(),
     )
     .unwrap();
     let saved = Checkpoint::load(split.path()).unwrap().state.metrics;
@@ -110,6 +118,7 @@ fn resume_continues_exactly() {
         &data,
         &SingleDevice::<B>::new(Default::default()),
         &quiet(split.path(), true),
+        &RunOptions::default(),
     )
     .unwrap();
 
@@ -152,16 +161,20 @@ fn a_resume_starts_from_the_checkpoint_not_from_scratch() {
     let data = splits(96);
     let single = SingleDevice::<B>::new(Default::default());
     let fresh = tempfile::tempdir().unwrap();
-    train::<B, _>(&config(2, Head::Softmax), &data, &single, &quiet(fresh.path(), false)).unwrap();
+    train::<B, _>(&config(2, Head::Softmax), &data, &single, &quiet(fresh.path(), false), &RunOptions::default())
+        .unwrap();
     let other = tempfile::tempdir().unwrap();
     let fast = TrainConfig { lr: 0.05, ..config(1, Head::Softmax) };
-    let fast_metrics = train::<B, _>(&fast, &data, &single, &quiet(other.path(), false)).unwrap();
+    let fast_metrics =
+        train::<B, _>(&fast, &data, &single, &quiet(other.path(), false), &RunOptions::default()).unwrap();
     // Relabel the checkpoint as this run's (lr 0.01), keeping the lr-0.05 weights.
     let ckpt = Checkpoint::load(other.path()).unwrap();
     let mut state = ckpt.state.clone();
     state.config = config(1, Head::Softmax);
     Checkpoint::save(other.path(), &state, ckpt.model_bytes(), ckpt.optimizer_bytes()).unwrap();
-    let resumed = train::<B, _>(&config(2, Head::Softmax), &data, &single, &quiet(other.path(), true)).unwrap();
+    let resumed =
+        train::<B, _>(&config(2, Head::Softmax), &data, &single, &quiet(other.path(), true), &RunOptions::default())
+            .unwrap();
     assert!(same_record(&resumed[0], &fast_metrics[0]), "epoch 1 is the checkpoint's record: {:?}", resumed[0]);
     let (a, _) = load_model::<Flex>(fresh.path(), &Default::default()).unwrap();
     let (b, _) = load_model::<Flex>(other.path(), &Default::default()).unwrap();
@@ -189,13 +202,20 @@ fn resume_refuses_a_different_run() {
         &data,
         &SingleDevice::<B>::new(Default::default()),
         &quiet(dir.path(), false),
+        &RunOptions::default(),
     )
     .unwrap();
     let mut other = config(2, Head::Softmax);
     other.batch = 16;
-    let e = train::<B, _>(&other, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), true))
-        .unwrap_err()
-        .to_string();
+    let e = train::<B, _>(
+        &other,
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(dir.path(), true),
+        &RunOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("this command has --batch 16, the checkpoint was trained with --batch 32"), "{e}");
 }
 
@@ -209,6 +229,7 @@ fn checkpoints_are_written_atomically_and_validated_on_read() {
         &data,
         &SingleDevice::<B>::new(Default::default()),
         &quiet(dir.path(), false),
+        &RunOptions::default(),
     )
     .unwrap();
     let names: Vec<String> =
@@ -232,15 +253,27 @@ fn bad_settings_are_rejected_before_training() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(1, Head::Softmax);
     c.batch = 0;
-    let e = train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), false))
-        .unwrap_err()
-        .to_string();
+    let e = train::<B, _>(
+        &c,
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(dir.path(), false),
+        &RunOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("--batch must be at least 1, got 0"), "{e}");
     let mut c = config(1, Head::Softmax);
     c.model = ModelSpec::new(ModelKind::AlexNetOwt);
-    let e = train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir.path(), false))
-        .unwrap_err()
-        .to_string();
+    let e = train::<B, _>(
+        &c,
+        &data,
+        &SingleDevice::<B>::new(Default::default()),
+        &quiet(dir.path(), false),
+        &RunOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("[N, 3, 224, 224]") && e.contains("[N, 1, 28, 28]"), "{e}");
 }
 
@@ -264,10 +297,12 @@ fn a_resumed_run_continues_its_learning_rate_schedule() {
             ..config(epochs, Head::Softmax)
         };
         let straight = tempfile::tempdir().unwrap();
-        let full = train::<B, _>(&run(6), &data, &single, &quiet(straight.path(), false)).unwrap();
+        let full =
+            train::<B, _>(&run(6), &data, &single, &quiet(straight.path(), false), &RunOptions::default()).unwrap();
         let split = tempfile::tempdir().unwrap();
-        train::<B, _>(&run(3), &data, &single, &quiet(split.path(), false)).unwrap();
-        let resumed = train::<B, _>(&run(6), &data, &single, &quiet(split.path(), true)).unwrap();
+        train::<B, _>(&run(3), &data, &single, &quiet(split.path(), false), &RunOptions::default()).unwrap();
+        let resumed =
+            train::<B, _>(&run(6), &data, &single, &quiet(split.path(), true), &RunOptions::default()).unwrap();
         let rates = |m: &[owt::train::EpochMetrics]| m.iter().map(|e| e.lr.unwrap()).collect::<Vec<_>>();
         let (a, b) = (rates(&full), rates(&resumed));
         assert_eq!(a, b, "{schedule}: rates of the straight run vs the resumed one");
@@ -331,8 +366,8 @@ fn draws_of(dir: &std::path::Path, epochs: usize, resume: bool) -> Vec<(Vec<usiz
     let recording = Arc::new(Recording { inner: splits(64).train, log: Default::default() });
     let data = Splits { train: recording.clone(), test: splits(64).test };
     let c = TrainConfig { epochs, ..config(epochs, Head::Softmax) };
-    let opts = RunOptions { workers: 1, ..quiet(dir, resume) };
-    train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &opts).unwrap();
+    let opts = RunOptions { workers: 1, ..RunOptions::default() };
+    train::<B, _>(&c, &data, &SingleDevice::<B>::new(Default::default()), &quiet(dir, resume), &opts).unwrap();
     let log = recording.log.lock().unwrap();
     // One entry per image (each image's crops and flips have their own generator), 64 an epoch.
     log.chunks(64)

@@ -93,7 +93,11 @@ impl OuterLayout {
 
     /// `slices` (global terms) in the terms of a view of `view` shape: a dim split along an
     /// outer dimension, which a rank-local rule there leaves whole, taken whole in the view.
-    pub(crate) fn view_slices(&self, slices: &[burn::tensor::Slice], view: &burn::tensor::Shape) -> Vec<burn::tensor::Slice> {
+    pub(crate) fn view_slices(
+        &self,
+        slices: &[burn::tensor::Slice],
+        view: &burn::tensor::Shape,
+    ) -> Vec<burn::tensor::Slice> {
         let mut local = slices.to_vec();
         for p in &self.placements {
             if let Placement::Shard(d) = *p {

@@ -31,7 +31,7 @@ use crate::backend::Hybrid;
 use crate::comm::{Phase, Stage};
 use crate::grid::{GridMesh, GridPlacement};
 use crate::grid_plan::GridPlan;
-use crate::layout::{MeshLayout, StepLayout};
+use crate::layout::{Feed, GradientSync, MeshLayout, ModulePlacement, StepMesh};
 use crate::ledger::LedgerSnapshot;
 use crate::params::parameter_paths;
 use crate::phases::{layer_of, LayerLabels};
@@ -88,7 +88,7 @@ impl<IB: Backend> GridLayout<IB> {
         self.plan.input[0] == Placement::Replicate || !can_shard(total, self.grid.shape()[0])
     }
 
-    /// The rows of a batch of `total` this node takes (those [`StepLayout::row_split`] names).
+    /// The rows of a batch of `total` this node takes (those [`Feed::row_split`] names).
     fn rows(&self, total: usize) -> Range<usize> {
         if self.whole_on_each_node(total) {
             0..total
@@ -108,7 +108,7 @@ impl<IB: Backend> GridLayout<IB> {
         &self.inner
     }
 
-    /// Every parameter of `module` (placed by [`StepLayout::place_module`]) with its placement
+    /// Every parameter of `module` (placed by [`ModulePlacement::place_module`]) with its placement
     /// per dimension, outer first: `[Replicate, Shard(1)]` for an FC weight split by columns
     /// inside each node, `[Shard(0), Shard(1)]` for one whose rows each node stores a slice of.
     pub fn placements<M: Module<AH<IB>>>(&self, module: &M) -> Vec<(String, GridPlacement)> {
@@ -220,61 +220,9 @@ impl<IB: Backend> ModuleMapper<AH<IB>> for NodeGatherer<'_, IB> {
     }
 }
 
-impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
-    type Labels = LayerLabels<IB>;
-
+impl<IB: Backend> Feed<AH<IB>> for GridLayout<IB> {
     fn device(&self) -> &crate::mesh::MeshDevice<IB::Device> {
         self.inner.device()
-    }
-
-    fn ranks(&self) -> usize {
-        self.grid.size()
-    }
-
-    fn plan_mesh(&self, batch: usize) -> (usize, usize) {
-        (self.grid.local().size(), self.rows(batch).len())
-    }
-
-    fn describe(&self) -> String {
-        let [n, l] = self.grid.shape();
-        let [outer, inner] = self.grid.names();
-        format!(
-            "2-D mesh ({outer} {n} x {inner} {l}): {} inside each {outer}, {}",
-            self.inner.describe(),
-            self.plan.across()
-        )
-    }
-
-    fn plan(&self) -> Option<&Plan> {
-        self.inner.plan()
-    }
-
-    fn place_module<M: Module<AH<IB>>>(&self, module: M) -> Result<M, PlanError> {
-        // Every node checks what the smallest node stores, so all of them accept or refuse.
-        let stored = self.plan.check_outer(&parameter_paths(&module), self.grid.shape()[0])?;
-        if let Some(plan) = self.inner.plan() {
-            plan.check_params(&stored, self.grid.local().size())?;
-        }
-        let module = module.map(&mut NodeSlicer { plan: &self.plan, path: Vec::new() });
-        self.inner.place_module(module)
-    }
-
-    fn stores_whole(&self) -> bool {
-        let outer = self.plan.rules.iter().map(|r| r.placement[0]).chain([self.plan.default[0]]);
-        !outer.into_iter().any(|p| matches!(p, Placement::Shard(_)))
-    }
-
-    fn compute_module<M: Module<AH<IB>>>(&self, module: &M) -> M {
-        if self.stores_whole() {
-            return module.clone();
-        }
-        let whole = module.clone().map(&mut NodeGatherer::<IB> { grid: &self.grid, path: Vec::new() });
-        self.grid.mesh().set_phase(None);
-        whole
-    }
-
-    fn stored_state<const D: usize>(&self, path: &str, state: Tensor<Hybrid<IB>, D>) -> Tensor<Hybrid<IB>, D> {
-        state.distribute_along(0, self.plan.outer_of(path))
     }
 
     fn place_input<const D: usize>(&self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
@@ -327,6 +275,44 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         let local = self.inner.upload_labels::<D>(data, dtype);
         Tensor::from_primitive(crate::upload::node_block_int(local.into_primitive(), rows, total))
     }
+}
+
+impl<IB: Backend> ModulePlacement<AH<IB>> for GridLayout<IB> {
+    fn plan(&self) -> Option<&Plan> {
+        self.inner.plan()
+    }
+
+    fn place_module<M: Module<AH<IB>>>(&self, module: M) -> Result<M, PlanError> {
+        // Every node checks what the smallest node stores, so all of them accept or refuse.
+        let stored = self.plan.check_outer(&parameter_paths(&module), self.grid.shape()[0])?;
+        if let Some(plan) = self.inner.plan() {
+            plan.check_params(&stored, self.grid.local().size())?;
+        }
+        let module = module.map(&mut NodeSlicer { plan: &self.plan, path: Vec::new() });
+        self.inner.place_module(module)
+    }
+
+    fn stores_whole(&self) -> bool {
+        let outer = self.plan.rules.iter().map(|r| r.placement[0]).chain([self.plan.default[0]]);
+        !outer.into_iter().any(|p| matches!(p, Placement::Shard(_)))
+    }
+
+    fn compute_module<M: Module<AH<IB>>>(&self, module: &M) -> M {
+        if self.stores_whole() {
+            return module.clone();
+        }
+        let whole = module.clone().map(&mut NodeGatherer::<IB> { grid: &self.grid, path: Vec::new() });
+        self.grid.mesh().set_phase(None);
+        whole
+    }
+
+    fn stored_state<const D: usize>(&self, path: &str, state: Tensor<Hybrid<IB>, D>) -> Tensor<Hybrid<IB>, D> {
+        state.distribute_along(0, self.plan.outer_of(path))
+    }
+}
+
+impl<IB: Backend> GradientSync<AH<IB>> for GridLayout<IB> {
+    type Labels = LayerLabels<IB>;
 
     fn labels(&self) -> LayerLabels<IB> {
         self.inner.labels()
@@ -345,6 +331,26 @@ impl<IB: Backend> StepLayout<AH<IB>> for GridLayout<IB> {
         grads: <AH<IB> as AutodiffBackend>::Gradients,
     ) -> GradientsParams {
         self.inner.sync(module, grads)
+    }
+}
+
+impl<IB: Backend> StepMesh for GridLayout<IB> {
+    fn ranks(&self) -> usize {
+        self.grid.size()
+    }
+
+    fn plan_mesh(&self, batch: usize) -> (usize, usize) {
+        (self.grid.local().size(), self.rows(batch).len())
+    }
+
+    fn describe(&self) -> String {
+        let [n, l] = self.grid.shape();
+        let [outer, inner] = self.grid.names();
+        format!(
+            "2-D mesh ({outer} {n} x {inner} {l}): {} inside each {outer}, {}",
+            self.inner.describe(),
+            self.plan.across()
+        )
     }
 
     /// The whole mesh's traffic: every node's ledger summed (a collective over the nodes).

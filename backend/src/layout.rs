@@ -62,7 +62,12 @@ impl<IB: Backend> StepLabels<Autodiff<Hybrid<IB>>> for LayerLabels<IB> {
 }
 
 /// How a training step places a module and its inputs, labels its layers, turns a loss into
-/// gradients ready for an optimizer and records what moved between ranks.
+/// gradients ready for an optimizer and records what moved between ranks: four concerns, each
+/// a trait of its own with defaults for one device, so a layout of a user's own implements
+/// only what it changes ([`Feed`]: where inputs go; [`ModulePlacement`]: where parameters
+/// live; [`GradientSync`]: the backward pass and the sync; [`StepMesh`]: what the step runs
+/// on). Any type with all four is a `StepLayout`. A mesh of nodes needs no fifth: its tensors
+/// carry their placement along the nodes themselves.
 ///
 /// One step written against the trait runs on one device or on a mesh:
 ///
@@ -92,59 +97,55 @@ impl<IB: Backend> StepLabels<Autodiff<Hybrid<IB>>> for LayerLabels<IB> {
 /// assert!(one.iter().zip(&two).all(|(a, b)| (a - b).abs() <= 1e-6), "{one:?} vs {two:?}");
 /// assert_ne!(one, vec![0.1; 32], "the step moved the weights");
 /// ```
-pub trait StepLayout<B: AutodiffBackend> {
-    /// The labels of one step's layers.
-    type Labels: StepLabels<B>;
+pub trait StepLayout<B: AutodiffBackend>: Feed<B> + ModulePlacement<B> + GradientSync<B> + StepMesh {}
 
+impl<B: AutodiffBackend, L: Feed<B> + ModulePlacement<B> + GradientSync<B> + StepMesh> StepLayout<B> for L {}
+
+/// Where a step's inputs go: the device tensors are made on and how a batch reaches it, each
+/// rank receiving only its piece. The defaults are one device's: tensors as they are, host
+/// data uploaded whole.
+pub trait Feed<B: Backend> {
     /// The device tensors are made on (a mesh for [`MeshLayout`]).
     fn device(&self) -> &B::Device;
 
-    /// Ranks the batch is split over (1 on one device).
-    fn ranks(&self) -> usize;
-
-    /// The ranks and batch the plan itself runs on, for a global batch of `batch`: the whole
-    /// mesh and batch on a 1-D mesh; one node's local ranks and its share on a 2-D mesh (what
-    /// a plan's checks must hold for).
-    fn plan_mesh(&self, batch: usize) -> (usize, usize) {
-        (self.ranks(), batch)
+    /// Float input (images) laid out as the layout's input.
+    fn place_input<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        x
     }
 
-    /// One line saying where the step runs.
-    fn describe(&self) -> String;
-
-    /// The plan, where the layout has one.
-    fn plan(&self) -> Option<&Plan>;
-
-    /// `module` with its parameters where the layout wants them, or why they cannot go there.
-    fn place_module<M: Module<B>>(&self, module: M) -> Result<M, PlanError>;
-
-    /// Float input (images) laid out as the layout's input.
-    fn place_input<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D>;
-
     /// Int input (labels) laid out as the layout's input.
-    fn place_labels<const D: usize>(&self, y: Tensor<B, D, Int>) -> Tensor<B, D, Int>;
+    fn place_labels<const D: usize>(&self, y: Tensor<B, D, Int>) -> Tensor<B, D, Int> {
+        y
+    }
 
     /// Host floats as the layout's input, each rank receiving only its piece.
-    fn upload_input<const D: usize>(&self, data: TensorData) -> Tensor<B, D>;
+    fn upload_input<const D: usize>(&self, data: TensorData) -> Tensor<B, D> {
+        Tensor::from_data(data, self.device())
+    }
 
     /// Host integers (labels, or pixels as bytes with `dtype` `U8`) as the layout's input,
     /// each rank receiving only its piece.
-    fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<B, D, Int>;
+    fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<B, D, Int> {
+        match dtype {
+            Some(dtype) => Tensor::from_data(data, (self.device(), dtype)),
+            None => Tensor::from_data(data, self.device()),
+        }
+    }
 
     /// Which rows of a batch this process uploads (every row but in a job of several
-    /// processes, whose processes each read only their ranks' rows).
+    /// processes or nodes, each of which reads only its ranks' rows).
     fn row_split(&self) -> RowSplit {
         RowSplit::whole()
     }
 
-    /// [`StepLayout::upload_input`] of rows `rows` of a batch of `total` (those
-    /// [`StepLayout::row_split`] names).
+    /// [`Feed::upload_input`] of rows `rows` of a batch of `total` (those [`Feed::row_split`]
+    /// names).
     fn upload_input_rows<const D: usize>(&self, data: TensorData, rows: Range<usize>, total: usize) -> Tensor<B, D> {
         assert_eq!(rows, 0..total, "this layout takes whole batches");
         self.upload_input(data)
     }
 
-    /// [`StepLayout::upload_labels`] of rows `rows` of a batch of `total`.
+    /// [`Feed::upload_labels`] of rows `rows` of a batch of `total`.
     fn upload_labels_rows<const D: usize>(
         &self,
         data: TensorData,
@@ -155,13 +156,27 @@ pub trait StepLayout<B: AutodiffBackend> {
         assert_eq!(rows, 0..total, "this layout takes whole batches");
         self.upload_labels(data, dtype)
     }
+}
+
+/// Where a module's parameters live: as the layout stores them, and as a step computes with
+/// them. The defaults keep every parameter where it was made, whole.
+pub trait ModulePlacement<B: AutodiffBackend> {
+    /// The plan, where the layout has one.
+    fn plan(&self) -> Option<&Plan> {
+        None
+    }
+
+    /// `module` with its parameters where the layout wants them, or why they cannot go there.
+    fn place_module<M: Module<B>>(&self, module: M) -> Result<M, PlanError> {
+        Ok(module)
+    }
 
     /// The module a step computes with: `module` itself wherever each rank stores its
     /// parameters' pieces as the step uses them. Where the layout stores parameters in
     /// slices the step must gather first (a 2-D mesh's parameters sharded over its nodes,
     /// FSDP-style), each such parameter is gathered by a differentiable op into one with the
     /// same id, whose gradient the backward pass brings back to the stored pieces. The
-    /// forward pass, an evaluation and a checkpoint's weights use it; [`StepLayout::sync`]
+    /// forward pass, an evaluation and a checkpoint's weights use it; [`GradientSync::sync`]
     /// and the optimizer take the stored `module`. A collective there: every node calls it at
     /// the same point.
     fn compute_module<M: Module<B>>(&self, module: &M) -> M {
@@ -169,7 +184,8 @@ pub trait StepLayout<B: AutodiffBackend> {
     }
 
     /// Whether every parameter is stored as the step computes with it: then
-    /// [`StepLayout::compute_module`] and [`StepLayout::stored_state`] change nothing.
+    /// [`ModulePlacement::compute_module`] and [`ModulePlacement::stored_state`] change
+    /// nothing.
     fn stores_whole(&self) -> bool {
         true
     }
@@ -186,23 +202,55 @@ pub trait StepLayout<B: AutodiffBackend> {
     ) -> Tensor<B::InnerBackend, D> {
         state
     }
+}
+
+/// A step's backward pass and gradient sync, and the labels that name each layer's traffic.
+/// The defaults are one device's: an ordinary backward pass, gradients as they come.
+pub trait GradientSync<B: AutodiffBackend> {
+    /// The labels of one step's layers.
+    type Labels: StepLabels<B>;
 
     /// Starts labelling one step's layers.
     fn labels(&self) -> Self::Labels;
 
     /// The backward pass from `loss` (labelled `loss:backward` on a mesh).
-    fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients;
+    fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients {
+        loss.backward()
+    }
 
     /// The gradients of `module`'s parameters (the module as stored, not as
-    /// [`StepLayout::compute_module`] gathers it), each brought to its parameter's placement
-    /// (the gradient sync, labelled per layer on a mesh), ready for an optimizer.
-    fn sync<M: AutodiffModule<B>>(&self, module: &M, grads: B::Gradients) -> GradientsParams;
+    /// [`ModulePlacement::compute_module`] gathers it), each brought to its parameter's
+    /// placement (the gradient sync, labelled per layer on a mesh), ready for an optimizer.
+    fn sync<M: AutodiffModule<B>>(&self, module: &M, grads: B::Gradients) -> GradientsParams {
+        GradientsParams::from_grads(grads, module)
+    }
+}
+
+/// What a step runs on, as a trainer needs to know it: the ranks, which process this is, a
+/// line for logs, and what moved between ranks. The defaults are one device's in one process.
+pub trait StepMesh {
+    /// Ranks the batch is split over (1 on one device).
+    fn ranks(&self) -> usize {
+        1
+    }
+
+    /// The ranks and batch the plan itself runs on, for a global batch of `batch`: the whole
+    /// mesh and batch on a 1-D mesh; one node's local ranks and its share on a 2-D mesh (what
+    /// a plan's checks must hold for).
+    fn plan_mesh(&self, batch: usize) -> (usize, usize) {
+        (self.ranks(), batch)
+    }
+
+    /// One line saying where the step runs.
+    fn describe(&self) -> String;
 
     /// What moved between ranks since the last reset (`None` on one device).
-    fn traffic(&self) -> Option<LedgerSnapshot>;
+    fn traffic(&self) -> Option<LedgerSnapshot> {
+        None
+    }
 
     /// Clears the record of what moved.
-    fn reset_traffic(&self);
+    fn reset_traffic(&self) {}
 
     /// Whether this process prints progress and writes results: process 0 of a mesh spanning
     /// processes; always on one process.
@@ -229,65 +277,26 @@ impl<B: AutodiffBackend> SingleDevice<B> {
     }
 }
 
-impl<B: AutodiffBackend> StepLayout<B> for SingleDevice<B> {
-    type Labels = NoLabels;
-
+impl<B: AutodiffBackend> Feed<B> for SingleDevice<B> {
     fn device(&self) -> &B::Device {
         &self.device
     }
+}
 
-    fn ranks(&self) -> usize {
-        1
-    }
+impl<B: AutodiffBackend> ModulePlacement<B> for SingleDevice<B> {}
 
-    fn describe(&self) -> String {
-        format!("one device ({:?})", self.device)
-    }
-
-    fn plan(&self) -> Option<&Plan> {
-        None
-    }
-
-    fn place_module<M: Module<B>>(&self, module: M) -> Result<M, PlanError> {
-        Ok(module)
-    }
-
-    fn place_input<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        x
-    }
-
-    fn place_labels<const D: usize>(&self, y: Tensor<B, D, Int>) -> Tensor<B, D, Int> {
-        y
-    }
-
-    fn upload_input<const D: usize>(&self, data: TensorData) -> Tensor<B, D> {
-        Tensor::from_data(data, &self.device)
-    }
-
-    fn upload_labels<const D: usize>(&self, data: TensorData, dtype: Option<DType>) -> Tensor<B, D, Int> {
-        match dtype {
-            Some(dtype) => Tensor::from_data(data, (&self.device, dtype)),
-            None => Tensor::from_data(data, &self.device),
-        }
-    }
+impl<B: AutodiffBackend> GradientSync<B> for SingleDevice<B> {
+    type Labels = NoLabels;
 
     fn labels(&self) -> NoLabels {
         NoLabels
     }
+}
 
-    fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients {
-        loss.backward()
+impl<B: AutodiffBackend> StepMesh for SingleDevice<B> {
+    fn describe(&self) -> String {
+        format!("one device ({:?})", self.device)
     }
-
-    fn sync<M: AutodiffModule<B>>(&self, module: &M, grads: B::Gradients) -> GradientsParams {
-        GradientsParams::from_grads(grads, module)
-    }
-
-    fn traffic(&self) -> Option<LedgerSnapshot> {
-        None
-    }
-
-    fn reset_traffic(&self) {}
 }
 
 /// A mesh of ranks of inner backend `IB`, a plan and an exchange scheme.
@@ -311,27 +320,9 @@ impl<IB: Backend> MeshLayout<IB> {
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 
-impl<IB: Backend> StepLayout<AH<IB>> for MeshLayout<IB> {
-    type Labels = LayerLabels<IB>;
-
+impl<IB: Backend> Feed<AH<IB>> for MeshLayout<IB> {
     fn device(&self) -> &MeshDevice<IB::Device> {
         &self.mesh
-    }
-
-    fn ranks(&self) -> usize {
-        self.mesh.size()
-    }
-
-    fn describe(&self) -> String {
-        format!("{} ranks, plan {}, scheme {}", self.mesh.size(), self.plan.name, self.mesh.exchange().letter())
-    }
-
-    fn plan(&self) -> Option<&Plan> {
-        Some(&self.plan)
-    }
-
-    fn place_module<M: Module<AH<IB>>>(&self, module: M) -> Result<M, PlanError> {
-        self.plan.try_apply(module, self.mesh.size())
     }
 
     fn place_input<const D: usize>(&self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
@@ -372,6 +363,20 @@ impl<IB: Backend> StepLayout<AH<IB>> for MeshLayout<IB> {
     ) -> Tensor<AH<IB>, D, Int> {
         Tensor::upload_rows(data, rows, total, self.plan.input, &self.mesh, dtype)
     }
+}
+
+impl<IB: Backend> ModulePlacement<AH<IB>> for MeshLayout<IB> {
+    fn plan(&self) -> Option<&Plan> {
+        Some(&self.plan)
+    }
+
+    fn place_module<M: Module<AH<IB>>>(&self, module: M) -> Result<M, PlanError> {
+        self.plan.try_apply(module, self.mesh.size())
+    }
+}
+
+impl<IB: Backend> GradientSync<AH<IB>> for MeshLayout<IB> {
+    type Labels = LayerLabels<IB>;
 
     fn labels(&self) -> LayerLabels<IB> {
         LayerLabels::new(&self.mesh)
@@ -388,6 +393,16 @@ impl<IB: Backend> StepLayout<AH<IB>> for MeshLayout<IB> {
         grads: <AH<IB> as AutodiffBackend>::Gradients,
     ) -> GradientsParams {
         sync_gradients(module, GradientsParams::from_grads(grads, module), &self.mesh)
+    }
+}
+
+impl<IB: Backend> StepMesh for MeshLayout<IB> {
+    fn ranks(&self) -> usize {
+        self.mesh.size()
+    }
+
+    fn describe(&self) -> String {
+        format!("{} ranks, plan {}, scheme {}", self.mesh.size(), self.plan.name, self.mesh.exchange().letter())
     }
 
     /// The whole mesh's traffic: every process's ledger summed (a collective across

@@ -45,7 +45,9 @@ pub use grid_layout::GridLayout;
 pub use grid_plan::{GridPlan, GridRule};
 pub use kernels::{computes_on_flex, conv_grad, max_pool};
 pub use kind::{BoolKind, FloatKind, IntKind, ShardKind};
-pub use layout::{MeshLayout, NoLabels, SingleDevice, StepLabels, StepLayout};
+pub use layout::{
+    Feed, GradientSync, MeshLayout, ModulePlacement, NoLabels, SingleDevice, StepLabels, StepLayout, StepMesh,
+};
 pub use ledger::{LedgerSnapshot, Traffic, UNLABELLED};
 pub use mesh::{live_meshes, MeshDevice, OuterDim, PhaseGuard, SpanError};
 pub use params::{gradient_values, parameter_paths, parameter_values, place_parameters};
@@ -60,6 +62,12 @@ pub use scheme::Exchange;
 pub use topology::{Pattern, Uplink};
 pub use transport::{DeviceAllReduce, RuntimeCapabilities, SendFence, Transport};
 pub use upload::{RowSplit, Upload};
+
+/// The traits a program on `Hybrid` calls methods of, in one import (`use owt_hybrid::prelude::*`):
+/// placements on tensors, uploads, and the four concerns of a [`StepLayout`].
+pub mod prelude {
+    pub use crate::{Distributed, Feed, GradientSync, ModulePlacement, StepLabels, StepLayout, StepMesh, Upload};
+}
 
 /// The placement rule table (markdown) as the registry decides it for example inputs: what
 /// `backend/README.md` shows between its `rules` markers (a test keeps them equal).

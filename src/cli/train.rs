@@ -14,7 +14,7 @@ use crate::data::lighting::LIGHTING_FILE;
 use crate::data::{open_splits, DataRequest, DatasetKind, ImageSource, Lighting, LitImages, Splits};
 use crate::error::OwtError;
 use crate::train::config::defaults;
-use crate::train::run_dir::{self, Existing};
+use crate::train::run_dir::{self, Existing, RunDir};
 use crate::train::schedule::{LrScaling, LrSchedule};
 use crate::train::{train, EpochMetrics, RunOptions, TrainConfig};
 use owt_models::Head;
@@ -139,6 +139,8 @@ pub const DEFAULT_LIGHTING: f64 = 0.1;
 struct TrainJob<'a> {
     args: &'a TrainArgs,
     config: TrainConfig,
+    /// The run directory, made ready.
+    dir: &'a RunDir,
     /// Where the nodes of a 2-D mesh run (`--mesh`), else a 1-D mesh or one device.
     grid: Option<crate::parallel::GridNodes>,
 }
@@ -232,14 +234,11 @@ impl TrainJob<'_> {
         }
         let opts = RunOptions {
             data_dir: data_dir.as_deref(),
-            resume: self.args.resume,
-            overwrite: self.args.overwrite,
             verbose: primary,
             read_every: self.args.read_every,
             workers: self.args.workers.count(),
-            ..RunOptions::new(&self.args.out)
         };
-        train::<B, L>(&self.config, &splits, layout, &opts)
+        train::<B, L>(&self.config, &splits, layout, self.dir, &opts)
     }
 }
 
@@ -317,14 +316,14 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     config.validate()?;
     let arch = config.model.architecture()?;
     // The run directory first: a bad --out must not cost an epoch.
-    let existing = match (args.resume, args.overwrite) {
-        (true, _) => Existing::Resume,
-        (false, true) => Existing::Overwrite,
-        (false, false) => Existing::Refuse,
-    };
+    let existing = Existing::of(args.resume, args.overwrite);
     // Held to the end: no other writer may start on this directory while this run writes.
-    // Process 0 alone writes it.
-    let _run_dir = if processes.primary() { Some(run_dir::prepare(&args.out, existing, "train")?) } else { None };
+    // Process 0 alone writes it; the others see the directory it made ready.
+    let dir = if processes.primary() {
+        run_dir::prepare(&args.out, existing, "train")?
+    } else {
+        RunDir::joined(&args.out, existing)
+    };
     if args.resume {
         // Refuse a resume that would not continue the same run before anything starts.
         // The whole checkpoint is read and its checksums verified, so damage is found now.
@@ -349,9 +348,9 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         args.parallel.check_grid_batch(config.batch)?;
         let (ranks, batch) = args.parallel.plan_mesh(&processes, config.batch);
         crate::parallel::check_run(&args.parallel.layout_plan()?, &arch, ranks, batch)?;
-        run_on_mesh(args.backend, request, TrainJob { args, config, grid })?
+        run_on_mesh(args.backend, request, TrainJob { args, config, dir: &dir, grid })?
     } else {
-        run_on(args.backend, true, TrainJob { args, config, grid: None })?
+        run_on(args.backend, true, TrainJob { args, config, dir: &dir, grid: None })?
     };
     if let Some(last) = metrics.last().filter(|_| processes.primary()) {
         crate::out_line!(

@@ -7,6 +7,7 @@
 use burn::backend::Autodiff;
 use burn::prelude::*;
 
+use owt_hybrid::prelude::*;
 use owt_hybrid::{
     CommPlan, DryRun, DryRunReport, Exchange, GridPlacement, GridPlan, Hybrid, MeshLayout, Placement, Plan, StepLayout,
 };
@@ -142,8 +143,12 @@ impl PlanDryRun<'_> {
         crate::train::budget::estimate(self.arch, node_batch, 0)?;
         check_run(&plan, self.arch, local, node_batch)?;
         let dries: Vec<DryRun> = (0..nodes).map(|_| DryRun::new(local)).collect();
-        let (report, ledger, placements) =
-            run_threads::<Meta, _>(nodes, |n| dries[n].mesh().clone(), grid, self.scheme, |layout| {
+        let (report, ledger, placements) = run_threads::<Meta, _>(
+            nodes,
+            |n| dries[n].mesh().clone(),
+            grid,
+            self.scheme,
+            |layout| {
                 let dry = &dries[layout.grid().node()];
                 dry.label_by(layout.grid().mesh());
                 let model = self.arch.try_init(layout.device()).map_err(|e| OwtError::input(e.0))?;
@@ -152,9 +157,9 @@ impl PlanDryRun<'_> {
                 self.two_steps(layout, model, dry);
                 let ledger = layout.grid().ledger_snapshot();
                 Ok((dry.report(), ledger, placements))
-            })?;
+            },
+        )?;
         let comm = CommPlan::from_ledger(&ledger, &report.order);
         Ok((DryRunReport { comm, ledger, ..report }, placements))
     }
 }
-

@@ -34,7 +34,7 @@ pub fn whole<B: AutodiffBackend, M: Module<B>>(
 
 /// The record as `layout` stores it, from a whole one (read from a checkpoint) for `module`'s
 /// parameters: each momentum laid out as the layout stores its parameter
-/// ([`StepLayout::stored_state`]). Local.
+/// ([`owt_hybrid::ModulePlacement::stored_state`]). Local.
 pub fn stored<B, L, M, R>(layout: &L, record: R, module: &M) -> R
 where
     B: AutodiffBackend,

@@ -23,12 +23,50 @@ pub enum Existing {
     Refuse,
 }
 
-/// A run directory made ready, held for one writer until dropped.
+impl Existing {
+    /// What `--resume` and `--overwrite` say (resume wins).
+    pub fn of(resume: bool, overwrite: bool) -> Self {
+        match (resume, overwrite) {
+            (true, _) => Existing::Resume,
+            (false, true) => Existing::Overwrite,
+            (false, false) => Existing::Refuse,
+        }
+    }
+}
+
+/// A run directory made ready ([`prepare`]), held for one writer until dropped; or, in a job
+/// of several processes, the directory process 0 made ready, as the others see it
+/// ([`RunDir::joined`]: no lock, nothing written).
 #[derive(Debug)]
 pub struct RunDir {
+    path: PathBuf,
+    existing: Existing,
     lock: Option<WriterLock>,
     /// The directory, when this run made it.
     made: Option<PathBuf>,
+}
+
+impl RunDir {
+    /// The directory `out`, made ready by another process of the job (process 0, which
+    /// writes it), for a run that treats its checkpoint as `existing`.
+    pub fn joined(out: &Path, existing: Existing) -> Self {
+        Self { path: out.to_path_buf(), existing, lock: None, made: None }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the run continues from the checkpoint the directory holds.
+    pub fn resumes(&self) -> bool {
+        self.existing == Existing::Resume
+    }
+
+    /// Whether this process writes the directory (it holds the writer lock).
+    pub fn writes(&self) -> bool {
+        self.lock.is_some()
+    }
 }
 
 impl Drop for RunDir {
@@ -56,7 +94,7 @@ pub fn prepare(out: &Path, existing: Existing, command: &str) -> Result<RunDir, 
     std::fs::create_dir_all(out)
         .map_err(|e| OwtError::io(format!("--out {shown}: cannot create the directory: {e}")))?;
     // From here the guard removes a directory this run made, whatever refuses the run.
-    let mut run = RunDir { lock: None, made };
+    let mut run = RunDir { path: out.to_path_buf(), existing, lock: None, made };
     run.lock = Some(WriterLock::run_dir(out, command, &format!("--out {shown}"))?);
     remove_stale_temporaries(out, None);
     probe_write(out)?;

@@ -13,9 +13,9 @@ use crate::data::images::ImageSource;
 use crate::data::ten_crop::PATCHES;
 use crate::data::TenCrops;
 use crate::error::OwtError;
+use crate::train::evaluate::Evaluation;
 use crate::train::input::{batch_tensors, Count, Prefetch, Preparation, Tally};
 use crate::train::step::{correct_count, top_k_correct, TOP_K};
-use crate::train::trainer::Evaluation;
 
 /// Images per evaluation batch (ten patches each).
 const IMAGES_PER_BATCH: usize = 16;

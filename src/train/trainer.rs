@@ -3,7 +3,6 @@
 //! checkpoint after every epoch, exact resume.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
@@ -18,21 +17,22 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use owt_hybrid::StepLayout;
-use owt_models::{AlexNet, Architecture, DropoutKey, Head, PixelNorm};
+use owt_models::{AlexNet, Architecture, DropoutKey};
 
-use crate::data::{Batch, ImageSource, Splits};
+use crate::data::{Batch, Splits};
 use crate::error::OwtError;
 use crate::parallel::check_run;
 use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState, InParameterOrder};
 use crate::train::config::TrainConfig;
-use crate::train::input::{batch_tensors, upload_batch, upload_eval, Count, Tally, TallyValues};
+use crate::train::evaluate::evaluate_rows;
+use crate::train::input::{upload_batch, upload_eval, Tally, TallyValues};
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::momentum;
 use crate::train::prefetch::{available_cores, Prefetch, Preparation};
 use crate::train::progress::Progress;
-use crate::train::run_dir::{self, Existing};
-use crate::train::step::{correct_count, top_k_correct, train_step, TOP_K};
+use crate::train::run_dir::RunDir;
+use crate::train::step::train_step;
 
 /// `arch`'s initial weights on `device` from `seed`, drawn alone: the nodes of a 2-D mesh run
 /// as threads of one process share the backend's generator where it is process-wide
@@ -47,11 +47,6 @@ pub fn init_model<B: Backend>(arch: &Architecture, device: &B::Device, seed: u64
 /// so that the nodes of a 2-D mesh run as threads never reseed a generator another is drawing
 /// from (see [`train`]).
 static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Batch size of `owt eval` and [`evaluate`] (no gradients, so larger is fine). A training
-/// run evaluates at its own batch size instead, so evaluation reuses the kernels (and on GPUs
-/// the autotune results) of the training steps' forward passes.
-pub const EVAL_BATCH: usize = 500;
 
 /// Steps between two reads of the running loss and accuracy by default: each read waits for
 /// the device, so a GPU is not stopped at every step.
@@ -71,16 +66,9 @@ pub fn divergence(last: &TallyValues, now: &TallyValues, uniform: f64) -> Option
 /// Batches prepared ahead of the step that uses them.
 pub const PREFETCH: usize = 2;
 
-/// Where a run writes and whether it reports progress.
+/// How a run reports progress and prepares its batches (where it writes is its [`RunDir`]).
 #[derive(Debug, Clone)]
 pub struct RunOptions<'a> {
-    /// Run directory: `metrics.json` and `checkpoint.owt`.
-    pub out: &'a Path,
-    /// Continue from the checkpoint in `out`.
-    pub resume: bool,
-    /// Replace a checkpoint `out` holds (without it, and without `resume`, a run refuses to
-    /// start in a directory that holds one).
-    pub overwrite: bool,
     /// Progress lines on stderr and a summary line per epoch on stdout.
     pub verbose: bool,
     /// Steps between reads of the running loss and accuracy (progress and the divergence
@@ -93,113 +81,11 @@ pub struct RunOptions<'a> {
     pub data_dir: Option<&'a Path>,
 }
 
-impl<'a> RunOptions<'a> {
-    /// Quiet options writing to `out`, reading the running figures every [`READ_EVERY`] steps.
-    pub fn new(out: &'a Path) -> Self {
-        Self {
-            out,
-            resume: false,
-            overwrite: false,
-            verbose: false,
-            read_every: READ_EVERY,
-            workers: available_cores(),
-            data_dir: None,
-        }
+impl Default for RunOptions<'_> {
+    /// Quiet, reading the running figures every [`READ_EVERY`] steps, a worker per core.
+    fn default() -> Self {
+        Self { verbose: false, read_every: READ_EVERY, workers: available_cores(), data_dir: None }
     }
-}
-
-/// Loss and accuracy over a split.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Evaluation {
-    /// Mean loss per image.
-    pub loss: f64,
-    /// Fraction of images whose label is among the 5 highest outputs (where there are more
-    /// than 5 classes).
-    pub top5_accuracy: Option<f64>,
-    /// Fraction correct.
-    pub accuracy: f64,
-    /// Images evaluated.
-    pub images: usize,
-}
-
-/// Loss and accuracy of `model` on `source` (deterministic view, no augmentation) on one
-/// device, its pixels normalised as `norm` says, prepared as `how` says.
-pub fn evaluate<B: Backend>(
-    model: &AlexNet<B>,
-    head: Head,
-    norm: &PixelNorm,
-    source: &Arc<dyn ImageSource>,
-    device: &B::Device,
-    how: Preparation,
-) -> Result<Evaluation, OwtError> {
-    evaluate_with(model, head, source, EVAL_BATCH, how, &|batch| batch_tensors::<B>(batch, device, norm))
-}
-
-/// The class `model` ranks first for each image of `source`, in order (its deterministic
-/// view: centre crops), pixels normalised as `norm` says: what a comparison with another
-/// framework's predictions, image by image, needs.
-pub fn predictions<B: Backend>(
-    model: &AlexNet<B>,
-    norm: &PixelNorm,
-    source: &Arc<dyn ImageSource>,
-    device: &B::Device,
-    how: Preparation,
-) -> Result<Vec<usize>, OwtError> {
-    let order: Vec<usize> = (0..source.len()).collect();
-    let mut batches = Prefetch::start(source.clone(), order, EVAL_BATCH, false, StdRng::seed_from_u64(0), how);
-    let mut out = Vec::with_capacity(source.len());
-    while let Some(batch) = batches.next_batch()? {
-        let (images, _) = batch_tensors::<B>(&batch, device, norm);
-        let top = model.forward(images).argmax(1).into_data();
-        out.extend(top.iter::<i64>().map(|c| c as usize));
-    }
-    Ok(out)
-}
-
-/// [`evaluate`] in batches of `batch` images, each brought to the device by `upload` (a
-/// parallel run's input placement, so evaluation is split over the ranks like training).
-/// Batches are prepared ahead on worker threads as `how` says; the sums stay on the device
-/// and are read once at the end.
-pub fn evaluate_with<B: Backend>(
-    model: &AlexNet<B>,
-    head: Head,
-    source: &Arc<dyn ImageSource>,
-    batch: usize,
-    how: Preparation,
-    upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
-) -> Result<Evaluation, OwtError> {
-    evaluate_rows(model, head, source, batch, how, owt_hybrid::RowSplit::whole(), upload)
-}
-
-/// [`evaluate_with`] preparing only the rows of each batch `split` names (a process's or a
-/// node's share; `upload` makes the whole batch's tensor of them, so the loss and counts are
-/// the whole batch's).
-pub fn evaluate_rows<B: Backend>(
-    model: &AlexNet<B>,
-    head: Head,
-    source: &Arc<dyn ImageSource>,
-    batch: usize,
-    how: Preparation,
-    split: owt_hybrid::RowSplit,
-    upload: &dyn Fn(&Batch) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
-) -> Result<Evaluation, OwtError> {
-    let indices: Vec<usize> = (0..source.len()).collect();
-    let mut batches = Prefetch::start_rows(source.clone(), indices, batch, false, StdRng::seed_from_u64(0), how, split);
-    let mut tally = Tally::<B>::default();
-    let top_k = source.classes() > TOP_K;
-    let mut in_top_k = Count::<B>::default();
-    while let Some(batch) = batches.next_batch()? {
-        let (images, labels) = upload(&batch);
-        let logits = model.forward(images);
-        let correct = correct_count(head, logits.clone(), labels.clone());
-        if top_k {
-            in_top_k.add(top_k_correct(logits.clone(), labels.clone(), TOP_K));
-        }
-        tally.add(head.loss(logits, labels), correct, batch.total_len());
-    }
-    let values = tally.read();
-    let top5_accuracy = in_top_k.read().map(|hits| hits as f64 / values.images.max(1) as f64);
-    Ok(Evaluation { loss: values.mean_loss(), accuracy: values.accuracy(), top5_accuracy, images: source.len() })
 }
 
 /// Every random draw of one epoch of a run: the order of the images, the random crops and
@@ -233,28 +119,20 @@ impl EpochDraws {
 }
 
 /// Trains `config` on `splits` with backend `B` laid out by `layout` (one device, or a mesh
-/// under a plan), writing metrics and a checkpoint to `opts.out` after each epoch. Returns all
-/// epochs' metrics (resumed ones included). Checkpoints hold whole tensors, so a run may resume
-/// on a different layout (another device count or plan).
+/// under a plan), in the run directory `dir` made ready by [`crate::train::run_dir::prepare`] (or, on a
+/// process of a job other than process 0, [`RunDir::joined`]), writing metrics and a
+/// checkpoint there after each epoch. Returns all epochs' metrics (resumed ones included).
+/// Checkpoints hold whole tensors, so a run may resume on a different layout (another device
+/// count or plan).
 pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     config: &TrainConfig,
     splits: &Splits,
     layout: &L,
+    dir: &RunDir,
     opts: &RunOptions,
 ) -> Result<Vec<EpochMetrics>, OwtError> {
     config.validate()?;
     let arch = config.model.architecture()?;
-    let existing = match (opts.resume, opts.overwrite) {
-        (true, _) => Existing::Resume,
-        (false, true) => Existing::Overwrite,
-        (false, false) => Existing::Refuse,
-    };
-    // Process 0 of a mesh spanning processes alone prints and writes; every process computes
-    // (gathering the checkpoint's tensors is a collective) and reads the checkpoint it resumes.
-    let primary = layout.primary();
-    let verbose = opts.verbose && primary;
-    // Held to the end: no other writer may start on this directory while this run writes.
-    let _run_dir = if primary { Some(run_dir::prepare(opts.out, existing, "train")?) } else { None };
     let [c, h, w] = splits.train.image_dims();
     arch.check_input([0, c, h, w])?;
     check_classes(splits.train.classes(), &arch, &format!("pass --classes {}", splits.train.classes()))?;
@@ -262,107 +140,23 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let (ranks, batch) = layout.plan_mesh(config.batch);
         check_run(plan, &arch, ranks, batch)?;
     }
+    // Process 0 of a mesh spanning processes alone prints and writes; every process computes
+    // (gathering the checkpoint's tensors is a collective) and reads the checkpoint it resumes.
+    let verbose = opts.verbose && layout.primary();
     let data = crate::train::DatasetIdentity::of(config.dataset, opts.data_dir, splits);
-    let device = layout.device();
-    let mut optim = sgd::<B>(config);
-    let mut model: AlexNet<B> = init_model(&arch, device, config.seed)?;
-    let mut metrics = Vec::new();
-    let mut start_epoch = 0;
-    let mut imported_from = None;
-    let mut optim_record = None;
-    if opts.resume {
-        let ckpt = Checkpoint::load(opts.out)?;
-        ckpt.state.check_resume(config)?;
-        ckpt.state.check_data(&data)?;
-        model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
-        check_finite(&model, opts.out)?;
-        // Imported weights come without optimizer state: momentum starts at zero.
-        if !ckpt.state.is_fresh_import() {
-            optim_record = Some(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
-        }
-        start_epoch = ckpt.state.epochs_done;
-        metrics = ckpt.state.metrics;
-        imported_from = ckpt.state.imported_from;
-        if verbose {
-            match (&imported_from, start_epoch) {
-                (Some(origin), 0) => crate::err_line!("starting from the weights imported from {origin}"),
-                _ => crate::err_line!("resuming after epoch {start_epoch} of {}", config.epochs),
-            }
-        }
-    }
-    let mut model = layout.place_module(model)?;
-    // The optimizer state as this layout stores it (each node's slices of what it shards).
-    if let Some(record) = optim_record {
-        optim = optim.load_record(momentum::stored(layout, record, &model));
-    }
-    let train_set = &splits.train;
-    let norm = &config.model.pixel_norm;
-    for epoch in start_epoch..config.epochs {
+    let mut run = start(config, &arch, layout, dir, &data, verbose)?;
+    for epoch in run.start_epoch..config.epochs {
         let started = Instant::now();
-        let test_losses: Vec<f64> = metrics.iter().map(|m: &EpochMetrics| m.test_loss).collect();
+        let test_losses: Vec<f64> = run.metrics.iter().map(|m| m.test_loss).collect();
         let lr = config.epoch_lr(epoch, &test_losses);
-        let draws = EpochDraws::new(config.seed, epoch);
-        {
-            let _alone = INIT.lock().unwrap_or_else(|e| e.into_inner());
-            B::seed(device, draws.seed);
-        }
-        let (order, rng) = draws.order(train_set.len());
-        let total = order.len();
-        let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, verbose);
-        // Each process prepares only its ranks' rows of every batch.
         let how = Preparation::new(opts.workers, PREFETCH);
-        let mut batches =
-            Prefetch::start_rows(train_set.clone(), order, config.batch, true, rng, how, layout.row_split());
-        let mut tally = Tally::<B::InnerBackend>::default();
-        let mut steps = 0usize;
-        layout.reset_traffic();
-        // Divergence is checked at every read over the images since the previous read. The
-        // previous epoch's checkpoint stays as it is.
-        let uniform = config.head.uniform_loss(arch.classes);
-        let mut last = TallyValues { loss_sum: 0.0, correct: 0, images: 0 };
-        let mut check = |values: TallyValues| -> Result<(), OwtError> {
-            let since = divergence(&last, &values, uniform);
-            last = values;
-            match since {
-                None => Ok(()),
-                Some((mean, images)) => Err(OwtError::input(format!(
-                    "training diverged in epoch {} (learning rate {}): mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
-                    epoch + 1,
-                    crate::train::schedule::Rate(lr),
-                    DIVERGENCE_FACTOR * uniform,
-                    crate::train::schedule::Rate(config.lr),
-                    config.weight_decay
-                ))),
-            }
-        };
-        while let Some(batch) = batches.next_batch()? {
-            crate::exit::step_fault(layout.process(), epoch + 1, steps);
-            let (images, labels) = upload_batch(layout, &batch, norm);
-            let key = draws.dropout_key(steps);
-            let (next, outcome) =
-                train_step(layout, model, &mut optim, lr, config.head, config.fc_update, key, images, labels);
-            model = next;
-            tally.add(outcome.loss, outcome.correct, outcome.images);
-            steps += 1;
-            if steps % opts.read_every.max(1) == 0 && tally.images() < total {
-                let values = tally.read();
-                check(values)?;
-                progress.update(values.images, values.mean_loss(), values.accuracy());
-            }
-        }
-        // Reading waits for the epoch's queued work, so the clock stops after it.
-        let values = tally.read();
-        check(values)?;
-        progress.update(values.images, values.mean_loss(), values.accuracy());
-        let train_seconds = started.elapsed().as_secs_f64();
-        let input_wait_s = batches.waited().as_secs_f64();
-        drop(batches);
-        let seen = values.images;
-        let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
-        let upload = |batch: &Batch| upload_eval(layout, batch, norm);
+        let (model, trained) =
+            train_epoch(config, &arch, splits, layout, run.model, &mut run.optim, epoch, lr, how, opts, verbose)?;
+        run.model = model;
         // The model as a step computes with it (on a 2-D mesh that shards parameters over
         // its nodes, gathered once here): evaluated, then checkpointed whole.
-        let gathered = layout.compute_module(&model);
+        let gathered = layout.compute_module(&run.model);
+        let upload = |batch: &Batch| upload_eval(layout, batch, &config.model.pixel_norm);
         let test = evaluate_rows(
             &gathered.valid(),
             config.head,
@@ -374,44 +168,201 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         )?;
         let m = EpochMetrics {
             epoch: epoch + 1,
-            train_loss: values.mean_loss(),
-            train_accuracy: values.accuracy(),
+            train_loss: trained.values.mean_loss(),
+            train_accuracy: trained.values.accuracy(),
             test_loss: test.loss,
             test_accuracy: test.accuracy,
             test_top5_accuracy: test.top5_accuracy,
             lr: Some(lr),
-            images_per_second: seen as f64 / train_seconds,
-            input_wait_s: Some(input_wait_s),
+            images_per_second: trained.values.images as f64 / trained.seconds,
+            input_wait_s: Some(trained.input_wait_s),
             seconds: started.elapsed().as_secs_f64(),
             layout: Some(layout.describe()),
-            communication,
+            communication: trained.communication,
         };
         let line = verbose.then(|| m.summary(config.epochs));
-        metrics.push(m);
-        let state = CheckpointState {
-            config: config.clone(),
-            epochs_done: epoch + 1,
-            metrics: metrics.clone(),
-            imported_from: imported_from.clone(),
-            dataset: Some(data.clone()),
-        };
-        // The whole model and optimizer state.
-        let model_bytes = record_to_bytes::<B, _>(gathered.into_record())?;
-        // In module order: reading a sharded tensor is a collective, and every process must
-        // read the same one at the same time (the record's own order is a hash map's).
-        let whole = momentum::whole(optim.to_record(), &model);
-        let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(whole, &model))?;
-        if primary {
-            Checkpoint::save(opts.out, &state, &model_bytes, &optim_bytes)?;
-            let json = serde_json::to_vec_pretty(&metrics).map_err(|e| OwtError::io(e.to_string()))?;
-            write_atomic(&opts.out.join(crate::train::METRICS_FILE), &json)?;
-        }
+        run.metrics.push(m);
+        checkpoint(config, dir, layout.primary(), &data, &run, gathered, epoch)?;
         // Said once the epoch is saved: a closed or full stdout loses a line, never an epoch.
         if let Some(line) = line {
             crate::out_line!("{line}");
         }
     }
-    Ok(metrics)
+    Ok(run.metrics)
+}
+
+/// A run as it stands between epochs: the model as the layout stores it, its optimizer, and
+/// what the run did so far.
+struct Run<B: AutodiffBackend> {
+    model: AlexNet<B>,
+    optim: OptimizerAdaptor<Sgd<B::InnerBackend>, AlexNet<B>, B>,
+    metrics: Vec<EpochMetrics>,
+    start_epoch: usize,
+    imported_from: Option<String>,
+}
+
+/// The run's start: fresh weights from the seed, or the checkpoint in `dir` resumed (its
+/// settings and data checked, its weights and momentum placed as the layout stores them).
+fn start<B: AutodiffBackend, L: StepLayout<B>>(
+    config: &TrainConfig,
+    arch: &Architecture,
+    layout: &L,
+    dir: &RunDir,
+    data: &crate::train::DatasetIdentity,
+    verbose: bool,
+) -> Result<Run<B>, OwtError> {
+    let device = layout.device();
+    let mut run = Run {
+        model: init_model(arch, device, config.seed)?,
+        optim: sgd::<B>(config),
+        metrics: Vec::new(),
+        start_epoch: 0,
+        imported_from: None,
+    };
+    let mut optim_record = None;
+    if dir.resumes() {
+        let ckpt = Checkpoint::load(dir.path())?;
+        ckpt.state.check_resume(config)?;
+        ckpt.state.check_data(data)?;
+        run.model = run.model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
+        check_finite(&run.model, dir.path())?;
+        // Imported weights come without optimizer state: momentum starts at zero.
+        if !ckpt.state.is_fresh_import() {
+            optim_record = Some(record_from_bytes::<B, _>(ckpt.optimizer_bytes(), device)?);
+        }
+        run.start_epoch = ckpt.state.epochs_done;
+        run.metrics = ckpt.state.metrics;
+        run.imported_from = ckpt.state.imported_from;
+        if verbose {
+            match (&run.imported_from, run.start_epoch) {
+                (Some(origin), 0) => crate::err_line!("starting from the weights imported from {origin}"),
+                _ => crate::err_line!("resuming after epoch {} of {}", run.start_epoch, config.epochs),
+            }
+        }
+    }
+    run.model = layout.place_module(run.model)?;
+    // The optimizer state as this layout stores it (each node's slices of what it shards).
+    if let Some(record) = optim_record {
+        run.optim = run.optim.load_record(momentum::stored(layout, record, &run.model));
+    }
+    Ok(run)
+}
+
+/// What one epoch's steps came to.
+struct Trained {
+    values: TallyValues,
+    seconds: f64,
+    input_wait_s: f64,
+    communication: Option<Communication>,
+}
+
+/// One epoch of steps of `model` over the shuffled training split at rate `lr`: the running
+/// figures read every `opts.read_every` steps (progress, the divergence check), the epoch's
+/// read at its end. Returns the trained model.
+#[allow(clippy::too_many_arguments)]
+fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
+    config: &TrainConfig,
+    arch: &Architecture,
+    splits: &Splits,
+    layout: &L,
+    mut model: AlexNet<B>,
+    optim: &mut OptimizerAdaptor<Sgd<B::InnerBackend>, AlexNet<B>, B>,
+    epoch: usize,
+    lr: f64,
+    how: Preparation,
+    opts: &RunOptions,
+    verbose: bool,
+) -> Result<(AlexNet<B>, Trained), OwtError> {
+    let started = Instant::now();
+    let draws = EpochDraws::new(config.seed, epoch);
+    {
+        let _alone = INIT.lock().unwrap_or_else(|e| e.into_inner());
+        B::seed(layout.device(), draws.seed);
+    }
+    let train_set = &splits.train;
+    let (order, rng) = draws.order(train_set.len());
+    let total = order.len();
+    let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, verbose);
+    // Each process prepares only its ranks' rows of every batch.
+    let mut batches = Prefetch::start_rows(train_set.clone(), order, config.batch, true, rng, how, layout.row_split());
+    let mut tally = Tally::<B::InnerBackend>::default();
+    let mut steps = 0usize;
+    layout.reset_traffic();
+    // Divergence is checked at every read over the images since the previous read. The
+    // previous epoch's checkpoint stays as it is.
+    let uniform = config.head.uniform_loss(arch.classes);
+    let mut last = TallyValues { loss_sum: 0.0, correct: 0, images: 0 };
+    let mut check = |values: TallyValues| -> Result<(), OwtError> {
+        let since = divergence(&last, &values, uniform);
+        last = values;
+        match since {
+            None => Ok(()),
+            Some((mean, images)) => Err(OwtError::input(format!(
+                "training diverged in epoch {} (learning rate {}): mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
+                epoch + 1,
+                crate::train::schedule::Rate(lr),
+                DIVERGENCE_FACTOR * uniform,
+                crate::train::schedule::Rate(config.lr),
+                config.weight_decay
+            ))),
+        }
+    };
+    let norm = &config.model.pixel_norm;
+    while let Some(batch) = batches.next_batch()? {
+        crate::exit::step_fault(layout.process(), epoch + 1, steps);
+        let (images, labels) = upload_batch(layout, &batch, norm);
+        let key = draws.dropout_key(steps);
+        let (next, outcome) = train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels);
+        model = next;
+        tally.add(outcome.loss, outcome.correct, outcome.images);
+        steps += 1;
+        if steps % opts.read_every.max(1) == 0 && tally.images() < total {
+            let values = tally.read();
+            check(values)?;
+            progress.update(values.images, values.mean_loss(), values.accuracy());
+        }
+    }
+    // Reading waits for the epoch's queued work, so the clock stops after it.
+    let values = tally.read();
+    check(values)?;
+    progress.update(values.images, values.mean_loss(), values.accuracy());
+    let seconds = started.elapsed().as_secs_f64();
+    let input_wait_s = batches.waited().as_secs_f64();
+    let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
+    Ok((model, Trained { values, seconds, input_wait_s, communication }))
+}
+
+/// The checkpoint after `epoch` (0-based): the whole model (`gathered`, as a step computes
+/// with it) and the whole momentum, with the run's state, written atomically with
+/// `metrics.json` by the `primary` process (or node) if it holds `dir`'s lock; read by every
+/// process (reading a sharded tensor is a collective).
+fn checkpoint<B: AutodiffBackend>(
+    config: &TrainConfig,
+    dir: &RunDir,
+    primary: bool,
+    data: &crate::train::DatasetIdentity,
+    run: &Run<B>,
+    gathered: AlexNet<B>,
+    epoch: usize,
+) -> Result<(), OwtError> {
+    let state = CheckpointState {
+        config: config.clone(),
+        epochs_done: epoch + 1,
+        metrics: run.metrics.clone(),
+        imported_from: run.imported_from.clone(),
+        dataset: Some(data.clone()),
+    };
+    let model_bytes = record_to_bytes::<B, _>(gathered.into_record())?;
+    // In module order: every process must read the same tensor at the same time (the
+    // record's own order is a hash map's).
+    let whole = momentum::whole(run.optim.to_record(), &run.model);
+    let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(whole, &run.model))?;
+    if primary && dir.writes() {
+        Checkpoint::save(dir.path(), &state, &model_bytes, &optim_bytes)?;
+        let json = serde_json::to_vec_pretty(&run.metrics).map_err(|e| OwtError::io(e.to_string()))?;
+        write_atomic(&dir.path().join(crate::train::METRICS_FILE), &json)?;
+    }
+    Ok(())
 }
 
 /// Refuses a dataset with more classes than the network has outputs (a label past the last

@@ -13,6 +13,7 @@ use owt::data::{synthetic_images, Batch, ImageSource};
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
 use owt::train::input::Preparation;
 use owt::train::{evaluate_with, sgd, train_step, upload_batch, upload_eval, FcUpdate, TrainConfig};
+use owt_hybrid::prelude::*;
 use owt_hybrid::{parameter_values, PlanKind};
 use owt_hybrid::{Exchange, MeshLayout, SingleDevice, StepLayout};
 use owt_hybrid::{Hybrid, MeshDevice};
@@ -111,17 +112,13 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
     let model: AlexNet<Flex> = arch.try_init(&device).unwrap();
     let weights = record_to_bytes::<Flex, _>(model.clone().into_record()).unwrap();
     // 500-image evaluation batches: a remainder of 1 image.
-    let source = images(owt::train::trainer::EVAL_BATCH + 1);
+    let source = images(owt::train::EVAL_BATCH + 1);
     let single = SingleDevice::<Ref>::new(device);
-    let want = evaluate_with(
-        &model,
-        Head::Softmax,
-        &source,
-        owt::train::trainer::EVAL_BATCH,
-        Preparation::one_thread(2),
-        &|b| upload_eval(&single, b, &PixelNorm::Symmetric),
-    )
-    .unwrap();
+    let want =
+        evaluate_with(&model, Head::Softmax, &source, owt::train::EVAL_BATCH, Preparation::one_thread(2), &|b| {
+            upload_eval(&single, b, &PixelNorm::Symmetric)
+        })
+        .unwrap();
     for k in [2, 3, 4] {
         let layout = MeshLayout::<Flex>::new(
             MeshDevice::virtual_ranks(device, k),
@@ -137,7 +134,7 @@ fn evaluation_remainders_smaller_than_the_mesh_send_no_empty_work() {
             &hmodel.valid(),
             Head::Softmax,
             &source,
-            owt::train::trainer::EVAL_BATCH,
+            owt::train::EVAL_BATCH,
             Preparation::one_thread(2),
             &|b| upload_eval(&layout, b, &PixelNorm::Symmetric),
         )

@@ -187,7 +187,8 @@ fn a_training_run_on_four_workers_ends_with_the_checkpoint_of_one() {
         let splits = Splits { train: Arc::new(LitImages::new(train_split, lighting)), test };
         let out = tempfile::tempdir().unwrap();
         let layout = SingleDevice::<Autodiff<Flex>>::new(Default::default());
-        let metrics = train(&config, &splits, &layout, &RunOptions { workers, ..RunOptions::new(out.path()) }).unwrap();
+        let dir = owt::train::prepare_run_dir(out.path(), owt::train::Existing::Refuse, "train").unwrap();
+        let metrics = train(&config, &splits, &layout, &dir, &RunOptions { workers, ..RunOptions::default() }).unwrap();
         let (model, _) = owt::train::load_model::<Flex>(out.path(), &Default::default()).unwrap();
         (owt_hybrid::parameter_values(&model), metrics[0].train_loss, metrics[0].input_wait_s)
     };

@@ -17,6 +17,7 @@ use example::{Budget, Classifier, ImageBatcher, TextProgress};
 use owt::parallel::PlanDryRun;
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
 use owt::train::FcUpdate;
+use owt_hybrid::prelude::*;
 use owt_hybrid::{parameter_values, Exchange, Hybrid, LedgerSnapshot, MeshDevice, MeshLayout, PlanKind, SingleDevice};
 use owt_models::{AlexNetSmallConfig, Head, ModelKind, ModelSpec};
 
@@ -40,7 +41,7 @@ fn one_step_each(bytes: &[u8], splits: &owt::data::Splits) -> (LedgerSnapshot, L
     let mesh = layout.mesh().clone();
     let model = Classifier { net: AlexNetSmallConfig::new().init::<H>(&mesh) };
     let model = model.load_record(record_from_bytes::<H, _>(bytes, &mesh).unwrap());
-    let model = owt_hybrid::StepLayout::place_module(&layout, model).unwrap();
+    let model = layout.place_module(model).unwrap();
     let mut optim = SgdConfig::new()
         .with_momentum(Some(MomentumConfig { momentum: 0.9, dampening: 0.0, nesterov: false }))
         .init::<H, Classifier<H>>();

@@ -8,6 +8,7 @@ use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
 use owt::parallel::{check_run, PlanDryRun};
 use owt::train::{sgd, train_step, FcUpdate, TrainConfig};
+use owt_hybrid::prelude::*;
 use owt_hybrid::Placement;
 use owt_hybrid::{
     Collective, CommPlan, DryRunReport, Exchange, Hybrid, LedgerSnapshot, MeshDevice, MeshLayout, Plan, PlanKind,

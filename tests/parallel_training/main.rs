@@ -27,13 +27,14 @@ use burn::module::Module;
 use burn::prelude::*;
 use owt::train::checkpoint::record_from_bytes;
 use owt::train::{sgd, train_step, upload_batch, FcUpdate, TrainConfig};
+use owt_hybrid::prelude::*;
 use owt_hybrid::{parameter_values, PlanKind};
 use owt_hybrid::{Collective, Exchange, MeshDevice, Stage};
-use owt_hybrid::{MeshLayout, SingleDevice, StepLayout};
+use owt_hybrid::{MeshLayout, SingleDevice};
 use owt_models::{AlexNet, DropoutKey, Head, KeyedDropout, ModelSpec, PixelNorm};
 
-fn opts(dir: &std::path::Path, resume: bool) -> owt::train::RunOptions<'_> {
-    owt::train::RunOptions { resume, ..owt::train::RunOptions::new(dir) }
+fn run_dir(dir: &std::path::Path, resume: bool) -> owt::train::RunDir {
+    owt::train::prepare_run_dir(dir, owt::train::Existing::of(resume, false), "train").unwrap()
 }
 
 /// The owt binary's allocator: it reuses freed memory, where the system's hands the 134 MB
@@ -233,20 +234,24 @@ fn checkpoints_resume_on_any_device_count() {
         MeshLayout::<Flex>::new(mesh, PlanKind::WeirdTrick.plan(), Exchange::AllGather)
     };
     let straight = tempfile::tempdir().unwrap();
-    train::<H, _>(&config_for(2), &splits, &mesh_layout(4), &opts(straight.path(), false)).unwrap();
+    train::<H, _>(&config_for(2), &splits, &mesh_layout(4), &run_dir(straight.path(), false), &Default::default())
+        .unwrap();
     let (want, _) = load_model::<Flex>(straight.path(), &Default::default()).unwrap();
     let want = parameter_values(&want);
     let first = tempfile::tempdir().unwrap();
-    let first_metrics = train::<H, _>(&config_for(1), &splits, &mesh_layout(4), &opts(first.path(), false)).unwrap();
+    let first_metrics =
+        train::<H, _>(&config_for(1), &splits, &mesh_layout(4), &run_dir(first.path(), false), &Default::default())
+            .unwrap();
     for k in [2, 1] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::copy(first.path().join(owt::train::CHECKPOINT_FILE), dir.path().join(owt::train::CHECKPOINT_FILE))
             .unwrap();
         let metrics = if k == 1 {
             let single = SingleDevice::<Ref>::new(Default::default());
-            train::<Ref, _>(&config_for(2), &splits, &single, &opts(dir.path(), true)).unwrap()
+            train::<Ref, _>(&config_for(2), &splits, &single, &run_dir(dir.path(), true), &Default::default()).unwrap()
         } else {
-            train::<H, _>(&config_for(2), &splits, &mesh_layout(k), &opts(dir.path(), true)).unwrap()
+            train::<H, _>(&config_for(2), &splits, &mesh_layout(k), &run_dir(dir.path(), true), &Default::default())
+                .unwrap()
         };
         assert_eq!(metrics.len(), 2);
         // Epoch 1 is the checkpoint's record, not trained again (its seconds and layout too).

@@ -69,8 +69,9 @@ fn grid_train(
     splits: &Splits,
     out: &std::path::Path,
 ) -> Vec<Vec<EpochMetrics>> {
+    let dir = run_dir(out, false);
     on_grid(shape, &weird_trick(), Exchange::AllGather, |layout| {
-        train::<H, _>(config, splits, layout, &opts(out, false)).unwrap()
+        train::<H, _>(config, splits, layout, &dir, &Default::default()).unwrap()
     })
 }
 
@@ -93,7 +94,8 @@ fn epochs_ending_in_short_batches_train_and_evaluate_on_two_dimensional_meshes_a
             };
             let one = tempfile::tempdir().unwrap();
             let single = SingleDevice::<Ref>::new(Default::default());
-            let want = train::<Ref, _>(&config, &splits, &single, &opts(one.path(), false)).unwrap();
+            let want =
+                train::<Ref, _>(&config, &splits, &single, &run_dir(one.path(), false), &Default::default()).unwrap();
             let mesh = tempfile::tempdir().unwrap();
             let nodes = grid_train(shape, &config, &splits, mesh.path());
             for (node, got) in nodes.iter().enumerate() {

@@ -196,8 +196,7 @@ fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, op: R
         }
     }
     let mut traffic = Traffic::default();
-    let shards =
-        over_nodes::reduce_scatter::<B, K>(&column(&t, j), t.shards.clone(), d, op, &mut traffic);
+    let shards = over_nodes::reduce_scatter::<B, K>(&column(&t, j), t.shards.clone(), d, op, &mut traffic);
     t.mesh.record(Collective::ReduceScatter.over(&nodes.name), traffic);
     let (mut outer, global) = (t.outer.clone(), t.global.clone());
     outer[j] = Placement::Shard(d);

@@ -154,7 +154,10 @@ pub(crate) fn cat_nonempty<B: Backend, K: ShardKind<B>>(mut parts: Vec<K::Prim>,
 
 /// `t` through `f`, a change of its layout among the ranks of each process, keeping its layout
 /// along the mesh's outer dimensions and its global shape (`f` sees only this process's view).
-fn keep_outer<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, f: impl FnOnce(DTensor<B, K>) -> DTensor<B, K>) -> DTensor<B, K> {
+fn keep_outer<B: Backend, K: ShardKind<B>>(
+    t: DTensor<B, K>,
+    f: impl FnOnce(DTensor<B, K>) -> DTensor<B, K>,
+) -> DTensor<B, K> {
     if t.outer.is_empty() {
         return f(t);
     }

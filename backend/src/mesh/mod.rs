@@ -115,7 +115,12 @@ impl<D: DeviceOps> MeshDevice<D> {
     }
 
     /// A mesh of these parts under a free id.
-    fn register(registry: &mut registry::Registry, ranks: Ranks<D>, outer: Vec<OuterDim>, links: Arc<Links<D>>) -> Self {
+    fn register(
+        registry: &mut registry::Registry,
+        ranks: Ranks<D>,
+        outer: Vec<OuterDim>,
+        links: Arc<Links<D>>,
+    ) -> Self {
         registry.register(|id| {
             let inner = Arc::new(MeshInner { id, ranks, outer, links, ledger: Mutex::new(Ledger::default()) });
             let weak: Box<dyn std::any::Any + Send + Sync> = Box::new(Arc::downgrade(&inner));

@@ -162,7 +162,9 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
 
     fn conv_transpose3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<3>) -> F<B> {
         let s = Strategy::gathered(2 + usize::from(bias.is_some()));
-        run_opt("conv_transpose3d", fixed(s), x, weight, bias, |_, x, w, b| B::conv_transpose3d(x, w, b, options.clone()))
+        run_opt("conv_transpose3d", fixed(s), x, weight, bias, |_, x, w, b| {
+            B::conv_transpose3d(x, w, b, options.clone())
+        })
     }
 
     fn avg_pool2d(

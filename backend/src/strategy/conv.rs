@@ -91,11 +91,8 @@ pub(crate) fn conv(
             let grad = resolved(third.expect("a backward pass has an output gradient").placement);
             // Partial inputs are not resolved here: a backward pass finds its inputs in the
             // layout the forward pass left them in.
-            let lay = if x.placement.is_partial() || w.placement.is_partial() {
-                None
-            } else {
-                layout(x, w, groups, ctx)
-            };
+            let lay =
+                if x.placement.is_partial() || w.placement.is_partial() { None } else { layout(x, w, groups, ctx) };
             let (xp, wp) = (x.placement, w.placement);
             let (inputs, out) = match (pass, lay, grad) {
                 // A whole gradient (of a sum, say) is sliced to the batch shards for free.

@@ -10,6 +10,7 @@ mod kinds;
 mod lifetimes;
 mod max_pool;
 mod meta_mesh;
+mod own_layout;
 mod placements;
 mod processes;
 mod properties;

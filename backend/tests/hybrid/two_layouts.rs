@@ -6,7 +6,8 @@
 use burn::backend::flex::FlexDevice;
 use burn::backend::Flex;
 use burn::prelude::*;
-use owt_hybrid::{Distributed, Exchange, Hybrid, MeshDevice, MeshLayout, Placement, PlanKind, StepLayout};
+use owt_hybrid::prelude::*;
+use owt_hybrid::{Distributed, Exchange, Hybrid, MeshDevice, MeshLayout, Placement, PlanKind};
 
 /// The collective a matmul of batch-sharded activities by a column-split weight uses on
 /// `layout`'s device, from the ledger: the one that moved bytes.
