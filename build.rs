@@ -1,5 +1,5 @@
 //! Embeds the kernel-cache seeds in `kernel-cache/` (CubeCL autotune results recorded on known
-//! devices, see src/kernel_cache.rs) into the binary, so a first run on such a device does not
+//! devices, see src/runtime/kernel_cache.rs) into the binary, so a first run on such a device does not
 //! spend minutes autotuning.
 
 use std::path::{Path, PathBuf};

@@ -5,29 +5,25 @@
 //! their own crates: `owt-models` (the networks) and `owt-hybrid` (the backend wrapper and the
 //! parallel library around it). This crate composes them for the command line: data loading
 //! ([`data`]), the AlexNet training step and loop ([`train`]), the AlexNet side of plans and dry
-//! runs ([`parallel`]), backend choice ([`backends`]) and the CLI ([`cli`]).
+//! runs ([`parallel`]), where a job runs ([`runtime`]: backends, CUDA, processes), the tool's
+//! dealings with its process ([`host`]: output, exit, panics, signals), pictures of a run
+//! ([`report`]) and the CLI ([`cli`]).
 
-pub mod backends;
-pub mod bounded_read;
 pub mod cli;
-pub mod console;
-pub mod cuda_preflight;
 pub mod data;
 pub mod error;
-pub mod exit;
-pub mod filters;
-pub mod kernel_cache;
-// owt-hybrid's NCCL buffers against CubeCL's CUDA allocator, on a machine without a GPU.
-#[cfg(all(test, feature = "wgpu"))]
-mod nccl_buffers_check;
-pub mod panics;
+pub mod host;
 pub mod parallel;
-pub mod processes;
-pub mod removed_on_signal;
 pub mod report;
+pub mod runtime;
 pub mod train;
 
+// The modules' paths before they moved into folders, kept for the tests and programs that
+// name them.
 pub use error::OwtError;
+pub use host::{bounded_read, console, exit, panics, removed_on_signal};
+pub use report::filters;
+pub use runtime::{backends, cuda_preflight, kernel_cache, processes};
 
 /// The README's Rust examples, compiled and run as doctests so they stay true.
 #[doc = include_str!("../README.md")]

@@ -5,13 +5,13 @@ use std::marker::PhantomData;
 use burn::tensor::backend::{Backend, BackendTypes, DTypeUsageSet, ExecutionError};
 use burn::tensor::{DType, TensorData};
 
-use crate::dtensor::DTensor;
-use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
+use crate::tensor::dtensor::DTensor;
+use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
 
 /// A Burn backend over a mesh of `B` devices. Tensors carry a placement; each op picks a rule
 /// from its inputs' placements (see the crate's README), and every cross-rank byte goes
-/// through [`crate::collectives`].
+/// through [`crate::comm::collectives`].
 ///
 /// ```
 /// use burn::backend::Flex;
@@ -46,7 +46,7 @@ impl<B: Backend> BackendTypes for Hybrid<B> {
     type IntElem = B::IntElem;
     type BoolTensorPrimitive = HybridBool<B>;
     type BoolElem = B::BoolElem;
-    type QuantizedTensorPrimitive = crate::quantization::NoQuantization;
+    type QuantizedTensorPrimitive = crate::ops::quantization::NoQuantization;
 }
 
 impl<B: Backend> Backend for Hybrid<B> {

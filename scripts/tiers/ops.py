@@ -1,5 +1,5 @@
 """Op-level reconstruction of owt's dry-run cost log for alexnet-owt, weird trick, scheme b,
-128 images per rank, priced as backend/src/cost_model.rs prices it (roofline per op, slowest
+128 images per rank, priced as backend/src/analysis/cost_model.rs prices it (roofline per op, slowest
 rank, comm = bytes/K/link + messages/K*latency per ledger label).  Returns per-phase lists."""
 TF, MEM, LINK, LAT = 0.95e12, 192e9, 6e9, 10e-6   # gtx580-pcie preset
 F4, I8 = 4, 8                                      # f32, i64 (Meta's index dtype)

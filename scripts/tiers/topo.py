@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Krizhevsky 2014 ("one weird trick", arXiv 1404.5997) speedups on 2/4/8 GPUs:
-(1) owt's current cost model (backend/src/cost_model.rs, gtx580-pcie), reconstructed op by op
+(1) owt's current cost model (backend/src/analysis/cost_model.rs, gtx580-pcie), reconstructed op by op
     in ops.py, and (2) the same compute with the communication priced on a tiered PCIe
     topology (pairs behind PCIe switches, two switches per socket, host-staged QPI between
     sockets) with a per-link contention rule.  No constant is fitted, per K or otherwise.

@@ -18,12 +18,12 @@ use serde::Serialize;
 use owt_hybrid::{Exchange, MeshDevice, MeshLayout, SingleDevice, StepLayout};
 use owt_models::{AlexNet, DropoutKey, Head};
 
-use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::profile::{profile_step, StepProfile};
 use crate::cli::{parse_head, ModelArgs, ParallelArgs, WorkersArg};
 use crate::data::{synthetic_images, DatasetKind, ImageSource};
 use crate::error::OwtError;
 use crate::parallel::check_run;
+use crate::runtime::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::train::input::{Prefetch, Preparation};
 use crate::train::metrics::TrafficPerStep;
 use crate::train::trainer::PREFETCH;
@@ -143,7 +143,7 @@ pub struct BenchReport {
     /// On CUDA, the GPU, the driver's CUDA version, the NVRTC library and its version, and
     /// how f32 matmuls round (what a figure is compared against depends on all four).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cuda: Option<crate::cuda_preflight::CudaVersions>,
+    pub cuda: Option<crate::runtime::cuda_preflight::CudaVersions>,
 }
 
 impl BenchReport {
@@ -276,11 +276,11 @@ impl BenchJob<'_> {
         let mut first_step_ms = 0.0;
         let started = Instant::now();
         let mut timed_from = started;
-        let mut mpi_from = crate::processes::mpi_bytes_sent();
+        let mut mpi_from = crate::runtime::processes::mpi_bytes_sent();
         for step in 0..total {
             if step == args.warmup {
                 layout.reset_traffic();
-                mpi_from = crate::processes::mpi_bytes_sent();
+                mpi_from = crate::runtime::processes::mpi_bytes_sent();
                 timed_from = Instant::now();
             }
             let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
@@ -309,7 +309,7 @@ impl BenchJob<'_> {
             }
         }
         let timed_s = timed_from.elapsed().as_secs_f64();
-        let mpi_bytes_per_step = crate::processes::mpi_bytes_sent()
+        let mpi_bytes_per_step = crate::runtime::processes::mpi_bytes_sent()
             .zip(mpi_from)
             .map(|(now, from)| (now - from) as f64 / args.steps.max(1) as f64);
         let ledger = layout.traffic().unwrap_or_default();
@@ -324,7 +324,7 @@ impl BenchJob<'_> {
         Ok(BenchReport {
             model: arch.name.to_string(),
             backend: args.backend.name().to_string(),
-            fusion: devices.is_none() && !args.no_fusion && crate::backends::fusion_built(args.backend),
+            fusion: devices.is_none() && !args.no_fusion && crate::runtime::backends::fusion_built(args.backend),
             layout: layout.describe(),
             devices: devices.unwrap_or(1),
             mesh: devices.is_some(),
@@ -343,7 +343,7 @@ impl BenchJob<'_> {
             empty_ops: ledger.total_empty_ops(),
             losses,
             cuda: (args.backend == BackendKind::Cuda).then(|| {
-                use crate::cuda_preflight::{versions, HostSystem};
+                use crate::runtime::cuda_preflight::{versions, HostSystem};
                 versions(&HostSystem, HostSystem.gpu_name(0))
             }),
         })
@@ -422,7 +422,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     let total = args.warmup.checked_add(args.steps).filter(|&t| t <= MAX_BENCH_STEPS).ok_or_else(too_many)?;
     // Under mpirun every process runs the same benchmark on its ranks of one mesh; process 0
     // prints the report (the job's traffic: every process's ledger summed).
-    let processes = crate::processes::Processes::join()?;
+    let processes = crate::runtime::processes::Processes::join()?;
     processes.check_same(&serde_json::json!({ "flags": format!("{args:?}") }))?;
     let arch = args.model.spec().architecture()?;
     let grid = args.parallel.grid(&processes)?;

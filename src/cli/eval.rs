@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::backends::{run_on, BackendJob, BackendKind};
 use crate::cli::{ValLabelArgs, WorkersArg};
 use crate::data::{open_ten_crop_split, open_test_split, DataRequest, DatasetKind, ImageSource};
 use crate::error::OwtError;
+use crate::runtime::backends::{run_on, BackendJob, BackendKind};
 use crate::train::prefetch::Preparation;
 use crate::train::ten_crop::evaluate_ten_crop;
 use crate::train::trainer::PREFETCH;

@@ -165,8 +165,8 @@ fn check_import_file(path: &std::path::Path, arch: &owt_models::Architecture) ->
     let params = arch.profile()?.total_params as u64;
     let limit = 3 * 8 * params + STATE_DICT_OVERHEAD;
     let what = format!("a torchvision state dict of {} ({params} parameters, optimizer state included)", arch.name);
-    crate::bounded_read::open_regular(path)
-        .and_then(|file| crate::bounded_read::check_size(&file, limit, &what))
+    crate::host::bounded_read::open_regular(path)
+        .and_then(|file| crate::host::bounded_read::check_size(&file, limit, &what))
         .map(|_| ())
         .map_err(|e| OwtError::checkpoint(format!("cannot read {}: {e}", path.display())))
 }

@@ -19,7 +19,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use owt_hybrid::{Exchange, PlanKind};
 use owt_models::{Head, ModelKind, ModelSpec, PixelNorm, ResizeFilter};
 
-use crate::backends::MeshRequest;
+use crate::runtime::backends::MeshRequest;
 use crate::train::FcUpdate;
 
 use crate::error::OwtError;
@@ -160,7 +160,7 @@ impl<const REQUIRED: bool> ModelArgs<REQUIRED> {
 pub fn run(cli: Cli) -> Result<(), OwtError> {
     // Commands whose only product is what they print end quietly on a closed pipe.
     if matches!(cli.command, Command::Info(_) | Command::Plan(_)) {
-        crate::console::quiet_on_closed_pipe();
+        crate::host::console::quiet_on_closed_pipe();
     }
     match cli.command {
         Command::Info(args) => info::run(&args),
@@ -238,13 +238,13 @@ impl ParallelArgs {
     /// Where the nodes of `--mesh N,L` run in a job of `processes` (None without --mesh).
     pub fn grid(
         &self,
-        processes: &crate::processes::Processes,
+        processes: &crate::runtime::processes::Processes,
     ) -> Result<Option<crate::parallel::GridNodes>, OwtError> {
         self.mesh.map(|shape| crate::parallel::GridNodes::of(shape, processes, self.fc_update)).transpose()
     }
 
     /// Ranks of the whole mesh in a job of `processes`.
-    pub fn mesh_ranks(&self, processes: &crate::processes::Processes) -> usize {
+    pub fn mesh_ranks(&self, processes: &crate::runtime::processes::Processes) -> usize {
         match self.mesh {
             Some([n, l]) => n * l,
             None => self.devices * processes.count(),
@@ -266,7 +266,7 @@ impl ParallelArgs {
 
     /// The ranks and global batch a plan's checks must hold for: the whole mesh's, or one
     /// node's local ranks and share on a 2-D mesh.
-    pub fn plan_mesh(&self, processes: &crate::processes::Processes, batch: usize) -> (usize, usize) {
+    pub fn plan_mesh(&self, processes: &crate::runtime::processes::Processes, batch: usize) -> (usize, usize) {
         match self.mesh {
             Some([n, l]) => (l, batch / n.max(1)),
             None => (self.mesh_ranks(processes), batch),
@@ -279,7 +279,7 @@ impl ParallelArgs {
     }
 
     /// The mesh these flags ask for, spanning the job's `processes` (`--devices` ranks each).
-    pub fn request(&self, processes: &crate::processes::Processes) -> MeshRequest {
+    pub fn request(&self, processes: &crate::runtime::processes::Processes) -> MeshRequest {
         match self.mesh {
             // One node per process (or all of them in one): the mesh stays in the process.
             Some([n, l]) => MeshRequest {
@@ -295,7 +295,7 @@ impl ParallelArgs {
     }
 
     /// Whether a job of `processes` runs on a mesh: always when it spans several.
-    pub fn on_mesh_of(&self, processes: &crate::processes::Processes) -> bool {
+    pub fn on_mesh_of(&self, processes: &crate::runtime::processes::Processes) -> bool {
         self.on_mesh() || processes.count() > 1
     }
 
@@ -307,7 +307,7 @@ impl ParallelArgs {
             "virtual_ranks": self.virtual_ranks,
             "plan": self.plan.map(|p| p.name()),
             "plan_file": self.plan_file.as_ref().map(|p| {
-                let bytes = crate::bounded_read::read(p, MAX_PLAN_BYTES, "a plan file").unwrap_or_default();
+                let bytes = crate::host::bounded_read::read(p, MAX_PLAN_BYTES, "a plan file").unwrap_or_default();
                 String::from_utf8_lossy(&bytes).into_owned()
             }),
             "scheme": self.scheme.letter().to_string(),
@@ -388,7 +388,7 @@ enum PlanFile {
 }
 
 fn parse_plan_file(path: &std::path::Path) -> Result<PlanFile, OwtError> {
-    let bytes = crate::bounded_read::read(path, MAX_PLAN_BYTES, "a plan file")
+    let bytes = crate::host::bounded_read::read(path, MAX_PLAN_BYTES, "a plan file")
         .map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))?;
     let parse_error =
         |e: serde_json::Error, what: &str| OwtError::input(format!("--plan-file {}: not {what}: {e}", path.display()));

@@ -42,7 +42,7 @@ fn title(run: &Path, state: Option<&CheckpointState>, epochs: &[EpochMetrics]) -
 /// refused, naming both.
 fn epochs_of(run: &Path, state: Option<&CheckpointState>) -> Result<Vec<EpochMetrics>, OwtError> {
     let path = run.join(METRICS_FILE);
-    let json = match crate::bounded_read::read(&path, MAX_METRICS_BYTES, "a metrics file") {
+    let json = match crate::host::bounded_read::read(&path, MAX_METRICS_BYTES, "a metrics file") {
         Ok(bytes) => Some(
             serde_json::from_slice::<Vec<EpochMetrics>>(&bytes)
                 .map_err(|e| OwtError::input(format!("{} is not owt metrics: {e}", path.display())))?,
@@ -104,7 +104,7 @@ fn filters(args: &ReportArgs) -> Result<(), OwtError> {
         .to_vec()
         .map_err(|e| OwtError::checkpoint(format!("conv1's weights do not read as floats: {e:?}")))?;
     let towers = model.architecture.towers.max(1);
-    crate::filters::draw(&values, dims, towers, &out)?;
+    crate::report::filters::draw(&values, dims, towers, &out)?;
     println!(
         "conv1: {} filters of {} x {} x {}, in {towers} tower(s), drawn to {}",
         dims[0],
@@ -113,7 +113,7 @@ fn filters(args: &ReportArgs) -> Result<(), OwtError> {
         dims[3],
         out.display()
     );
-    for t in crate::filters::towers(&values, dims, towers) {
+    for t in crate::report::filters::towers(&values, dims, towers) {
         let figure = t
             .colour_specificity
             .map(|s| format!("colour specificity {s:.3} (0: grey filters; 0.816: one channel alone, or random; 1: channels that cancel)"))

@@ -8,11 +8,11 @@ use clap::Args;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use owt_hybrid::{MeshDevice, MeshLayout, SingleDevice, StepLayout};
 
-use crate::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::cli::{parse_head, ModelArgs, ParallelArgs, ValLabelArgs, WorkersArg};
 use crate::data::lighting::LIGHTING_FILE;
 use crate::data::{open_splits, DataRequest, DatasetKind, ImageSource, Lighting, LitImages, Splits};
 use crate::error::OwtError;
+use crate::runtime::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
 use crate::train::config::defaults;
 use crate::train::run_dir::{self, Existing, RunDir};
 use crate::train::schedule::{LrScaling, LrSchedule};
@@ -180,16 +180,17 @@ impl TrainJob<'_> {
             // Through the bounded reader: a FIFO there would hang the resume while it holds the
             // run's lock, and a huge file would be read whole. Either is refused in one line
             // rather than replaced (the fit below writes over the path).
-            let bytes = crate::bounded_read::read(&path, crate::data::lighting::MAX_LIGHTING_BYTES, "a lighting file")
-                .map_err(|e| {
-                    OwtError::input(format!("--resume: {}: {e}; remove it (owt fits it again)", path.display()))
-                })?;
+            let bytes =
+                crate::host::bounded_read::read(&path, crate::data::lighting::MAX_LIGHTING_BYTES, "a lighting file")
+                    .map_err(|e| {
+                        OwtError::input(format!("--resume: {}: {e}; remove it (owt fits it again)", path.display()))
+                    })?;
             let stored = serde_json::from_slice::<Lighting>(&bytes).ok();
             if let Some(l) = stored.filter(|l| l.std == self.config.lighting) {
                 return Ok(l);
             }
         }
-        let primary = crate::processes::Processes::join()?.primary();
+        let primary = crate::runtime::processes::Processes::join()?.primary();
         if primary {
             let images = train.len().min(crate::data::lighting::MAX_FIT_IMAGES);
             crate::err_line!(
@@ -310,7 +311,7 @@ impl TrainArgs {
 /// Trains and reports where results went. In a job of several processes (mpirun), every
 /// process runs this with the same flags; process 0 alone prints and writes `--out`.
 pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
-    let processes = crate::processes::Processes::join()?;
+    let processes = crate::runtime::processes::Processes::join()?;
     processes.check_same(&args.settings())?;
     let mut config = args.config();
     config.validate()?;

@@ -358,7 +358,7 @@ impl ImageFolder {
 
 /// The bytes of the image file `path`: a regular file of at most [`MAX_IMAGE_BYTES`].
 fn read_image(path: &Path) -> Result<Vec<u8>, String> {
-    crate::bounded_read::read(path, MAX_IMAGE_BYTES, "an image file").map_err(|e| e.to_string())
+    crate::host::bounded_read::read(path, MAX_IMAGE_BYTES, "an image file").map_err(|e| e.to_string())
 }
 
 /// A split's image files and their classes.
@@ -380,8 +380,8 @@ fn example(path: &Path, why: &str) -> String {
 /// A reader of the image file `path`: a regular file of at most [`MAX_IMAGE_BYTES`], its
 /// format guessed from its bytes, decoding within the `image` crate's allocation limit.
 fn reader(path: &Path) -> Result<image::ImageReader<std::io::BufReader<std::fs::File>>, String> {
-    let file = crate::bounded_read::open_regular(path).map_err(|e| e.to_string())?;
-    crate::bounded_read::check_size(&file, MAX_IMAGE_BYTES, "an image file").map_err(|e| e.to_string())?;
+    let file = crate::host::bounded_read::open_regular(path).map_err(|e| e.to_string())?;
+    crate::host::bounded_read::check_size(&file, MAX_IMAGE_BYTES, "an image file").map_err(|e| e.to_string())?;
     image::ImageReader::new(std::io::BufReader::new(file)).with_guessed_format().map_err(|e| e.to_string())
 }
 

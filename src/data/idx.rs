@@ -21,7 +21,7 @@ pub const MAX_IDX_BYTES: u64 = 4 << 30;
 /// Reads an IDX file (a regular file of at most [`MAX_IDX_BYTES`]), un-gzipping it if it
 /// starts with the gzip magic bytes (to at most [`MAX_IDX_BYTES`] too).
 pub fn read_idx(path: &Path) -> Result<IdxArray, OwtError> {
-    let raw = crate::bounded_read::read(path, MAX_IDX_BYTES, "an IDX file")
+    let raw = crate::host::bounded_read::read(path, MAX_IDX_BYTES, "an IDX file")
         .map_err(|e| OwtError::data(format!("cannot read {}: {e}", path.display())))?;
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();

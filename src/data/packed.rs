@@ -191,12 +191,13 @@ impl PackedImages {
             return Err(OwtError::data(format!("packed images give 1 or 3 channels, got {channels}")));
         }
         let index_path = dir.join(INDEX_FILE);
-        let bytes = crate::bounded_read::read(&index_path, MAX_INDEX_BYTES, "a packed split's index").map_err(|e| {
-            OwtError::data(format!(
-                "{}: {e}; --dataset packed reads the output of `owt prepare` (DIR/train, DIR/val)",
-                index_path.display()
-            ))
-        })?;
+        let bytes =
+            crate::host::bounded_read::read(&index_path, MAX_INDEX_BYTES, "a packed split's index").map_err(|e| {
+                OwtError::data(format!(
+                    "{}: {e}; --dataset packed reads the output of `owt prepare` (DIR/train, DIR/val)",
+                    index_path.display()
+                ))
+            })?;
         let index: PackedIndex = serde_json::from_slice(&bytes)
             .map_err(|e| OwtError::data(format!("{}: not a packed split's index: {e}", index_path.display())))?;
         if index.format != FORMAT || index.version != VERSION {
@@ -307,7 +308,7 @@ impl PackedImages {
 fn read_records(dir: &Path, index: &PackedIndex) -> Result<Vec<Record>, OwtError> {
     let path = dir.join(RECORDS_FILE);
     let limit = (index.images as u64).saturating_mul(RECORD_BYTES as u64);
-    let bytes = crate::bounded_read::read(&path, limit, "a packed split's record table")
+    let bytes = crate::host::bounded_read::read(&path, limit, "a packed split's record table")
         .map_err(|e| OwtError::data(format!("{}: {e}", path.display())))?;
     if bytes.len() as u64 != limit {
         return Err(OwtError::data(format!(
@@ -331,7 +332,7 @@ fn read_records(dir: &Path, index: &PackedIndex) -> Result<Vec<Record>, OwtError
 /// Maps a shard, refused when it is missing or its length is not the index's.
 fn map_shard(dir: &Path, info: &ShardInfo) -> Result<Shard, OwtError> {
     let path = dir.join(&info.file);
-    let file = crate::bounded_read::open_regular(&path)
+    let file = crate::host::bounded_read::open_regular(&path)
         .map_err(|e| OwtError::data(format!("cannot open shard {}: {e}", path.display())))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len != info.bytes {

@@ -74,7 +74,7 @@ pub fn label_files(
 }
 
 fn read_text(path: &Path) -> Result<String, OwtError> {
-    let bytes = crate::bounded_read::read(path, MAX_LABEL_BYTES, "a labels file")
+    let bytes = crate::host::bounded_read::read(path, MAX_LABEL_BYTES, "a labels file")
         .map_err(|e| OwtError::data(format!("cannot read {}: {e}", path.display())))?;
     String::from_utf8(bytes).map_err(|_| OwtError::data(format!("{} is not UTF-8 text", path.display())))
 }

@@ -7,7 +7,7 @@ use burn::prelude::*;
 use owt_hybrid::{Exchange, GridLayout, GridMesh, GridPlan, MeshDevice, ProcessGroup};
 
 use crate::error::OwtError;
-use crate::processes::Processes;
+use crate::runtime::processes::Processes;
 use crate::train::FcUpdate;
 
 /// Where the N nodes of a 2-D mesh run.

@@ -12,18 +12,18 @@ const NAME_MAX: usize = 255;
 /// over `path` (a rename within one directory is atomic on POSIX file systems). Temporaries
 /// of earlier writes to `path` whose process is gone (killed mid-write) are removed first:
 /// only names owt makes (`.NAME.owt-tmp-PID-TOKEN`), never a user's `.NAME.tmp-123`. A signal during
-/// the write removes the temporary ([`crate::removed_on_signal`]).
+/// the write removes the temporary ([`crate::host::removed_on_signal`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OwtError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| OwtError::io(format!("cannot create {}: {e}", dir.display())))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     remove_stale_temporaries(dir, Some(&name));
     let tmp = dir.join(temporary_name(&name));
-    let _on_signal = crate::removed_on_signal::RemovedOnSignal::new(&tmp);
+    let _on_signal = crate::host::removed_on_signal::RemovedOnSignal::new(&tmp);
     let result = (|| -> std::io::Result<()> {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        crate::exit::write_fault(&tmp);
+        crate::host::exit::write_fault(&tmp);
         file.sync_all()?;
         std::fs::rename(&tmp, path)
     })();

@@ -192,7 +192,7 @@ impl Checkpoint {
             OwtError::checkpoint(format!("{}: its state names no network owt can build: {}", file.display(), e.0))
         })?;
         let (limit, what) = max_checkpoint_bytes(&arch, state_len)?;
-        crate::bounded_read::check_size(&handle, limit, &what).map_err(|e| unreadable(&file, path, e))?;
+        crate::host::bounded_read::check_size(&handle, limit, &what).map_err(|e| unreadable(&file, path, e))?;
         let rest = limit.saturating_sub(bytes.len() as u64);
         handle.take(rest).read_to_end(&mut bytes).map_err(|e| unreadable(&file, path, e))?;
         let mut sections = decode(&file, &bytes, SECTIONS.len())?;
@@ -215,7 +215,7 @@ impl Checkpoint {
     fn read_head(path: &Path) -> Result<Head, OwtError> {
         use std::io::Read;
         let file = resolve(path);
-        let mut handle = crate::bounded_read::open_regular(&file).map_err(|e| unreadable(&file, path, e))?;
+        let mut handle = crate::host::bounded_read::open_regular(&file).map_err(|e| unreadable(&file, path, e))?;
         let io = |e: std::io::Error| OwtError::checkpoint(format!("cannot read {}: {e}", file.display()));
         let mut head = Vec::new();
         (&mut handle).take(HEADER_V2 as u64).read_to_end(&mut head).map_err(io)?;

@@ -309,7 +309,7 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
     };
     let norm = &config.model.pixel_norm;
     while let Some(batch) = batches.next_batch()? {
-        crate::exit::step_fault(layout.process(), epoch + 1, steps);
+        crate::host::exit::step_fault(layout.process(), epoch + 1, steps);
         let (images, labels) = upload_batch(layout, &batch, norm);
         let key = draws.dropout_key(steps);
         let (next, outcome) = train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels);

@@ -33,7 +33,7 @@ struct Held {
     path: PathBuf,
     file: File,
     /// The lock file is removed if a signal ends the process while it is held.
-    _on_signal: crate::removed_on_signal::RemovedOnSignal,
+    _on_signal: crate::host::removed_on_signal::RemovedOnSignal,
 }
 
 impl Drop for Held {
@@ -91,7 +91,7 @@ impl WriterLock {
             }
             file.set_len(0).map_err(io)?;
             file.write_all(format!("{} {command}\n", std::process::id()).as_bytes()).map_err(io)?;
-            let _on_signal = crate::removed_on_signal::RemovedOnSignal::new(lock);
+            let _on_signal = crate::host::removed_on_signal::RemovedOnSignal::new(lock);
             let held = Arc::new(Held { path: lock.to_path_buf(), file, _on_signal });
             table.retain(|_, h| h.strong_count() > 0);
             table.insert(key, Arc::downgrade(&held));

@@ -530,7 +530,7 @@ fn integer_weights_in_an_import_are_one_line_and_the_process_exits() {
 
 /// Every internal error a test can provoke ends the process with 101 after one line per panic,
 /// in bounded time. User input no longer reaches one, so the debug build injects them
-/// (`OWT_FAULT`, src/exit.rs). `burn-store` is the case that spun: a panic inside burn-store's
+/// (`OWT_FAULT`, src/host/exit.rs). `burn-store` is the case that spun: a panic inside burn-store's
 /// `load_from` frees the module twice while unwinding, and the allocator's exit-time teardown
 /// then loops forever on its damaged free list (it did, every time, before owt left with
 /// `_exit`).

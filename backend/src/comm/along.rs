@@ -26,10 +26,10 @@ use super::axis::Columns;
 use super::collectives::{redistribute, ReduceOp};
 use super::ledger_key::Collective;
 use super::over_nodes;
-use crate::dtensor::{slices_along, DTensor};
-use crate::kind::ShardKind;
-use crate::ledger::Traffic;
-use crate::placement::{can_shard, shard_ranges, Placement};
+use crate::comm::ledger::Traffic;
+use crate::tensor::dtensor::{slices_along, DTensor};
+use crate::tensor::kind::ShardKind;
+use crate::tensor::placement::{can_shard, shard_ranges, Placement};
 
 /// The dim a replicated piece is cut along, locally and for free, before it crosses the nodes
 /// sharded along `dim` (a tensor of `dims`, on nodes of `local` ranks), so that it crosses once

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use burn::tensor::backend::DeviceOps;
 
+use crate::comm::process_group::ProcessGroup;
+use crate::comm::transport::Transport;
 use crate::mesh::MeshDevice;
-use crate::process_group::ProcessGroup;
-use crate::transport::Transport;
 
 /// Ranks of one collective: which this process holds, which process holds each, and how a
 /// piece reaches a rank of this process. Ranks are numbered over the whole axis's mesh, so a

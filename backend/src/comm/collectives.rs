@@ -15,17 +15,17 @@ use super::axis::Axis;
 use super::ledger_key::Collective;
 use super::process_group::collective_failed;
 use super::wire;
-use crate::dtensor::{bytes_of, slices_along, DTensor};
-use crate::kind::{holds_values, ShardKind};
-use crate::ledger::Traffic;
+use crate::comm::ledger::Traffic;
+use crate::comm::transport::Transport;
 use crate::mesh::MeshDevice;
 use crate::mutation::{self, Mutation};
-use crate::placement::{can_shard, shard_ranges, Placement};
-use crate::transport::Transport;
+use crate::tensor::dtensor::{bytes_of, slices_along, DTensor};
+use crate::tensor::kind::{holds_values, ShardKind};
+use crate::tensor::placement::{can_shard, shard_ranges, Placement};
 
-pub use crate::placement::ReduceOp;
+pub use crate::tensor::placement::ReduceOp;
 
-pub use crate::ledger::names;
+pub use crate::comm::ledger::names;
 
 /// One piece leaving global rank `src` (one of this process's) for global rank `dst`; `key`
 /// orders the pieces a rank receives in one collective (the order a reduction adds them in).
@@ -39,7 +39,7 @@ pub(crate) struct Outgoing<P> {
 /// Delivers `sends`, each from one of this process's ranks of `axis`, and returns what each
 /// of this process's ranks received (by local index: `[r - first]`), ordered by key. Pieces
 /// between ranks of this process move by the axis's transport; pieces for another process's
-/// ranks are read back to the host and cross in the group's one exchange, written in
+/// ranks are read back to the host and cross in the group's one all-to-all, written in
 /// [`wire`]'s format (every process calls `route` for every collective, in the same order,
 /// which the same program guarantees). Counts every piece whose ranks differ
 /// ([`Traffic::count`]): the one place a collective's bytes are counted, along any axis.
@@ -85,7 +85,7 @@ pub(crate) fn route<B: Backend, K: ShardKind<B>>(
     }
     if crossing {
         let me = axis.group().rank();
-        let incoming = axis.group().exchange(outgoing).unwrap_or_else(|e| collective_failed(e, &axis.describe()));
+        let incoming = axis.group().all_to_all(outgoing).unwrap_or_else(|e| collective_failed(e, &axis.describe()));
         for (p, buffer) in incoming.into_iter().enumerate() {
             if p == me {
                 continue;
@@ -119,7 +119,7 @@ pub(crate) fn global_extent<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevi
     let mine = (local as u64).to_le_bytes().to_vec();
     let incoming = mesh
         .group()
-        .exchange(vec![mine; mesh.processes()])
+        .all_to_all(vec![mine; mesh.processes()])
         .unwrap_or_else(|e| collective_failed(e, &Axis::describe(mesh)));
     incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
 }

@@ -200,14 +200,14 @@ impl Ledger {
 
 /// Collective names as they appear in the ledger.
 pub mod names {
-    /// [`crate::collectives::all_gather`].
+    /// [`crate::comm::collectives::all_gather`].
     pub const ALL_GATHER: &str = "all_gather";
-    /// [`crate::collectives::reduce_scatter`].
+    /// [`crate::comm::collectives::reduce_scatter`].
     pub const REDUCE_SCATTER: &str = "reduce_scatter";
-    /// [`crate::collectives::all_reduce`].
+    /// [`crate::comm::collectives::all_reduce`].
     pub const ALL_REDUCE: &str = "all_reduce";
-    /// [`crate::collectives::broadcast`].
+    /// [`crate::comm::collectives::broadcast`].
     pub const BROADCAST: &str = "broadcast";
-    /// [`crate::collectives::send`].
+    /// [`crate::comm::collectives::send`].
     pub const SEND: &str = "send";
 }

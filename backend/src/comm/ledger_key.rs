@@ -14,15 +14,15 @@ use super::ledger::names;
 /// The kinds of collective the ledger counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Collective {
-    /// [`crate::collectives::all_gather`].
+    /// [`crate::comm::collectives::all_gather`].
     AllGather,
-    /// [`crate::collectives::reduce_scatter`].
+    /// [`crate::comm::collectives::reduce_scatter`].
     ReduceScatter,
-    /// [`crate::collectives::all_reduce`].
+    /// [`crate::comm::collectives::all_reduce`].
     AllReduce,
-    /// [`crate::collectives::broadcast`].
+    /// [`crate::comm::collectives::broadcast`].
     Broadcast,
-    /// [`crate::collectives::send`].
+    /// [`crate::comm::collectives::send`].
     Send,
 }
 

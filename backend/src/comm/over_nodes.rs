@@ -11,9 +11,9 @@ use burn::tensor::TensorMetadata;
 use super::axis::Columns;
 use super::collectives::{cat_nonempty, route, unkeyed, Outgoing};
 use super::ledger::Traffic;
-use crate::dtensor::slices_along;
-use crate::kind::ShardKind;
-use crate::placement::{shard_ranges, ReduceOp};
+use crate::tensor::dtensor::slices_along;
+use crate::tensor::kind::ShardKind;
+use crate::tensor::placement::{shard_ranges, ReduceOp};
 
 /// Each local rank's piece, concatenated along `dim` with the pieces of the same local rank
 /// on every node, in node order: (N - 1) x each piece crosses.

@@ -3,6 +3,7 @@
 //! between them (`links`), what moved (the ledger), and the process-wide table of live meshes
 //! (`registry`); the exchange scheme is a value of each handle.
 
+pub mod grid;
 mod links;
 mod outer;
 mod ranks;
@@ -14,11 +15,11 @@ use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
 use burn::tensor::backend::Backend;
 
+use crate::comm::ledger::{Ledger, LedgerSnapshot};
+use crate::comm::process_group::{GroupError, ProcessGroup, Solo};
+use crate::comm::transport::{DeviceAllReduce, SendFence, Transport};
 use crate::comm::{CollectiveKey, Phase};
-use crate::ledger::{Ledger, LedgerSnapshot};
-use crate::process_group::{GroupError, ProcessGroup, Solo};
-use crate::scheme::Exchange;
-use crate::transport::{DeviceAllReduce, SendFence, Transport};
+use crate::parallel::scheme::Exchange;
 use links::Links;
 pub use outer::OuterDim;
 use ranks::Ranks;
@@ -199,7 +200,7 @@ impl<D: DeviceOps> MeshDevice<D> {
             vec![l]
         } else {
             let mine = (l as u64).to_le_bytes().to_vec();
-            let incoming = group.exchange(vec![mine; p]).map_err(SpanError::Group)?;
+            let incoming = group.all_to_all(vec![mine; p]).map_err(SpanError::Group)?;
             incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).collect()
         };
         if counts.iter().any(|&c| c != l) || l == 0 {
@@ -319,7 +320,7 @@ impl<D: DeviceOps> MeshDevice<D> {
         if p == 1 {
             return mine;
         }
-        let incoming = self.group().exchange(vec![mine.to_bytes(); p]).unwrap_or_else(|e| {
+        let incoming = self.group().all_to_all(vec![mine.to_bytes(); p]).unwrap_or_else(|e| {
             crate::comm::process_group::collective_failed(
                 e,
                 &format!("{}, gathering the ledgers", self.group().describe()),
@@ -372,7 +373,7 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.ledger().current_phase().cloned()
     }
 
-    pub(crate) fn record(&self, collective: impl Into<CollectiveKey>, traffic: crate::ledger::Traffic) {
+    pub(crate) fn record(&self, collective: impl Into<CollectiveKey>, traffic: crate::comm::ledger::Traffic) {
         self.ledger().record(collective.into(), traffic)
     }
 

@@ -8,9 +8,9 @@ use burn::tensor::ops::ActivationOps;
 use burn::tensor::Scalar;
 
 use crate::backend::{Hybrid, HybridFloat};
-use crate::kind::FloatKind;
 use crate::ops::common;
-use crate::strategy::Linearity;
+use crate::rules::Linearity;
+use crate::tensor::kind::FloatKind;
 
 type F<B> = HybridFloat<B>;
 

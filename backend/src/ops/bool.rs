@@ -5,22 +5,22 @@ use burn::tensor::ops::BoolTensorOps;
 use burn::tensor::{BoolDType, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-use crate::dispatch::{replicate_with, to_mesh, whole};
-use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
 use crate::ops::common;
-use crate::strategy::Linearity;
+use crate::ops::dispatch::{replicate_with, to_mesh, whole};
+use crate::rules::Linearity;
+use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
 type Bo<B> = HybridBool<B>;
 
 /// A bool op that is not linear (a pending "or" is made whole first).
-fn unary<B: Backend, K2: crate::kind::ShardKind<B>>(
+fn unary<B: Backend, K2: crate::tensor::kind::ShardKind<B>>(
     op: &str,
     t: Bo<B>,
     f: impl Fn(B::BoolTensorPrimitive) -> K2::Prim + Sync,
-) -> crate::dtensor::DTensor<B, K2> {
+) -> crate::tensor::dtensor::DTensor<B, K2> {
     common::unary::<B, BoolKind, K2>(op, t, Linearity::None, f)
 }
 

@@ -1,15 +1,15 @@
-//! Every op family once, for every kind: each function builds the inputs' specs, asks
-//! `strategy` for the rule and hands the inner op to `dispatch`. The float, int and bool op
+//! Every op family once, for every kind: each function names its rule (`crate::rules`)
+//! and hands the inner op to `dispatch`. The float, int and bool op
 //! files call these, so the same Burn op follows the same rule whatever its kind.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{BoolDType, Scalar, Shape, Slice, TensorMetadata};
 
-use crate::dispatch::{self, context, fixed, run1, run1_inner, run2, run2_inner, run3, spec};
-use crate::dtensor::DTensor;
-use crate::kind::{BoolKind, IntKind, ShardKind};
-use crate::placement::{shard_ranges, Placement};
-use crate::strategy::{self, local_shape, ArgRule, Context, GatherRule, Linearity, ShardedReduce, Spec, Strategy};
+use crate::ops::dispatch::{self, context, fixed, run1, run1_inner, run2, run2_inner, run3, spec};
+use crate::rules::{self, local_shape, ArgRule, Context, GatherRule, Linearity, ShardedReduce, Spec, Strategy};
+use crate::tensor::dtensor::DTensor;
+use crate::tensor::kind::{BoolKind, IntKind, ShardKind};
+use crate::tensor::placement::{shard_ranges, Placement};
 
 type IntPrim<B> = <IntKind as ShardKind<B>>::Prim;
 type BoolPrim<B> = <BoolKind as ShardKind<B>>::Prim;
@@ -21,7 +21,7 @@ pub(crate) fn unary<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     lin: Linearity,
     f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
-    run1(op, |sp, cx| strategy::elementwise(lin, sp, cx), t, |_, p| f(p))
+    run1(op, |sp, cx| rules::elementwise(lin, sp, cx), t, |_, p| f(p))
 }
 
 /// An elementwise op on two inputs (broadcasting) with the given linearity.
@@ -32,7 +32,7 @@ pub(crate) fn binary<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKi
     lin: Linearity,
     f: impl Fn(K1::Prim, K2::Prim) -> K3::Prim + Sync,
 ) -> DTensor<B, K3> {
-    run2(op, |sp, cx| strategy::elementwise(lin, sp, cx), a, b, |_, x, y| f(x, y))
+    run2(op, |sp, cx| rules::elementwise(lin, sp, cx), a, b, |_, x, y| f(x, y))
 }
 
 /// `mask_where(tensor, mask, value)` of any kind: an elementwise op on three inputs.
@@ -43,7 +43,7 @@ pub(crate) fn mask_where<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, BoolPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let rule = |sp: &[Spec], cx: &Context| strategy::elementwise(Linearity::None, sp, cx);
+    let rule = |sp: &[Spec], cx: &Context| rules::elementwise(Linearity::None, sp, cx);
     run3(op, rule, tensor, mask, value, |_, t, m, v| f(t, m, v))
 }
 
@@ -55,7 +55,7 @@ pub(crate) fn reduce_dim<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     on_sharded: ShardedReduce,
     f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
-    run1(op, |sp, cx| strategy::reduce_dim(&sp[0], dim, on_sharded, cx), t, |_, p| f(p))
+    run1(op, |sp, cx| rules::reduce_dim(&sp[0], dim, on_sharded, cx), t, |_, p| f(p))
 }
 
 /// The sum of all elements.
@@ -64,7 +64,7 @@ pub(crate) fn sum_all<B: Backend, K: ShardKind<B>>(
     t: DTensor<B, K>,
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    run1(op, |sp, _| strategy::reduce_all(&sp[0]), t, |_, p| f(p))
+    run1(op, |sp, _| rules::reduce_all(&sp[0]), t, |_, p| f(p))
 }
 
 /// The mean along `dim`: over the sharded dimension (or of a pending sum) it is the sum,
@@ -98,12 +98,12 @@ pub(crate) fn arg_extreme<B: Backend, K: ShardKind<B>>(
 ) -> DTensor<B, IntKind> {
     // Along an outer dimension the candidates are not exchanged: a dim split there is
     // gathered first.
-    let rule = |sp: &[Spec], cx: &Context| match strategy::arg_extreme(&sp[0], dim, cx) {
+    let rule = |sp: &[Spec], cx: &Context| match rules::arg_extreme(&sp[0], dim, cx) {
         ArgRule::Reduce(s) => s,
         ArgRule::Candidates => Strategy::gathered(1),
     };
     let (t, outer) = dispatch::outer1(op, &rule, t);
-    match strategy::arg_extreme(&spec(&t), dim, &context(&t)) {
+    match rules::arg_extreme(&spec(&t), dim, &context(&t)) {
         ArgRule::Reduce(s) => run1_inner(op, &s, t, &outer, |_, p| best_index(p)),
         ArgRule::Candidates => {
             // Each rank's best value and its global index, size 1 along `dim` per rank.
@@ -126,7 +126,7 @@ pub(crate) fn arg_extreme<B: Backend, K: ShardKind<B>>(
                 dispatch::assemble::<B, IntKind>(mesh, Placement::Shard(dim), indices),
                 Placement::Replicate,
             );
-            let s = strategy::Strategy::local(vec![Placement::Replicate; 2], Placement::Replicate);
+            let s = rules::Strategy::local(vec![Placement::Replicate; 2], Placement::Replicate);
             run2_inner::<B, K, IntKind, IntKind>(op, &s, values, indices, &outer, |_, v, i| {
                 B::int_gather(dim, i, best_index(v))
             })
@@ -143,12 +143,12 @@ pub(crate) fn gather<B: Backend, K: ShardKind<B>>(
     f: impl Fn(K::Prim, IntPrim<B>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     // Along an outer dimension a gather on the dim split there is gathered first.
-    let rule = |sp: &[Spec], cx: &Context| match strategy::gather(&sp[0], &sp[1], dim, cx) {
+    let rule = |sp: &[Spec], cx: &Context| match rules::gather(&sp[0], &sp[1], dim, cx) {
         GatherRule::Aligned(s) => s,
         GatherRule::OnShardedDim(_) => Strategy::gathered(2),
     };
     let (tensor, indices, outer) = dispatch::outer2(op, &rule, tensor, indices);
-    match strategy::gather(&spec(&tensor), &spec(&indices), dim, &context(&tensor)) {
+    match rules::gather(&spec(&tensor), &spec(&indices), dim, &context(&tensor)) {
         GatherRule::Aligned(s) => run2_inner(op, &s, tensor, indices, &outer, |_, t, i| f(t, i)),
         GatherRule::OnShardedDim(s) => {
             // Every rank picks the indices inside its slice and holds zeros elsewhere.
@@ -181,7 +181,7 @@ pub(crate) fn scatter<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, IntPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let rule = |sp: &[Spec], cx: &Context| strategy::scatter(&sp[0], &sp[1], &sp[2], dim, cx);
+    let rule = |sp: &[Spec], cx: &Context| rules::scatter(&sp[0], &sp[1], &sp[2], dim, cx);
     run3(op, rule, tensor, indices, value, |_, t, i, v| f(t, i, v))
 }
 
@@ -193,7 +193,7 @@ pub(crate) fn select<B: Backend, K: ShardKind<B>>(
     indices: DTensor<B, IntKind>,
     f: impl Fn(K::Prim, IntPrim<B>) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    run2(op, |sp, _| strategy::select(&sp[0], dim), tensor, indices, |_, t, i| f(t, i))
+    run2(op, |sp, _| rules::select(&sp[0], dim), tensor, indices, |_, t, i| f(t, i))
 }
 
 /// `select_add` (`select_or` for bool) of any kind.
@@ -205,7 +205,7 @@ pub(crate) fn select_add<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, IntPrim<B>, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    run3(op, |sp, _| strategy::select_add(&sp[0], dim, &sp[2]), tensor, indices, value, |_, t, i, v| f(t, i, v))
+    run3(op, |sp, _| rules::select_add(&sp[0], dim, &sp[2]), tensor, indices, value, |_, t, i, v| f(t, i, v))
 }
 
 /// `slice_assign(tensor, slices, value)` of any kind: on a shard each rank writes its part.
@@ -217,14 +217,14 @@ pub(crate) fn slice_assign<B: Backend, K: ShardKind<B>>(
     f: impl Fn(K::Prim, &[Slice], K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
     let (tensor, value, outer) =
-        dispatch::outer2(op, &|sp: &[Spec], _: &Context| strategy::slice_assign(&sp[0], slices, &sp[1]), tensor, value);
+        dispatch::outer2(op, &|sp: &[Spec], _: &Context| rules::slice_assign(&sp[0], slices, &sp[1]), tensor, value);
     let slices = &outer.view_slices(slices, &tensor.shape);
-    let s = strategy::slice_assign(&spec(&tensor), slices, &spec(&value));
+    let s = rules::slice_assign(&spec(&tensor), slices, &spec(&value));
     let (shape, k) = (tensor.shape.clone(), tensor.ranks());
     let placement = s.output;
     run2_inner(op, &s, tensor, value, &outer, |r, t, v| match placement {
         Placement::Shard(d) => {
-            let local = strategy::localise_slices(slices, d, local_shape(&shape, placement, k, r)[d]);
+            let local = rules::localise_slices(slices, d, local_shape(&shape, placement, k, r)[d]);
             f(t, &local, v)
         }
         _ => f(t, slices, v),
@@ -238,14 +238,14 @@ pub(crate) fn matmul<B: Backend, K: ShardKind<B>>(
     rhs: DTensor<B, K>,
     f: impl Fn(K::Prim, K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    dispatch::run_matmul(op, |sp, cx| strategy::matmul(&sp[0], &sp[1], cx), lhs, rhs, f)
+    dispatch::run_matmul(op, |sp, cx| rules::matmul(&sp[0], &sp[1], cx), lhs, rhs, f)
 }
 
 /// Reshape of any kind.
 pub(crate) fn reshape<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, new: Shape) -> DTensor<B, K> {
-    let (t, outer) = dispatch::outer1("reshape", &|sp: &[Spec], cx: &Context| strategy::reshape(&sp[0], &new, cx), t);
+    let (t, outer) = dispatch::outer1("reshape", &|sp: &[Spec], cx: &Context| rules::reshape(&sp[0], &new, cx), t);
     let new = outer.view_of(&new, &t.mesh);
-    let s = strategy::reshape(&spec(&t), &new, &context(&t));
+    let s = rules::reshape(&spec(&t), &new, &context(&t));
     let (out, k) = (s.output, t.ranks());
     run1_inner("reshape", &s, t, &outer, |r, p| K::reshape(p, local_shape(&new, out, k, r)))
 }
@@ -258,7 +258,7 @@ pub(crate) fn permute<B: Backend, K: ShardKind<B>>(
 ) -> DTensor<B, K> {
     // A kept whole copy is permuted along (the transpose of an FC input in its backward).
     let kept = t.kept.get().cloned();
-    let out = run1("permute", |sp, _| strategy::permute(&sp[0], axes), t, |_, p| f(p));
+    let out = run1("permute", |sp, _| rules::permute(&sp[0], axes), t, |_, p| f(p));
     if let Some(whole) = kept {
         out.keep_whole(whole.into_iter().map(&f).collect());
     }
@@ -274,18 +274,18 @@ pub(crate) fn swap_axes(n: usize, a: usize, b: usize) -> Vec<usize> {
 
 /// Slicing of any kind.
 pub(crate) fn slice<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, slices: &[Slice]) -> DTensor<B, K> {
-    let (t, outer) = dispatch::outer1("slice", &|sp: &[Spec], cx: &Context| strategy::slice(&sp[0], slices, cx), t);
+    let (t, outer) = dispatch::outer1("slice", &|sp: &[Spec], cx: &Context| rules::slice(&sp[0], slices, cx), t);
     let slices = &outer.view_slices(slices, &t.shape);
     let ctx = context(&t);
-    let s = strategy::slice(&spec(&t), slices, &ctx);
+    let s = rules::slice(&spec(&t), slices, &ctx);
     let (shape, placement) = (t.shape.clone(), t.placement);
     let local = |r: usize| -> Vec<Slice> {
         match (s.run, s.output, placement) {
-            (strategy::Run::OnOwner { .. }, _, Placement::Shard(d)) => {
-                strategy::within_one_shard(slices, &shape, d, ctx.ranks).expect("an owner").1
+            (rules::Run::OnOwner { .. }, _, Placement::Shard(d)) => {
+                rules::within_one_shard(slices, &shape, d, ctx.ranks).expect("an owner").1
             }
             (_, Placement::Shard(d), _) => {
-                strategy::localise_slices(slices, d, local_shape(&shape, placement, ctx.ranks, r)[d])
+                rules::localise_slices(slices, d, local_shape(&shape, placement, ctx.ranks, r)[d])
             }
             _ => slices.to_vec(),
         }
@@ -299,16 +299,16 @@ pub(crate) fn expand<B: Backend, K: ShardKind<B>>(
     shape: Shape,
     f: impl Fn(K::Prim, Shape) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let (t, outer) = dispatch::outer1("expand", &|sp: &[Spec], _: &Context| strategy::expand(&sp[0], &shape), t);
+    let (t, outer) = dispatch::outer1("expand", &|sp: &[Spec], _: &Context| rules::expand(&sp[0], &shape), t);
     let shape = outer.view_of(&shape, &t.mesh);
-    let s = strategy::expand(&spec(&t), &shape);
+    let s = rules::expand(&spec(&t), &shape);
     let (out, k) = (s.output, t.ranks());
     run1_inner("expand", &s, t, &outer, |r, p| f(p, local_shape(&shape, out, k, r)))
 }
 
 /// Concatenation of any kind.
 pub(crate) fn cat<B: Backend, K: ShardKind<B>>(tensors: Vec<DTensor<B, K>>, dim: usize) -> DTensor<B, K> {
-    dispatch::run_all("cat", |sp, _| strategy::cat(sp, dim), tensors, |_, ps| K::cat(ps, dim))
+    dispatch::run_all("cat", |sp, _| rules::cat(sp, dim), tensors, |_, ps| K::cat(ps, dim))
 }
 
 /// Flipping axes of any kind.
@@ -318,7 +318,7 @@ pub(crate) fn flip<B: Backend, K: ShardKind<B>>(
     axes: &[usize],
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    run1(op, |sp, _| strategy::flip(&sp[0], axes), t, |_, p| f(p))
+    run1(op, |sp, _| rules::flip(&sp[0], axes), t, |_, p| f(p))
 }
 
 /// Sliding windows of any kind.
@@ -328,7 +328,7 @@ pub(crate) fn unfold<B: Backend, K: ShardKind<B>>(
     dim: usize,
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    run1(op, |sp, _| strategy::unfold(&sp[0], dim), t, |_, p| f(p))
+    run1(op, |sp, _| rules::unfold(&sp[0], dim), t, |_, p| f(p))
 }
 
 /// A cumulative op or another op along `dim` without a rule for the sharded dimension.

@@ -5,12 +5,12 @@ use burn::tensor::ops::FloatTensorOps;
 use burn::tensor::{Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-use crate::dispatch::{drawn_on_rank0, replicate_with, to_mesh, whole};
-use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
 use crate::ops::common;
+use crate::ops::dispatch::{drawn_on_rank0, replicate_with, to_mesh, whole};
 use crate::ops::macros::{along_dim_ops, binary_ops, cmp_elem_ops, cmp_ops, scalar_ops, unary_ops};
-use crate::strategy::{Linearity, ShardedReduce};
+use crate::rules::{Linearity, ShardedReduce};
+use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
@@ -103,10 +103,9 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
     }
 
     fn float_cross(lhs: F<B>, rhs: F<B>, dim: usize) -> F<B> {
-        let rule = |sp: &[crate::strategy::Spec], cx: &crate::strategy::Context| {
-            crate::strategy::elementwise_except(dim, sp, cx)
-        };
-        crate::dispatch::run2("float_cross", rule, lhs, rhs, |_, a, b| B::float_cross(a, b, dim))
+        let rule =
+            |sp: &[crate::rules::Spec], cx: &crate::rules::Context| crate::rules::elementwise_except(dim, sp, cx);
+        crate::ops::dispatch::run2("float_cross", rule, lhs, rhs, |_, a, b| B::float_cross(a, b, dim))
     }
 
     unary_ops!(FloatKind;

@@ -5,12 +5,12 @@ use burn::tensor::ops::IntTensorOps;
 use burn::tensor::{Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
-use crate::dispatch::{drawn_on_rank0, replicate_with, to_mesh, whole};
-use crate::kind::{BoolKind, FloatKind, IntKind};
 use crate::mesh::MeshDevice;
 use crate::ops::common;
+use crate::ops::dispatch::{drawn_on_rank0, replicate_with, to_mesh, whole};
 use crate::ops::macros::{along_dim_ops, binary_ops, cmp_elem_ops, cmp_ops, scalar_ops, unary_ops};
-use crate::strategy::{Linearity, ShardedReduce};
+use crate::rules::{Linearity, ShardedReduce};
+use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;

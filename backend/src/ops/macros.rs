@@ -4,8 +4,8 @@
 /// Elementwise, not linear: `Partial` inputs are summed first.
 macro_rules! unary_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
-        fn $name(tensor: crate::dtensor::DTensor<B, $kind>) -> crate::dtensor::DTensor<B, $kind> {
-            crate::ops::common::unary(stringify!($name), tensor, crate::strategy::Linearity::None, |p| B::$name(p))
+        fn $name(tensor: crate::tensor::dtensor::DTensor<B, $kind>) -> crate::tensor::dtensor::DTensor<B, $kind> {
+            crate::ops::common::unary(stringify!($name), tensor, crate::rules::Linearity::None, |p| B::$name(p))
         }
     )*};
 }
@@ -13,8 +13,8 @@ macro_rules! unary_ops {
 /// Elementwise with a scalar, not linear.
 macro_rules! scalar_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
-        fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: burn::tensor::Scalar) -> crate::dtensor::DTensor<B, $kind> {
-            crate::ops::common::unary(stringify!($name), lhs, crate::strategy::Linearity::None, |p| B::$name(p, rhs))
+        fn $name(lhs: crate::tensor::dtensor::DTensor<B, $kind>, rhs: burn::tensor::Scalar) -> crate::tensor::dtensor::DTensor<B, $kind> {
+            crate::ops::common::unary(stringify!($name), lhs, crate::rules::Linearity::None, |p| B::$name(p, rhs))
         }
     )*};
 }
@@ -22,7 +22,7 @@ macro_rules! scalar_ops {
 /// Elementwise binary with broadcasting and the given linearity.
 macro_rules! binary_ops {
     ($kind:ty; $($name:ident : $lin:expr),* $(,)?) => {$(
-        fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: crate::dtensor::DTensor<B, $kind>) -> crate::dtensor::DTensor<B, $kind> {
+        fn $name(lhs: crate::tensor::dtensor::DTensor<B, $kind>, rhs: crate::tensor::dtensor::DTensor<B, $kind>) -> crate::tensor::dtensor::DTensor<B, $kind> {
             crate::ops::common::binary::<B, $kind, $kind, $kind>(stringify!($name), lhs, rhs, $lin, |a, b| B::$name(a, b))
         }
     )*};
@@ -31,9 +31,9 @@ macro_rules! binary_ops {
 /// Comparisons of two tensors, bool out.
 macro_rules! cmp_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
-        fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: crate::dtensor::DTensor<B, $kind>, out_dtype: burn::tensor::BoolDType) -> crate::dtensor::DTensor<B, crate::kind::BoolKind> {
-            crate::ops::common::binary::<B, $kind, $kind, crate::kind::BoolKind>(
-                stringify!($name), lhs, rhs, crate::strategy::Linearity::None, |a, b| B::$name(a, b, out_dtype))
+        fn $name(lhs: crate::tensor::dtensor::DTensor<B, $kind>, rhs: crate::tensor::dtensor::DTensor<B, $kind>, out_dtype: burn::tensor::BoolDType) -> crate::tensor::dtensor::DTensor<B, crate::tensor::kind::BoolKind> {
+            crate::ops::common::binary::<B, $kind, $kind, crate::tensor::kind::BoolKind>(
+                stringify!($name), lhs, rhs, crate::rules::Linearity::None, |a, b| B::$name(a, b, out_dtype))
         }
     )*};
 }
@@ -41,9 +41,9 @@ macro_rules! cmp_ops {
 /// Comparisons with a scalar, bool out.
 macro_rules! cmp_elem_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
-        fn $name(lhs: crate::dtensor::DTensor<B, $kind>, rhs: burn::tensor::Scalar, out_dtype: burn::tensor::BoolDType) -> crate::dtensor::DTensor<B, crate::kind::BoolKind> {
-            crate::ops::common::unary::<B, $kind, crate::kind::BoolKind>(
-                stringify!($name), lhs, crate::strategy::Linearity::None, |p| B::$name(p, rhs, out_dtype))
+        fn $name(lhs: crate::tensor::dtensor::DTensor<B, $kind>, rhs: burn::tensor::Scalar, out_dtype: burn::tensor::BoolDType) -> crate::tensor::dtensor::DTensor<B, crate::tensor::kind::BoolKind> {
+            crate::ops::common::unary::<B, $kind, crate::tensor::kind::BoolKind>(
+                stringify!($name), lhs, crate::rules::Linearity::None, |p| B::$name(p, rhs, out_dtype))
         }
     )*};
 }
@@ -52,7 +52,7 @@ macro_rules! cmp_elem_ops {
 /// on that dimension, where they are gathered.
 macro_rules! along_dim_ops {
     ($kind:ty; $($name:ident),* $(,)?) => {$(
-        fn $name(tensor: crate::dtensor::DTensor<B, $kind>, dim: usize) -> crate::dtensor::DTensor<B, $kind> {
+        fn $name(tensor: crate::tensor::dtensor::DTensor<B, $kind>, dim: usize) -> crate::tensor::dtensor::DTensor<B, $kind> {
             crate::ops::common::along_dim::<B, $kind, $kind>(stringify!($name), tensor, dim, |p| B::$name(p, dim))
         }
     )*};

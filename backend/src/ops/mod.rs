@@ -1,11 +1,17 @@
-//! Burn's op traits for `Hybrid<B>`, one file per trait.
+//! Doing: Burn's op traits for `Hybrid<B>`, one file per trait, each op naming its rule
+//! (`crate::rules`) and handing its inner op to the dispatcher (`dispatch`), which carries the
+//! rule out along every mesh dimension; a matmul exchanging its left operand in rounds
+//! (`exchange_matmul`); the refusal of quantized tensors (`quantization`).
 
 pub mod activation;
 pub mod bool;
 mod common;
+pub(crate) mod dispatch;
+pub(crate) mod exchange_matmul;
 pub mod float;
 pub mod int;
 mod macros;
 pub mod module;
 pub mod qtensor;
+pub(crate) mod quantization;
 pub mod transaction;

@@ -10,13 +10,13 @@ use burn::tensor::ops::{
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::conv_grad::{Choice, Formulation};
-use crate::dispatch::{
+use crate::ops::dispatch::{
     assemble, context, fixed, gathered_all, outer_opt, run1, run1_two, run2, run3, run_opt, run_opt_inner, spec,
     OuterLayout,
 };
-use crate::kind::{BoolKind, FloatKind, IntKind};
-use crate::placement::Placement;
-use crate::strategy::{self, Context, ConvLayout, ConvPass, Spec, Strategy};
+use crate::rules::{self, Context, ConvLayout, ConvPass, Spec, Strategy};
+use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
+use crate::tensor::placement::Placement;
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
@@ -38,7 +38,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         let ctx = context(&x);
         let bias_spec: Option<Spec> = bias.as_ref().map(spec);
         let (s, layout) =
-            strategy::conv(ConvPass::Forward, &spec(&x), &spec(&weight), bias_spec.as_ref(), options.groups, &ctx);
+            rules::conv(ConvPass::Forward, &spec(&x), &spec(&weight), bias_spec.as_ref(), options.groups, &ctx);
         let opts = per_rank_options(&options, layout, ctx.ranks);
         run_opt_inner("conv2d", &s, x, weight, bias, &outer, |_, x, w, b| B::conv2d(x, w, b, opts.clone()))
     }
@@ -62,7 +62,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv2d_bias_backward(x: F<B>, bias: F<B>, output_grad: F<B>) -> F<B> {
-        let rule = |sp: &[Spec], cx: &Context| strategy::conv(ConvPass::BiasGrad, &sp[0], &sp[1], sp.get(2), 1, cx).0;
+        let rule = |sp: &[Spec], cx: &Context| rules::conv(ConvPass::BiasGrad, &sp[0], &sp[1], sp.get(2), 1, cx).0;
         run3("conv2d_bias_backward", rule, x, bias, output_grad, |_, x, b, g| match Choice::of::<B>(&x).bias {
             Formulation::Owt => crate::conv_grad::conv2d_bias_backward::<B>(g),
             Formulation::Backend => B::conv2d_bias_backward(x, b, g),
@@ -156,7 +156,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
 
     fn conv_transpose2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<2>) -> F<B> {
         let with_bias = bias.is_some();
-        let rule = |sp: &[Spec], _: &Context| strategy::conv_transpose(&sp[0], &sp[1], with_bias);
+        let rule = |sp: &[Spec], _: &Context| rules::conv_transpose(&sp[0], &sp[1], with_bias);
         run_opt("conv_transpose2d", rule, x, weight, bias, |_, x, w, b| B::conv_transpose2d(x, w, b, options.clone()))
     }
 
@@ -225,7 +225,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         dilation: [usize; 2],
         ceil_mode: bool,
     ) -> MaxPool2dWithIndices<Self> {
-        let rule = |sp: &[Spec], _: &Context| strategy::pool(&sp[0]);
+        let rule = |sp: &[Spec], _: &Context| rules::pool(&sp[0]);
         let (output, indices) =
             run1_two::<B, FloatKind, FloatKind, IntKind>("max_pool2d_with_indices", rule, x, |_, p| {
                 let r = B::max_pool2d_with_indices(p, kernel_size, stride, padding, dilation, ceil_mode);
@@ -244,7 +244,7 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
         output_grad: F<B>,
         indices: I<B>,
     ) -> MaxPool2dBackward<Self> {
-        let rule = |sp: &[Spec], _: &Context| strategy::pool_backward(&sp[0], &sp[1], &sp[2..]);
+        let rule = |sp: &[Spec], _: &Context| rules::pool_backward(&sp[0], &sp[1], &sp[2..]);
         MaxPool2dBackward::new(run3("max_pool2d_with_indices_backward", rule, x, output_grad, indices, |_, x, g, i| {
             B::max_pool2d_with_indices_backward(x, kernel_size, stride, padding, dilation, ceil_mode, g, i).x_grad
         }))
@@ -321,7 +321,7 @@ fn conv_grad<B: Backend>(
     let (x, weight, grad, outer) = conv_outer(op, pass, options.groups, x, weight, Some(grad));
     let grad = grad.expect("given");
     let ctx = context(&x);
-    let (s, layout) = strategy::conv(pass, &spec(&x), &spec(&weight), Some(&spec(&grad)), options.groups, &ctx);
+    let (s, layout) = rules::conv(pass, &spec(&x), &spec(&weight), Some(&spec(&grad)), options.groups, &ctx);
     let opts = per_rank_options(&options, layout, ctx.ranks);
     run_opt_inner(op, &s, x, weight, Some(grad), &outer, |_, x, w, g| f(x, w, g.expect("given"), opts.clone()))
 }
@@ -337,7 +337,7 @@ fn conv_outer<B: Backend>(
     weight: F<B>,
     third: Option<F<B>>,
 ) -> (F<B>, F<B>, Option<F<B>>, OuterLayout) {
-    let rule = |sp: &[Spec], cx: &Context| match strategy::conv(pass, &sp[0], &sp[1], sp.get(2), groups, cx) {
+    let rule = |sp: &[Spec], cx: &Context| match rules::conv(pass, &sp[0], &sp[1], sp.get(2), groups, cx) {
         (_, ConvLayout::Towers) => Strategy::gathered(sp.len()),
         (s, _) => s,
     };
@@ -364,7 +364,7 @@ fn float<B: Backend>(x: B::FloatTensorPrimitive) -> burn::tensor::Tensor<B, 4> {
 
 /// A pooling or resizing op: local on batch or channel shards.
 fn pool<B: Backend>(op: &str, x: F<B>, f: impl Fn(B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync) -> F<B> {
-    run1(op, |sp, _| strategy::pool(&sp[0]), x, |_, p| f(p))
+    run1(op, |sp, _| rules::pool(&sp[0]), x, |_, p| f(p))
 }
 
 /// The backward of a pooling or resizing op, in the input's layout.
@@ -374,5 +374,5 @@ fn pool_backward<B: Backend>(
     grad: F<B>,
     f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync,
 ) -> F<B> {
-    run2(op, |sp, _| strategy::pool_backward(&sp[0], &sp[1], &[]), x, grad, |_, x, g| f(x, g))
+    run2(op, |sp, _| rules::pool_backward(&sp[0], &sp[1], &[]), x, grad, |_, x, g| f(x, g))
 }

@@ -7,7 +7,7 @@ use burn::tensor::{FloatDType, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridFloat, HybridInt};
 use crate::mesh::MeshDevice;
-use crate::quantization::NoQuantization;
+use crate::ops::quantization::NoQuantization;
 
 const UNSUPPORTED: &str =
     "quantization is not supported on Hybrid (owt-hybrid): keep quantized tensors on the inner backend";

@@ -13,15 +13,15 @@ use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 type Ref = Autodiff<Flex>;
 type Hy = Autodiff<Hybrid<Flex>>;
 
-struct Params<B: Backend> {
-    w1: Tensor<B, 4>,
-    b1: Tensor<B, 1>,
-    w2: Tensor<B, 2>,
-    b2: Tensor<B, 1>,
+pub(crate) struct Params<B: Backend> {
+    pub(crate) w1: Tensor<B, 4>,
+    pub(crate) b1: Tensor<B, 1>,
+    pub(crate) w2: Tensor<B, 2>,
+    pub(crate) b2: Tensor<B, 1>,
 }
 
 /// conv 3->4 (3x3, pad 1), relu, 2x2 max pool, flatten, linear 64->6, log-softmax NLL.
-fn loss<B: Backend>(p: &Params<B>, x: Tensor<B, 4>, y: Tensor<B, 1, Int>) -> (Tensor<B, 1>, Tensor<B, 2>) {
+pub(crate) fn loss<B: Backend>(p: &Params<B>, x: Tensor<B, 4>, y: Tensor<B, 1, Int>) -> (Tensor<B, 1>, Tensor<B, 2>) {
     let n = x.dims()[0];
     let h = conv2d(x, p.w1.clone(), Some(p.b1.clone()), ConvOptions::new([1, 1], [1, 1], [1, 1], 1));
     let h = max_pool2d(relu(h), [2, 2], [2, 2], [0, 0], [1, 1], false);
@@ -38,7 +38,7 @@ fn data<B: Backend>(v: &TensorData, d: &B::Device) -> TensorData {
 
 /// f32 against Flex, relative to the largest magnitude: measured (2026-11-30) at most 2.4e-7
 /// (a conv weight gradient at K = 4); 1e-5 is 40x that.
-fn close(a: &[f32], b: &[f32], what: &str) {
+pub(crate) fn close(a: &[f32], b: &[f32], what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");
     let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
     let diff = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));

@@ -10,44 +10,17 @@
 use burn::backend::flex::FlexDevice;
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
-use burn::tensor::activation::{log_softmax, relu};
-use burn::tensor::module::{conv2d, max_pool2d};
-use burn::tensor::ops::ConvOptions;
 use burn::tensor::Distribution;
 use owt_hybrid::Placement::{Replicate, Shard};
 use owt_hybrid::{Distributed, GridMesh, Hybrid, MeshDevice, Placement};
 
+use crate::equivalence::{close, loss, Params};
+
 type Ref = Autodiff<Flex>;
 type Hy = Autodiff<Hybrid<Flex>>;
 
-struct Params<B: Backend> {
-    w1: Tensor<B, 4>,
-    b1: Tensor<B, 1>,
-    w2: Tensor<B, 2>,
-    b2: Tensor<B, 1>,
-}
-
-/// conv 3->4 (3x3, pad 1), relu, 2x2 max pool, flatten, linear 64->6, log-softmax NLL.
-fn loss<B: Backend>(p: &Params<B>, x: Tensor<B, 4>, y: Tensor<B, 1, Int>) -> (Tensor<B, 1>, Tensor<B, 2>) {
-    let n = x.dims()[0];
-    let h = conv2d(x, p.w1.clone(), Some(p.b1.clone()), ConvOptions::new([1, 1], [1, 1], [1, 1], 1));
-    let h = max_pool2d(relu(h), [2, 2], [2, 2], [0, 0], [1, 1], false);
-    let h: Tensor<B, 2> = h.reshape([n, 64]);
-    let logits = h.matmul(p.w2.clone()) + p.b2.clone().unsqueeze::<2>();
-    let nll = log_softmax(logits.clone(), 1).gather(1, y.reshape([n, 1])).neg().mean();
-    (nll, logits)
-}
-
 fn values<const D: usize>(t: Tensor<Hy, D>) -> Vec<f32> {
     t.to_data().to_vec::<f32>().unwrap()
-}
-
-/// f32 against Flex, relative to the largest magnitude (as the 1-D equivalence test).
-fn close(a: &[f32], b: &[f32], what: &str) {
-    assert_eq!(a.len(), b.len(), "{what}: lengths");
-    let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-    let diff = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
-    assert!(diff <= 1e-5 * scale, "{what}: max diff {diff} (scale {scale})");
 }
 
 fn run_case(nodes: usize, local: usize, n: usize, fc_along_nodes: Placement) {

@@ -7,7 +7,7 @@
 //! join one communicator ([`JoinRefusal`]) is decided without a GPU and compiled everywhere.
 //!
 //! A mesh of CUDA devices takes them through [`MeshDevice::set_device_all_reduce`] and
-//! [`MeshDevice::set_send_fence`] (the `owt` CLI does so in `src/backends.rs`).
+//! [`MeshDevice::set_send_fence`] (the `owt` CLI does so in `src/runtime/backends.rs`).
 //!
 //! [`ProcessGroup`]: crate::ProcessGroup
 //! [`MeshDevice::set_device_all_reduce`]: crate::MeshDevice::set_device_all_reduce

@@ -18,7 +18,7 @@
 //! `Fence::new(self.comm_stream).wait_async(stream)`), so the source's compute stream (this
 //! thread's) waits for everything issued on its NCCL stream so far, the send included. It
 //! does not block the host. The collectives issue it while still holding the source
-//! ([`collectives::route`](crate::collectives)), so the buffer cannot return to the pool before the
+//! ([`collectives::route`](crate::comm::collectives)), so the buffer cannot return to the pool before the
 //! wait is in the stream.
 
 use cubecl_cuda::{CudaDevice, CudaRuntime};

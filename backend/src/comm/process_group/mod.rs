@@ -1,9 +1,9 @@
-//! The processes a mesh spans, and the one exchange that crosses them.
+//! The processes a mesh spans, and the one all-to-all of bytes that crosses them.
 //!
 //! The shape is JAX's across hosts: every process runs the same program and drives only its
 //! own ranks (its local devices); a mesh of K = P x L ranks spans P processes of L ranks each,
 //! rank r living on process r / L. Collectives (`collectives.rs`) combine the local pieces
-//! themselves and hand everything bound for another process to [`ProcessGroup::exchange`],
+//! themselves and hand everything bound for another process to [`ProcessGroup::all_to_all`],
 //! which every process calls in the same order (the program is the same everywhere).
 //!
 //! Engines, never a home-made network layer: [`Solo`] is one process (today's path, nothing
@@ -35,7 +35,7 @@ pub trait ProcessGroup: Send + Sync + 'static {
     /// (`incoming[p]` from process p; its own entry is its own `outgoing` entry, untouched).
     /// A collective: every process calls it, in the same order, with one buffer per process.
     /// A lost peer ends the call with an error naming it (never a hang).
-    fn exchange(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError>;
+    fn all_to_all(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError>;
 
     /// What the group is, for messages (`"MPI, process 1 of 4"`).
     fn describe(&self) -> String {
@@ -50,12 +50,12 @@ pub trait ProcessGroup: Send + Sync + 'static {
             Some(b) => vec![b; self.size()],
             None => vec![Vec::new(); self.size()],
         };
-        Ok(self.exchange(outgoing)?.swap_remove(root))
+        Ok(self.all_to_all(outgoing)?.swap_remove(root))
     }
 
     /// Every process's `mine`, on every process, in process order. A collective.
     fn all_gather(&self, mine: Vec<u8>) -> Result<Vec<Vec<u8>>, GroupError> {
-        self.exchange(vec![mine; self.size()])
+        self.all_to_all(vec![mine; self.size()])
     }
 }
 
@@ -118,7 +118,7 @@ impl ProcessGroup for Solo {
     fn size(&self) -> usize {
         1
     }
-    fn exchange(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
+    fn all_to_all(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
         Ok(outgoing)
     }
     fn describe(&self) -> String {

@@ -172,7 +172,7 @@ impl ProcessGroup for MpiGroup {
         self.size
     }
 
-    fn exchange(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
+    fn all_to_all(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
         let (reply_tx, reply_rx) = mpsc::channel();
         let to_others: usize = outgoing.iter().enumerate().filter(|(p, _)| *p != self.rank).map(|(_, b)| b.len()).sum();
         self.sent.fetch_add(to_others as u64, std::sync::atomic::Ordering::Relaxed);

@@ -133,7 +133,7 @@ impl ProcessGroup for ThreadedGroup {
         self.shared.size
     }
 
-    fn exchange(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
+    fn all_to_all(&self, outgoing: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, GroupError> {
         let p = self.shared.size;
         assert_eq!(outgoing.len(), p, "exchange: {} buffers for a group of {p} processes", outgoing.len());
         let mut state = self.lock();
@@ -169,7 +169,7 @@ impl Drop for ThreadedGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process_group::GroupError;
+    use crate::comm::process_group::GroupError;
 
     #[test]
     fn every_process_receives_what_each_sent_it() {
@@ -178,7 +178,7 @@ mod tests {
             let mut rounds = Vec::new();
             for round in 0..4u8 {
                 let out = (0..3).map(|dst| vec![me as u8, dst as u8, round]).collect();
-                rounds.push(g.exchange(out).unwrap());
+                rounds.push(g.all_to_all(out).unwrap());
             }
             rounds
         });
@@ -200,7 +200,7 @@ mod tests {
                 let _b = b;
                 panic!("process 1 fails");
             });
-            let outcome = scope.spawn(move || a.exchange(vec![vec![1], vec![2]])).join().unwrap();
+            let outcome = scope.spawn(move || a.all_to_all(vec![vec![1], vec![2]])).join().unwrap();
             assert!(failing.join().is_err(), "process 1 panicked");
             outcome
         });
@@ -212,7 +212,7 @@ mod tests {
         let mut groups = ThreadedGroup::new(2, Duration::from_millis(50));
         let _silent = groups.pop();
         let a = groups.pop().unwrap();
-        match a.exchange(vec![vec![], vec![]]) {
+        match a.all_to_all(vec![vec![], vec![]]) {
             Err(GroupError::TimedOut { waited }) => assert!(waited >= Duration::from_millis(50)),
             other => panic!("expected a timeout, got {other:?}"),
         }

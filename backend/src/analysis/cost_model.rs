@@ -1,0 +1,302 @@
+//! Predicting a training step's time from a dry run: each op's FLOPs and bytes (logged by the
+//! shape-only `Meta` devices, labelled with the same layer and phase as the traffic) and each
+//! collective's bytes and messages (the ledger), priced by a device profile. Compute is a
+//! roofline per op (the slower of arithmetic and memory), per rank, the slowest rank setting
+//! the pace; communication is priced on the profile's links as a tree of shared uplinks
+//! ([`crate::analysis::topology`]): each collective's bytes over the busiest link it crosses, plus a
+//! latency per round. Without overlap a step is their sum; with overlap each layer phase costs
+//! the larger of its compute and its communication.
+
+use std::collections::BTreeMap;
+
+use owt_meta::OpCost;
+
+use crate::analysis::topology::{collective_seconds, groups_of, Pattern, Uplink};
+use crate::comm::ledger::{LedgerSnapshot, UNLABELLED};
+use crate::comm::CollectiveKey;
+use crate::comm::Stage;
+
+/// What a device and its links can do.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DeviceProfile {
+    /// Name shown in reports.
+    pub name: String,
+    /// Sustained arithmetic rate, TFLOP/s.
+    pub tflops: f64,
+    /// Memory bandwidth, GB/s.
+    pub mem_gbps: f64,
+    /// Bandwidth of one rank's own link, GB/s (each direction).
+    pub link_gbps: f64,
+    /// Latency of one message on a rank's own link, microseconds.
+    pub latency_us: f64,
+    /// The shared links above the ranks' own, narrowest span first (a PCIe switch per pair,
+    /// a node's network card per 8 GPUs); empty for a machine whose ranks all meet in one
+    /// switch of full bandwidth (NVSwitch, or virtual ranks in one memory).
+    pub uplinks: Vec<Uplink>,
+    /// Devices in one node (server): a 2-D mesh's local dimension in the nodes table of
+    /// `owt plan --profile`; the uplink of that span, if any, is the network between nodes.
+    pub node_devices: usize,
+}
+
+impl DeviceProfile {
+    /// The built-in profiles' names.
+    pub const PRESETS: [&'static str; 5] = ["gtx580-pcie", "gtx580-pcie-10gbe", "h200-nvlink", "h200-nvlink-ib", "cpu"];
+
+    /// A built-in profile:
+    /// - `gtx580-pcie`: the 2012/2014 papers' GPU (1.58 TFLOP/s peak, of which cuda-convnet
+    ///   sustains about 60% on AlexNet's convolutions; 192 GB/s) in the 2014 paper's 8-GPU
+    ///   server, assumed built as such servers were: PCIe 2.0 x16 from each GPU to a switch
+    ///   (about 6 GB/s each way in practice, 10 us a message), one switch per pair of GPUs on
+    ///   one x16 link upstream (6 GB/s, shared by the pair), two switches per CPU socket, and
+    ///   between the sockets no peer-to-peer: a copy goes through host memory and QPI, two
+    ///   PCIe copies in series (3 GB/s, 20 us);
+    /// - `gtx580-pcie-10gbe`: nodes of that server joined by 10 Gigabit Ethernet (1.1 GB/s
+    ///   each way of the 1.25 line rate, 30 us through the TCP stack), one card per node of 8;
+    /// - `h200-nvlink`: H200 SXM (67 TFLOP/s FP32 without tensor cores, 4.8 TB/s HBM3e) on
+    ///   NVLink 4 through NVSwitch (450 GB/s each way, 5 us; full bandwidth between any pair,
+    ///   so no shared link inside the node);
+    /// - `h200-nvlink-ib`: nodes of 8 of those joined by InfiniBand NDR, one 400 Gb/s card per
+    ///   GPU (the node's uplink 8 x 50 GB/s each way, 10 us);
+    /// - `cpu`: Burn's Flex backend on the owt project's 2-core CI machine, calibrated from
+    ///   `owt bench` (see owt's README, cost model section); ranks are virtual, so "links" are
+    ///   memory copies.
+    pub fn preset(name: &str) -> Option<Self> {
+        let up =
+            |name: &str, span: usize, gbps: f64, latency_us: f64| Uplink { name: name.into(), span, gbps, latency_us };
+        let pcie = || vec![up("PCIe switch upstream", 2, 6.0, 10.0), up("QPI, host-staged", 4, 3.0, 20.0)];
+        let (tflops, mem_gbps, link_gbps, latency_us, uplinks) = match name {
+            "gtx580-pcie" => (0.95, 192.0, 6.0, 10.0, pcie()),
+            "gtx580-pcie-10gbe" => {
+                let mut u = pcie();
+                u.push(up("10 GbE", 8, 1.1, 30.0));
+                (0.95, 192.0, 6.0, 10.0, u)
+            }
+            "h200-nvlink" => (67.0, 4800.0, 450.0, 5.0, vec![]),
+            "h200-nvlink-ib" => (67.0, 4800.0, 450.0, 5.0, vec![up("InfiniBand NDR", 8, 400.0, 10.0)]),
+            "cpu" => (CPU_TFLOPS, CPU_MEM_GBPS, CPU_MEM_GBPS, 1.0, vec![]),
+            _ => return None,
+        };
+        Some(Self { name: name.into(), tflops, mem_gbps, link_gbps, latency_us, uplinks, node_devices: 8 })
+    }
+
+    /// The link between nodes: the uplink whose span is a node's devices, if the profile has
+    /// one (a profile of a single server has none).
+    pub fn between_nodes(&self) -> Option<&Uplink> {
+        self.uplinks.iter().find(|u| u.span == self.node_devices)
+    }
+
+    /// Seconds one op takes: the slower of its arithmetic and its memory traffic.
+    pub fn op_seconds(&self, op: &OpCost) -> f64 {
+        let compute = op.flops as f64 / (self.tflops * 1e12);
+        let memory = (op.bytes_read + op.bytes_written) as f64 / (self.mem_gbps * 1e9);
+        compute.max(memory)
+    }
+
+    /// Seconds one ledger entry's collective (`all_gather`, `all_reduce[node]`, ...) takes,
+    /// `bytes` in `messages` on a mesh of `shape` = [nodes, local ranks] ([1, K] for a 1-D
+    /// mesh), its ranks placed in order on this profile's links.
+    pub fn comm_seconds(&self, collective: &CollectiveKey, bytes: u64, messages: u64, shape: [usize; 2]) -> f64 {
+        let groups = groups_of(collective, shape);
+        collective_seconds(
+            Pattern::of(collective.collective),
+            &groups,
+            bytes,
+            messages,
+            self.link_gbps,
+            self.latency_us,
+            &self.uplinks,
+        )
+    }
+}
+
+/// The `cpu` profile's arithmetic rate, TFLOP/s, with [`CPU_MEM_GBPS`]: the pair that best fits
+/// (smallest worst error) two `owt bench` steps on Flex on the 2-core machine, AlexNetSmall at
+/// batch 128 (449 ms measured, 7.69 GFLOP and 1.38 GB by the dry run's count) and AlexNetOwt at
+/// input 67 and batch 64 (1211 ms; 36.1 GFLOP, 4.76 GB); checked against two other steps
+/// (README, cost model).
+pub const CPU_TFLOPS: f64 = 0.06;
+
+/// The `cpu` profile's memory bandwidth, GB/s (see [`CPU_TFLOPS`]); virtual ranks' "links" are
+/// memory copies at the same rate.
+pub const CPU_MEM_GBPS: f64 = 5.0;
+
+/// Predicted time of one layer phase (`conv1:forward`, `fc6:sync`, ...).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PhaseTime {
+    /// `layer:phase` as the ledger labels it (`-` for ops outside any phase).
+    pub label: String,
+    /// Compute seconds of the slowest rank.
+    pub compute_s: f64,
+    /// Communication seconds.
+    pub comm_s: f64,
+    /// FLOPs of the slowest rank.
+    pub flops: u64,
+}
+
+/// The predicted time of one training step.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepPrediction {
+    /// Per layer phase, in the order of the network.
+    pub phases: Vec<PhaseTime>,
+    /// Sum of compute.
+    pub compute_s: f64,
+    /// Sum of communication.
+    pub comm_s: f64,
+    /// Compute then communication, nothing overlapped.
+    pub serial_s: f64,
+    /// Each phase's communication hidden behind its compute (or the reverse).
+    pub overlapped_s: f64,
+}
+
+/// Prices one step: `costs[r]` are rank r's ops, `ledger` the traffic, on `profile`.
+///
+/// ```
+/// use burn::backend::Autodiff;
+/// use burn::prelude::*;
+/// use owt_hybrid::{DeviceProfile, Distributed, DryRun, Hybrid, Placement};
+///
+/// type M = Autodiff<Hybrid<owt_meta::Meta>>;
+/// let dry = DryRun::new(2);
+/// let w = Tensor::<M, 2>::zeros([4096, 4096], dry.mesh()).distribute(Placement::Shard(1)).require_grad();
+/// dry.begin_step();
+/// let x = Tensor::<M, 2>::zeros([256, 4096], dry.mesh()).distribute(Placement::Shard(0));
+/// let _ = x.matmul(w).sum().backward();
+/// let step = dry.report().predict(&DeviceProfile::preset("h200-nvlink").unwrap());
+/// assert!(step.compute_s > 0.0 && step.comm_s > 0.0);
+/// assert!(step.overlapped_s <= step.serial_s);
+/// ```
+pub fn predict(costs: &[Vec<OpCost>], ledger: &LedgerSnapshot, profile: &DeviceProfile) -> StepPrediction {
+    predict_on_mesh(costs, ledger, profile, [1, costs.len().max(1)])
+}
+
+/// [`predict`] on a mesh of `shape` = [nodes, local ranks]: `costs` holds one node's ranks
+/// (every node runs the same ops), `ledger` the whole mesh's traffic, each entry priced over
+/// the groups its collective ran on (the columns for `...[node]` entries, the rows otherwise).
+pub fn predict_on_mesh(
+    costs: &[Vec<OpCost>],
+    ledger: &LedgerSnapshot,
+    profile: &DeviceProfile,
+    shape: [usize; 2],
+) -> StepPrediction {
+    let ranks = costs.len().max(1);
+    // Per label: each rank's seconds and flops.
+    let mut compute: BTreeMap<String, Vec<(f64, u64)>> = BTreeMap::new();
+    for (r, rank_costs) in costs.iter().enumerate() {
+        for op in rank_costs {
+            let label = op.label.clone().unwrap_or_else(|| UNLABELLED.to_string());
+            let per_rank = compute.entry(label).or_insert_with(|| vec![(0.0, 0); ranks]);
+            per_rank[r].0 += profile.op_seconds(op);
+            per_rank[r].1 += op.flops;
+        }
+    }
+    let mut comm: BTreeMap<String, f64> = BTreeMap::new();
+    for ((label, collective), t) in &ledger.traffic {
+        *comm.entry(label.to_string()).or_default() += profile.comm_seconds(collective, t.bytes, t.messages, shape);
+    }
+    let order = LayerOrder::of(costs);
+    let mut labels: Vec<String> = compute.keys().chain(comm.keys()).cloned().collect();
+    labels.sort_by_key(|l| order.key(l));
+    labels.dedup();
+    let phases: Vec<PhaseTime> = labels
+        .into_iter()
+        .map(|label| {
+            let (compute_s, flops) = compute
+                .get(&label)
+                .and_then(|v| v.iter().copied().max_by(|a, b| a.0.total_cmp(&b.0)))
+                .unwrap_or((0.0, 0));
+            let comm_s = comm.get(&label).copied().unwrap_or(0.0);
+            PhaseTime { label, compute_s, comm_s, flops }
+        })
+        .collect();
+    let compute_s = phases.iter().map(|p| p.compute_s).sum();
+    let comm_s = phases.iter().map(|p| p.comm_s).sum();
+    let overlapped_s = phases.iter().map(|p| p.compute_s.max(p.comm_s)).sum();
+    StepPrediction { phases, compute_s, comm_s, serial_s: compute_s + comm_s, overlapped_s }
+}
+
+/// The order of a step's layers as its ops ran: each layer where its first op appears in rank
+/// 0's cost log (the forward pass, so the network's own order), then the stages of a layer
+/// in [`Stage::ALL`] order. Derived from the step itself, so it is right for any module.
+#[derive(Debug, Clone, Default)]
+pub struct LayerOrder {
+    layers: Vec<String>,
+}
+
+impl LayerOrder {
+    /// The order in which `costs` (one log per rank) first name each layer.
+    pub fn of(costs: &[Vec<OpCost>]) -> Self {
+        let mut layers: Vec<String> = Vec::new();
+        for op in costs.first().into_iter().flatten() {
+            if let Some(label) = &op.label {
+                let (layer, _) = layer_and_stage(label);
+                if !layers.iter().any(|l| l == layer) {
+                    layers.push(layer.to_string());
+                }
+            }
+        }
+        Self { layers }
+    }
+
+    /// The layers in order.
+    pub fn layers(&self) -> &[String] {
+        &self.layers
+    }
+
+    /// Where `layer` and `stage` (its name: `forward`, `backward`, `sync`) sort: layers in the
+    /// step's order (unknown ones last), stages in [`Stage::ALL`] order (unknown ones last).
+    pub fn rank(&self, layer: &str, stage: &str) -> (usize, usize) {
+        let l = self.layers.iter().position(|x| x == layer).unwrap_or(self.layers.len());
+        let s = Stage::named(stage).map_or(Stage::ALL.len(), |s| s as usize);
+        (l, s)
+    }
+
+    /// The sort key of a phase's text, `layer:stage` (ties broken by the text itself).
+    pub fn key(&self, label: &str) -> ((usize, usize), String) {
+        let (layer, stage) = layer_and_stage(label);
+        (self.rank(layer, stage), label.to_string())
+    }
+}
+
+/// The layer and stage of a phase's text as an op's cost log carries it (owt-meta labels ops
+/// with text: it knows nothing of the ledger's types), `-` for a phase without a stage.
+fn layer_and_stage(label: &str) -> (&str, &str) {
+    label.split_once(':').unwrap_or((label, "-"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comm::Collective;
+
+    fn op(label: &str, flops: u64, bytes: u64) -> OpCost {
+        OpCost { op: "float_matmul", label: Some(label.into()), flops, bytes_read: bytes, bytes_written: 0 }
+    }
+
+    #[test]
+    fn the_slowest_rank_sets_the_pace_and_overlap_takes_the_larger_side() {
+        let p = DeviceProfile {
+            name: "t".into(),
+            tflops: 1.0,
+            mem_gbps: 1000.0,
+            link_gbps: 1.0,
+            latency_us: 0.0,
+            uplinks: vec![],
+            node_devices: 8,
+        };
+        // Rank 1 has twice rank 0's work in fc6:forward; 1e12 flops at 1 TFLOP/s is 1 s.
+        let costs = vec![vec![op("fc6:forward", 500_000_000_000, 0)], vec![op("fc6:forward", 1_000_000_000_000, 0)]];
+        let mut ledger = LedgerSnapshot::default();
+        // 4e9 bytes landing on 2 ranks over 1 GB/s links: 2 s.
+        ledger.traffic.insert(
+            ("fc6:forward".into(), Collective::AllGather.into()),
+            crate::comm::ledger::Traffic::within(4_000_000_000, 2),
+        );
+        let s = predict(&costs, &ledger, &p);
+        assert_eq!(s.phases.len(), 1);
+        assert!((s.compute_s - 1.0).abs() < 1e-9 && (s.comm_s - 2.0).abs() < 1e-9, "{s:?}");
+        assert!((s.serial_s - 3.0).abs() < 1e-9 && (s.overlapped_s - 2.0).abs() < 1e-9, "{s:?}");
+        // A memory-bound op costs its bytes, not its flops.
+        let mem = op("x", 1, 2_000_000_000_000);
+        assert!((p.op_seconds(&mem) - 2.0).abs() < 1e-9);
+    }
+}

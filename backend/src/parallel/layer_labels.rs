@@ -1,0 +1,75 @@
+//! Labelling a training step's communication by layer and stage, so the ledger reads like an
+//! analytic plan: `conv3:forward`, `conv3:backward`, `conv3:sync`, `fc6:forward`, ...,
+//! `loss:forward`, `loss:backward`.
+//!
+//! Forward traffic is labelled as each layer starts ([`LayerLabels::enter`]); backward traffic
+//! by a marker on each layer's input whose backward step relabels the ledger when the backward
+//! pass reaches it; the gradient sync (`gradient_sync.rs`) labels each parameter's sums with
+//! its layer ([`layer_of`]). A layer is whatever the caller names: the labels work for any
+//! Burn module.
+
+use burn::backend::Autodiff;
+use burn::prelude::*;
+
+use crate::autodiff::phase_marker::mark_backward_phase;
+use crate::backend::Hybrid;
+use crate::comm::{Phase, Stage};
+use crate::mesh::MeshDevice;
+
+type AH<IB> = Autodiff<Hybrid<IB>>;
+
+/// The layer a parameter path belongs to: the module that holds it (`conv3.weight` ->
+/// `conv3`, `net.fc6.bias` -> `net.fc6`; a top-level parameter is its own layer).
+pub fn layer_of(path: &str) -> &str {
+    path.rsplit_once('.').map_or(path, |(module, _)| module)
+}
+
+/// Labels one step's forward and backward traffic layer by layer on a mesh: call
+/// [`LayerLabels::enter`] with each layer's input as the layer starts, and
+/// [`LayerLabels::close`] on the output of the last layer of a run.
+///
+/// ```
+/// use burn::backend::{Autodiff, Flex};
+/// use burn::prelude::*;
+/// use owt_hybrid::{Distributed, Hybrid, LayerLabels, MeshDevice, Placement};
+///
+/// type B = Autodiff<Hybrid<Flex>>;
+/// let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
+/// let w = Tensor::<B, 2>::ones([3, 4], &mesh).distribute(Placement::Shard(1)).require_grad();
+/// let x = Tensor::<B, 2>::ones([6, 3], &mesh).distribute(Placement::Shard(0));
+/// let mut labels = LayerLabels::<Flex>::new(&mesh);
+/// let y = labels.enter("fc", x).matmul(w); // the rows of x gathered, labelled fc:forward
+/// let y = labels.close(y);
+/// let _ = y.sum().backward();
+/// assert!(mesh.ledger_snapshot().by_phase("fc:forward").bytes > 0);
+/// ```
+pub struct LayerLabels<IB: Backend> {
+    mesh: MeshDevice<IB::Device>,
+    previous: Option<String>,
+}
+
+impl<IB: Backend> LayerLabels<IB> {
+    /// Labels on `mesh`, starting a new run of layers.
+    pub fn new(mesh: &MeshDevice<IB::Device>) -> Self {
+        Self { mesh: mesh.clone(), previous: None }
+    }
+
+    /// Enters `layer` with its input `x`: the forward traffic from now on is the layer's, and
+    /// the backward pass, when it reaches `x`, starts labelling the previous layer's backward
+    /// traffic.
+    pub fn enter<const D: usize>(&mut self, layer: &str, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
+        self.mesh.set_phase(Some(Phase::of(layer, Stage::Forward)));
+        let x = self.close(x);
+        self.previous = Some(layer.to_string());
+        x
+    }
+
+    /// Ends a run of layers at `x` (e.g. a conv trunk's features): the backward pass, reaching
+    /// `x`, labels the last layer entered; the next layer entered starts a fresh run.
+    pub fn close<const D: usize>(&mut self, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
+        match self.previous.take() {
+            Some(previous) => mark_backward_phase(x, Phase::of(&previous, Stage::Backward)),
+            None => x,
+        }
+    }
+}

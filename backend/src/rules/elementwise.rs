@@ -1,0 +1,127 @@
+//! Elementwise ops of any arity (unary, binary with broadcasting, `mask_where`): rank-local
+//! when the operands can agree on one placement for free, pending sums kept through linear
+//! ops, reduce-scattered onto a sharded partner or all-reduced otherwise, gathered as a last
+//! resort.
+
+use crate::mutation::{self, Mutation};
+use crate::tensor::placement::{can_shard, Placement, ReduceOp};
+
+use super::{resolved, Context, Spec, Strategy};
+
+/// How an elementwise op treats `Partial` (pending-sum) operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Linearity {
+    /// Not linear: every pending sum is made whole first.
+    None,
+    /// A one-input op linear in its input (negation, scaling, casts): a sum stays a sum.
+    Linear,
+    /// `P op P` stays a summand (add, sub).
+    Additive,
+    /// `P op R` and `R op P` stay summands (mul).
+    Scaling,
+    /// `P op R` stays a summand (div by a whole value; a backward linear in the gradient).
+    LeftScaling,
+}
+
+const SUM: Placement = Placement::Partial(ReduceOp::Sum);
+
+/// The output placement when pending sums can pass through the op untouched.
+fn through_linear(lin: Linearity, places: &[Placement]) -> Option<Placement> {
+    use Placement::Replicate as R;
+    match (places, lin) {
+        ([p], _) if p.is_partial() && mutation::active(Mutation::NonlinearOnSummands) => Some(*p),
+        ([SUM], Linearity::Linear) => Some(SUM),
+        ([SUM, SUM], Linearity::Additive) => Some(SUM),
+        ([SUM, SUM], Linearity::Scaling) if mutation::active(Mutation::ProductOfSummands) => Some(SUM),
+        ([SUM, R], Linearity::Scaling | Linearity::LeftScaling) => Some(SUM),
+        ([R, SUM], Linearity::Scaling) => Some(SUM),
+        _ => None,
+    }
+}
+
+/// The rule of an elementwise op over `specs` (broadcasting shapes of equal rank).
+pub(crate) fn elementwise(lin: Linearity, specs: &[Spec], ctx: &Context) -> Strategy {
+    let places: Vec<Placement> = specs.iter().map(|s| s.placement).collect();
+    if places.iter().all(|p| *p == Placement::Replicate) {
+        return Strategy::local(places, Placement::Replicate);
+    }
+    if let Some(out) = through_linear(lin, &places) {
+        return Strategy::local(places, out);
+    }
+    // Pending sums are made whole in the layout of a sharded partner (a reduce-scatter, half
+    // an all-reduce's traffic) or all-reduced.
+    let partner = places.iter().find_map(|p| p.shard_dim());
+    let settled: Vec<Placement> = specs
+        .iter()
+        .map(|s| match (s.placement, partner) {
+            (Placement::Partial(_), Some(d)) if ctx.ranks > 1 && can_shard(s.shape[d], ctx.ranks) => {
+                Placement::Shard(d)
+            }
+            (p, _) => resolved(p),
+        })
+        .collect();
+    // The first sharded operand sets the layout; the others follow if they can for free (a
+    // whole operand broadcast along it or sliced to it) or by a re-shard of an equal shape.
+    let lead = settled.iter().position(|p| p.shard_dim().is_some());
+    let Some(lead) = lead else {
+        return Strategy::local(settled, Placement::Replicate);
+    };
+    let target = settled[lead];
+    let d = target.shard_dim().expect("a sharded lead");
+    let full = specs[lead].shape[d];
+    let lead_shape = &specs[lead].shape;
+    let mut inputs = Vec::with_capacity(specs.len());
+    for (s, p) in specs.iter().zip(&settled) {
+        let to = match *p {
+            q if q == target && s.shape[d] == full => Some(target),
+            Placement::Replicate if s.shape[d] == 1 => Some(Placement::Replicate),
+            Placement::Replicate if s.shape[d] == full && can_shard(full, ctx.ranks) => Some(target),
+            Placement::Shard(_) if &s.shape == lead_shape => Some(target),
+            _ => None,
+        };
+        match to {
+            Some(t) => inputs.push(t),
+            None => return Strategy::gathered(specs.len()),
+        }
+    }
+    Strategy::local(inputs, target)
+}
+
+/// The rule of an op elementwise in every dimension but `dim`, whose entries it mixes (the
+/// cross product): as elementwise unless that would leave `dim` sharded, then gathered.
+pub(crate) fn elementwise_except(dim: usize, specs: &[Spec], ctx: &Context) -> Strategy {
+    let s = elementwise(Linearity::None, specs, ctx);
+    if s.output == Placement::Shard(dim) {
+        Strategy::gathered(specs.len())
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Placement::{Replicate as R, Shard as S};
+
+    fn spec(shape: &[usize], p: Placement) -> Spec {
+        Spec::new(shape.to_vec(), p)
+    }
+
+    #[test]
+    fn binary_rules_follow_the_table() {
+        let ctx = Context::new(2);
+        // Shard with a broadcast row stays sharded, nothing moves.
+        let s = elementwise(Linearity::None, &[spec(&[4, 3], S(0)), spec(&[1, 3], R)], &ctx);
+        assert_eq!((s.inputs.clone(), s.output, s.fallback), (vec![S(0), R], S(0), false));
+        // A pending sum meets a shard: reduce-scattered onto it.
+        let s = elementwise(Linearity::Additive, &[spec(&[4, 3], SUM), spec(&[4, 3], S(1))], &ctx);
+        assert_eq!((s.inputs.clone(), s.output), (vec![S(1), S(1)], S(1)));
+        // Sums add without communication; a product of sums needs them whole.
+        assert_eq!(elementwise(Linearity::Additive, &[spec(&[4], SUM), spec(&[4], SUM)], &ctx).output, SUM);
+        let s = elementwise(Linearity::Scaling, &[spec(&[4], SUM), spec(&[4], SUM)], &ctx);
+        assert_eq!((s.inputs.clone(), s.output), (vec![R, R], R));
+        // Shapes that cannot be aligned fall back.
+        let s = elementwise(Linearity::None, &[spec(&[4, 3], S(0)), spec(&[4, 1], S(1))], &ctx);
+        assert!(s.fallback);
+    }
+}

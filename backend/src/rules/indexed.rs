@@ -1,0 +1,101 @@
+//! Indexed ops (gather, scatter, select, select_add, slice_assign): rank-local when the
+//! tensor, the indices and the values share a layout that does not split the indexed
+//! dimension; gather along the sharded dimension picks per rank and sums.
+
+use burn::tensor::Slice;
+
+use crate::tensor::placement::{can_shard, Placement};
+
+use super::{resolved, shape::covers_dim, Context, Spec, Strategy};
+
+/// How `gather(dim, tensor, indices)` runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GatherRule {
+    /// `dim` is the sharded one (picking each row's class logit out of column-split logits):
+    /// every rank picks the indices that fall in its slice and contributes zeros elsewhere,
+    /// so the result is a pending sum; only the indices are gathered.
+    OnShardedDim(Strategy),
+    /// Tensor and indices aligned on a layout that keeps `dim` whole (or gathered).
+    Aligned(Strategy),
+}
+
+/// The layout tensor and indices agree on for an op along `dim`, with their targets.
+fn align(tensor: &Spec, indices: &Spec, dim: usize, ctx: &Context) -> Strategy {
+    use Placement::{Replicate as R, Shard as S};
+    let (t, i) = (resolved(tensor.placement), resolved(indices.placement));
+    let same_len = |d: usize| tensor.shape[d] == indices.shape[d] && can_shard(tensor.shape[d], ctx.ranks);
+    match (t, i) {
+        (R, R) => Strategy::local(vec![R, R], R),
+        (S(d), S(e)) if d == e && d != dim && same_len(d) => Strategy::local(vec![S(d), S(d)], S(d)),
+        (S(d), R) | (R, S(d)) if d != dim && same_len(d) => Strategy::local(vec![S(d), S(d)], S(d)),
+        _ => Strategy::gathered(2),
+    }
+}
+
+/// The rule of `gather(dim, tensor, indices)`.
+pub(crate) fn gather(tensor: &Spec, indices: &Spec, dim: usize, ctx: &Context) -> GatherRule {
+    if tensor.placement == Placement::Shard(dim) && ctx.ranks > 1 {
+        return GatherRule::OnShardedDim(Strategy::local(
+            vec![Placement::Shard(dim), Placement::Replicate],
+            Placement::PARTIAL_SUM,
+        ));
+    }
+    GatherRule::Aligned(align(tensor, indices, dim, ctx))
+}
+
+/// The rule of `scatter_add(dim, tensor, indices, value)` (scatter_or for bool): as gather
+/// for tensor and indices, the value following their layout. Whole tensor and value stay
+/// whole: the (small, integer) indices are gathered instead of the values sliced, so the
+/// result can meet any layout later. Not between processes, where a gather is a round trip
+/// over the network and the result a slice of whole tensors costs nothing: there tensor and
+/// value are sliced as the indices are split.
+pub(crate) fn scatter(tensor: &Spec, indices: &Spec, value: &Spec, dim: usize, ctx: &Context) -> Strategy {
+    let whole = resolved(tensor.placement) == Placement::Replicate
+        && resolved(value.placement) == Placement::Replicate
+        && !ctx.between_processes;
+    let indices = if whole { Spec::new(indices.shape.clone(), Placement::Replicate) } else { indices.clone() };
+    let mut s = align(tensor, &indices, dim, ctx);
+    let value_to = match s.output {
+        Placement::Shard(d) if value.shape[d] == tensor.shape[d] => s.output,
+        Placement::Replicate => Placement::Replicate,
+        _ => return Strategy::gathered(3),
+    };
+    s.fallback |= s.output == Placement::Replicate && !whole;
+    s.inputs.push(value_to);
+    s
+}
+
+/// The rule of `select(tensor, dim, indices)`: local unless `dim` is the sharded one; the
+/// (small) indices are gathered.
+pub(crate) fn select(tensor: &Spec, dim: usize) -> Strategy {
+    let t = match resolved(tensor.placement) {
+        Placement::Shard(d) if d == dim => Placement::Replicate,
+        p => p,
+    };
+    let mut s = Strategy::local(vec![t, Placement::Replicate], t);
+    s.fallback = true;
+    s
+}
+
+/// The rule of `select_add(tensor, dim, indices, value)` (select_or for bool): local on a
+/// shard of another dimension that the value shares; gathered otherwise.
+pub(crate) fn select_add(tensor: &Spec, dim: usize, value: &Spec) -> Strategy {
+    let placement = match tensor.placement {
+        Placement::Shard(d) if d != dim && value.shape[d] == tensor.shape[d] => tensor.placement,
+        _ => Placement::Replicate,
+    };
+    let mut s = Strategy::local(vec![placement, Placement::Replicate, placement], placement);
+    s.fallback = true;
+    s
+}
+
+/// The rule of `slice_assign(tensor, slices, value)`: local on a shard whose dimension the
+/// slices take whole (each rank writes its part of the value); gathered otherwise.
+pub(crate) fn slice_assign(tensor: &Spec, slices: &[Slice], value: &Spec) -> Strategy {
+    match tensor.placement {
+        Placement::Shard(d) if covers_dim(slices, &tensor.shape, d) && value.shape[d] == tensor.shape[d] => {
+            Strategy::local(vec![tensor.placement, tensor.placement], tensor.placement)
+        }
+        _ => Strategy::gathered(2),
+    }
+}

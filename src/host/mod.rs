@@ -1,0 +1,10 @@
+//! The tool's dealings with the process it runs in: lines for the terminal that never stop
+//! the work (`console`), leaving the process (`exit`), panics made fit for a user (`panics`),
+//! what is removed when a signal interrupts a write (`removed_on_signal`), and reading files
+//! owt did not write, bounded (`bounded_read`).
+
+pub mod bounded_read;
+pub mod console;
+pub mod exit;
+pub mod panics;
+pub mod removed_on_signal;

@@ -1,0 +1,11 @@
+//! Where a job runs: the inner backend chosen at run time and the meshes built over it
+//! (`backends`), what CUDA needs before it starts (`cuda_preflight`), CubeCL's caches in one
+//! place (`kernel_cache`), and this process among the processes of a job (`processes`).
+
+pub mod backends;
+pub mod cuda_preflight;
+pub mod kernel_cache;
+// owt-hybrid's NCCL buffers against CubeCL's CUDA allocator, on a machine without a GPU.
+#[cfg(all(test, feature = "wgpu"))]
+mod nccl_buffers_check;
+pub mod processes;
