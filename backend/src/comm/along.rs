@@ -1,8 +1,8 @@
 //! A tensor's layout changed along an outer dimension of its mesh (the nodes of a mesh of
 //! nodes): the same table as [`super::collectives::redistribute`] gives along a mesh's own
-//! ranks, its collectives run along one column of the mesh ([`over_nodes`]: each local rank
-//! with the ranks of the same local index on the other nodes), recorded as the collective
-//! over the dimension's name (`all_reduce[node]`).
+//! ranks, run by the same collectives over pieces with the column of the mesh as their axis
+//! ([`Columns`]: each local rank with the ranks of the same local index on the other nodes),
+//! recorded as the collective over the dimension's name (`all_reduce[node]`).
 //!
 //! What decides how a piece crosses is the tensor's layout inside the node, and this file is
 //! where that is decided:
@@ -23,9 +23,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Shape, TensorMetadata};
 
 use super::axis::Columns;
-use super::collectives::{redistribute, ReduceOp};
+use super::collectives::{all_reduce_pieces, gather_pieces, redistribute, reduce_scatter_pieces, ReduceOp};
 use super::ledger_key::Collective;
-use super::over_nodes;
 use crate::comm::ledger::Traffic;
 use crate::tensor::dtensor::{slices_along, DTensor};
 use crate::tensor::kind::ShardKind;
@@ -152,7 +151,7 @@ fn gather<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, e: usize) -> 
     }
     let mut traffic = Traffic::default();
     let name = t.mesh.outer_dims()[j].name.clone();
-    let shards = over_nodes::all_gather::<B, K>(&column(&t, j), t.shards.clone(), e, &mut traffic);
+    let shards = gather_pieces::<B, K>(&column(&t, j), t.shards.clone(), e, &mut traffic);
     t.mesh.record(Collective::AllGather.over(&name), traffic);
     let (mut outer, global) = (t.outer.clone(), t.global.clone());
     outer[j] = Placement::Replicate;
@@ -171,7 +170,7 @@ fn reduce<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, op: ReduceOp)
     }
     let mut traffic = Traffic::default();
     let name = t.mesh.outer_dims()[j].name.clone();
-    let shards = over_nodes::all_reduce::<B, K>(&column(&t, j), t.shards.clone(), op, &mut traffic);
+    let shards = all_reduce_pieces::<B, K>(&column(&t, j), t.shards.clone(), op, &mut traffic);
     t.mesh.record(Collective::AllReduce.over(&name), traffic);
     let (mut outer, global) = (t.outer.clone(), t.global.clone());
     outer[j] = Placement::Replicate;
@@ -196,7 +195,7 @@ fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, op: R
         }
     }
     let mut traffic = Traffic::default();
-    let shards = over_nodes::reduce_scatter::<B, K>(&column(&t, j), t.shards.clone(), d, op, &mut traffic);
+    let shards = reduce_scatter_pieces::<B, K>(&column(&t, j), t.shards.clone(), d, op, &mut traffic);
     t.mesh.record(Collective::ReduceScatter.over(&nodes.name), traffic);
     let (mut outer, global) = (t.outer.clone(), t.global.clone());
     outer[j] = Placement::Shard(d);

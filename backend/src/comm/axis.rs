@@ -1,7 +1,9 @@
 //! The ranks one collective runs over, seen from one process: a mesh's own ranks (its one
 //! dimension), or one column of a 2-D mesh (the ranks of the same local index on every
 //! node). [`super::collectives::route`] moves pieces along either, with one wire format and
-//! one way of counting what moved, so a collective is written once for every dimension.
+//! one way of counting what moved, and the collectives over pieces (`gather_pieces`,
+//! `reduce_scatter_pieces`, `all_reduce_pieces`) take the axis, so a collective is written
+//! once for every dimension.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -30,6 +32,11 @@ pub(crate) trait Axis<D> {
     fn after_send(&self, source: &D);
     /// What a failed exchange names: the group and the axis.
     fn describe(&self) -> String;
+    /// The ranks one collective joins `rank` with, itself included, in the order their pieces
+    /// are concatenated and reduced: all the mesh's ranks, or the column of `rank`.
+    fn peers(&self, rank: usize) -> Vec<usize>;
+    /// Where `rank` stands among its [`Axis::peers`].
+    fn position(&self, rank: usize) -> usize;
 
     /// Whether `rank` is one of this process's.
     fn is_local(&self, rank: usize) -> bool {
@@ -59,6 +66,12 @@ impl<D: DeviceOps> Axis<D> for MeshDevice<D> {
     fn describe(&self) -> String {
         format!("{}, mesh of {} ranks", self.group().describe(), self.size())
     }
+    fn peers(&self, _rank: usize) -> Vec<usize> {
+        (0..self.size()).collect()
+    }
+    fn position(&self, rank: usize) -> usize {
+        rank
+    }
 }
 
 /// One column of an N x L mesh seen from node `node`: global rank `n * L + l` is node n's
@@ -74,11 +87,6 @@ pub(crate) struct Columns<'a, D> {
 }
 
 impl<D: DeviceOps> Columns<'_, D> {
-    /// The global rank of this node's local rank `l`.
-    pub fn rank_of(&self, l: usize) -> usize {
-        self.nodes.rank() * self.local.size() + l
-    }
-
     /// The global rank of node `node`'s local rank `l`.
     pub fn rank_at(&self, node: usize, l: usize) -> usize {
         node * self.local.size() + l
@@ -107,5 +115,12 @@ impl<D: DeviceOps> Axis<D> for Columns<'_, D> {
     }
     fn describe(&self) -> String {
         format!("{}, over the {} dimension", self.nodes.describe(), self.name)
+    }
+    fn peers(&self, rank: usize) -> Vec<usize> {
+        let l = rank % self.local.size();
+        (0..self.nodes.size()).map(|n| self.rank_at(n, l)).collect()
+    }
+    fn position(&self, rank: usize) -> usize {
+        rank / self.local.size()
     }
 }

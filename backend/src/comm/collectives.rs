@@ -124,14 +124,6 @@ pub(crate) fn global_extent<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevi
     incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
 }
 
-/// Every rank's piece to every rank, keyed by the sending rank.
-fn to_every_rank<P: Clone>(mesh_size: usize, local: std::ops::Range<usize>, pieces: &[P]) -> Vec<Outgoing<P>> {
-    local
-        .zip(pieces)
-        .flat_map(|(src, piece)| (0..mesh_size).map(move |dst| Outgoing { key: src, src, dst, piece: piece.clone() }))
-        .collect()
-}
-
 /// The pieces of a route's inbox, without their keys.
 pub(crate) fn unkeyed<P>(pieces: Vec<(usize, P)>) -> Vec<P> {
     pieces.into_iter().map(|(_, p)| p).collect()
@@ -213,11 +205,7 @@ pub fn redistribute<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Place
 fn all_gather_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize) -> DTensor<B, K> {
     assert_eq!(t.placement, Placement::Shard(dim), "all_gather({dim}) needs Shard({dim}), got {}", t.placement);
     let mut traffic = Traffic::default();
-    let sends = to_every_rank(t.ranks(), t.mesh.local_ranks(), &t.shards);
-    let shards: Vec<K::Prim> = route::<B, K>(&t.mesh, sends, &mut traffic)
-        .into_iter()
-        .map(|got| cat_nonempty::<B, K>(unkeyed(got), dim))
-        .collect();
+    let shards = gather_pieces::<B, K>(&t.mesh, t.shards.clone(), dim, &mut traffic);
     t.mesh.record(Collective::AllGather, traffic);
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
 }
@@ -245,50 +233,16 @@ fn reduce_scatter_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize
         return all_reduce_view(t);
     }
     let mut traffic = Traffic::default();
-    let out = reduce_scatter_op(t, dim, op, &mut traffic);
-    out.mesh.record(Collective::ReduceScatter, traffic);
-    out
-}
-
-fn reduce_scatter_op<B: Backend, K: ShardKind<B>>(
-    t: DTensor<B, K>,
-    dim: usize,
-    op: ReduceOp,
-    traffic: &mut Traffic,
-) -> DTensor<B, K> {
-    let k = t.ranks();
-    let local = t.mesh.local_ranks();
-    let ranges = shard_ranges(t.shape[dim], k);
-    let mut sends = Vec::new();
-    for (src, shard) in local.clone().zip(&t.shards) {
-        for (dst, range) in ranges.iter().enumerate() {
-            // An empty slice stays where it is: its rank's result is its own empty slice.
-            if !range.is_empty() {
-                let piece = K::slice(shard.clone(), &slices_along(&t.shape, dim, range.clone()));
-                sends.push(Outgoing { key: src, src, dst, piece });
-            }
-        }
-    }
-    let inbox = route::<B, K>(&t.mesh, sends, traffic);
-    let shards: Vec<K::Prim> = inbox
-        .into_iter()
-        .zip(local)
-        .map(|(got, dst)| {
-            if ranges[dst].is_empty() {
-                let own = &t.shards[dst - t.mesh.local_ranks().start];
-                return K::slice(own.clone(), &slices_along(&t.shape, dim, ranges[dst].clone()));
-            }
-            unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("at least one rank")
-        })
-        .collect();
+    let shards = reduce_scatter_pieces::<B, K>(&t.mesh, t.shards.clone(), dim, op, &mut traffic);
+    t.mesh.record(Collective::ReduceScatter, traffic);
     DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Shard(dim), shards)
 }
 
 /// `Partial` to `Replicate` by the placement's reduction: a ring all-reduce (reduce-scatter,
-/// then all-gather, over the flattened tensor), moving 2(K-1)/K of the tensor per rank. A
-/// tensor with fewer elements than ranks (a scalar loss, a correct count) has no ring slice
-/// for every rank: each rank receives every other rank's summand whole and reduces them in
-/// rank order, so every rank computes the same value.
+/// then all-gather, over the flattened tensor), moving 2(K-1)/K of the tensor per rank, or
+/// the inner backend's own device all-reduce where it has one (NCCL on CUDA). A tensor with
+/// fewer elements than ranks (a scalar loss, a correct count) is reduced from whole summands
+/// (see [`all_reduce_pieces`]).
 fn all_reduce_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
     let op = reduce_op_of(&t, "all_reduce");
     if t.ranks() > 1 && mutation::active(Mutation::MissingAllReduce) {
@@ -296,10 +250,7 @@ fn all_reduce_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, 
         t.placement = Placement::Replicate;
         return t;
     }
-    if t.ranks() > 1 && !can_shard(t.shape.num_elements(), t.ranks()) {
-        return all_reduce_whole(t, op);
-    }
-    let t = if op == ReduceOp::Sum && t.ranks() > 1 {
+    let t = if op == ReduceOp::Sum && t.ranks() > 1 && can_shard(t.shape.num_elements(), t.ranks()) {
         match all_reduce_on_devices(t) {
             Ok(done) => return done,
             Err(t) => t,
@@ -307,18 +258,103 @@ fn all_reduce_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, 
     } else {
         t
     };
-    let shape = t.shape.clone();
-    let flat = burn::tensor::Shape::new([shape.num_elements()]);
-    let flat_t = t.map::<K>(flat.clone(), |_, p| K::reshape(p, flat.clone()));
     let mut traffic = Traffic::default();
-    let scattered = reduce_scatter_op(flat_t, 0, op, &mut traffic);
-    let sends = to_every_rank(scattered.ranks(), scattered.mesh.local_ranks(), &scattered.shards);
-    let shards: Vec<K::Prim> = route::<B, K>(&scattered.mesh, sends, &mut traffic)
+    let shards = all_reduce_pieces::<B, K>(&t.mesh, t.shards.clone(), op, &mut traffic);
+    t.mesh.record(Collective::AllReduce, traffic);
+    DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
+}
+
+/// Each of this process's ranks' piece (`pieces[r - first]`) concatenated along `dim` with the
+/// pieces of its peers along `axis`, in their order: every piece crosses to every peer.
+pub(crate) fn gather_pieces<B: Backend, K: ShardKind<B>>(
+    axis: &(impl Axis<B::Device> + ?Sized),
+    pieces: Vec<K::Prim>,
+    dim: usize,
+    traffic: &mut Traffic,
+) -> Vec<K::Prim> {
+    let mut sends = Vec::new();
+    for (src, piece) in axis.local_ranks().zip(pieces) {
+        let key = axis.position(src);
+        for dst in axis.peers(src) {
+            sends.push(Outgoing { key, src, dst, piece: piece.clone() });
+        }
+    }
+    route::<B, K>(axis, sends, traffic).into_iter().map(|got| cat_nonempty::<B, K>(unkeyed(got), dim)).collect()
+}
+
+/// Each of this process's ranks' slice along `dim` (its position's, by [`shard_ranges`] over
+/// its peers along `axis`) of the reduction (`op`) of its peers' pieces, reduced in the peers'
+/// order so every rank computes the same value: each piece less its own slice crosses. An
+/// empty slice stays where it is (its rank's result is its own empty slice).
+pub(crate) fn reduce_scatter_pieces<B: Backend, K: ShardKind<B>>(
+    axis: &(impl Axis<B::Device> + ?Sized),
+    pieces: Vec<K::Prim>,
+    dim: usize,
+    op: ReduceOp,
+    traffic: &mut Traffic,
+) -> Vec<K::Prim> {
+    let local = axis.local_ranks();
+    let mut sends = Vec::new();
+    let mut own_empty = Vec::with_capacity(pieces.len());
+    for (src, piece) in local.clone().zip(&pieces) {
+        let shape = piece.shape();
+        let peers = axis.peers(src);
+        let ranges = shard_ranges(shape[dim], peers.len());
+        for (dst, range) in peers.into_iter().zip(&ranges) {
+            if !range.is_empty() {
+                let slice = K::slice(piece.clone(), &slices_along(&shape, dim, range.clone()));
+                sends.push(Outgoing { key: axis.position(src), src, dst, piece: slice });
+            }
+        }
+        let mine = ranges[axis.position(src)].clone();
+        own_empty.push(mine.is_empty().then(|| K::slice(piece.clone(), &slices_along(&shape, dim, mine))));
+    }
+    route::<B, K>(axis, sends, traffic)
         .into_iter()
-        .map(|got| K::reshape(cat_nonempty::<B, K>(unkeyed(got), 0), shape.clone()))
+        .zip(own_empty)
+        .map(|(got, empty)| match empty {
+            Some(empty) => empty,
+            None => unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("a slice from every peer"),
+        })
+        .collect()
+}
+
+/// Each of this process's ranks' piece reduced (`op`) with its peers' along `axis`, in the
+/// peers' order: a ring's volume (a reduce-scatter of the flattened piece, then an
+/// all-gather: 2 (K - 1) / K of each piece per rank over K peers); a piece with fewer
+/// elements than peers has no ring slice for every peer, so every summand goes whole to every
+/// peer instead.
+pub(crate) fn all_reduce_pieces<B: Backend, K: ShardKind<B>>(
+    axis: &(impl Axis<B::Device> + ?Sized),
+    pieces: Vec<K::Prim>,
+    op: ReduceOp,
+    traffic: &mut Traffic,
+) -> Vec<K::Prim> {
+    let Some(first) = axis.local_ranks().next() else { return pieces };
+    let peers = axis.peers(first).len();
+    let elements = pieces.first().map_or(0, |p| p.shape().num_elements());
+    if peers > 1 && !can_shard(elements, peers) {
+        let mut sends = Vec::new();
+        for (src, piece) in axis.local_ranks().zip(pieces) {
+            for dst in axis.peers(src) {
+                sends.push(Outgoing { key: axis.position(src), src, dst, piece: piece.clone() });
+            }
+        }
+        return route::<B, K>(axis, sends, traffic)
+            .into_iter()
+            .map(|got| unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("every peer's summand"))
+            .collect();
+    }
+    let shapes: Vec<_> = pieces.iter().map(|p| p.shape()).collect();
+    let flat = pieces
+        .into_iter()
+        .map(|p| {
+            let n = p.shape().num_elements();
+            K::reshape(p, burn::tensor::Shape::new([n]))
+        })
         .collect();
-    scattered.mesh.record(Collective::AllReduce, traffic);
-    DTensor::from_parts(scattered.mesh, shape, scattered.dtype, Placement::Replicate, shards)
+    let slices = reduce_scatter_pieces::<B, K>(axis, flat, 0, op, traffic);
+    gather_pieces::<B, K>(axis, slices, 0, traffic).into_iter().zip(shapes).map(|(p, s)| K::reshape(p, s)).collect()
 }
 
 /// The sum by the inner backend's own all-reduce across the ranks' devices (NCCL on CUDA),
@@ -350,18 +386,6 @@ fn ring_traffic<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevice<D>, eleme
         }
     }
     traffic
-}
-
-/// The all-reduce of tiny tensors: every summand to every rank, reduced in rank order.
-fn all_reduce_whole<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, op: ReduceOp) -> DTensor<B, K> {
-    let mut traffic = Traffic::default();
-    let sends = to_every_rank(t.ranks(), t.mesh.local_ranks(), &t.shards);
-    let shards: Vec<K::Prim> = route::<B, K>(&t.mesh, sends, &mut traffic)
-        .into_iter()
-        .map(|got| unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("at least one rank"))
-        .collect();
-    t.mesh.record(Collective::AllReduce, traffic);
-    DTensor::from_parts(t.mesh, t.shape, t.dtype, Placement::Replicate, shards)
 }
 
 /// One rank's tensor to every rank: `Replicate` from `root`'s copy. `p` is `Some` on the

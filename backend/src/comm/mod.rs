@@ -1,6 +1,6 @@
-//! Communication: every collective over any mesh dimension ([`collectives`] along a mesh's
-//! own ranks; `along` and `over_nodes` along an outer dimension, the nodes of a 2-D mesh),
-//! the ranks one runs over (`axis`), how pieces travel
+//! Communication: every collective over any mesh dimension, written once over an axis
+//! ([`collectives`]; `along` lays a tensor out along an outer dimension, the nodes of a 2-D
+//! mesh, with the same collectives), the ranks one runs over (`axis`), how pieces travel
 //! (`transport`, the processes' [`process_group`], the format of what crosses them: `wire`)
 //! and what moved (`ledger`); NCCL on CUDA devices ([`nccl`]).
 
@@ -10,7 +10,6 @@ pub mod collectives;
 pub(crate) mod ledger;
 mod ledger_key;
 pub mod nccl;
-pub(crate) mod over_nodes;
 pub mod process_group;
 pub(crate) mod transport;
 mod wire;

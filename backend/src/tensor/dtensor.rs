@@ -215,19 +215,6 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         crate::rules::local_shape(&self.shape, self.placement, self.ranks(), rank)
     }
 
-    /// Applies `f(global rank, piece)` to every local rank's piece, keeping the placement;
-    /// `shape` is the new shape of this process's view (a tensor whole along the outer
-    /// dimensions: the collectives among a process's ranks reshape such views only).
-    pub(crate) fn map<K2: ShardKind<B>>(
-        self,
-        shape: Shape,
-        mut f: impl FnMut(usize, K::Prim) -> K2::Prim,
-    ) -> DTensor<B, K2> {
-        let shards: Vec<K2::Prim> = self.mesh.local_ranks().zip(self.shards).map(|(r, p)| f(r, p)).collect();
-        let dtype = shards[0].dtype();
-        DTensor::from_parts(self.mesh, shape, dtype, self.placement, shards)
-    }
-
     /// Applies `f` to every rank's piece, keeping shape and placement (detach, grad flags).
     pub(crate) fn map_same(self, f: impl FnMut(K::Prim) -> K::Prim) -> Self {
         let shards = self.shards.into_iter().map(f).collect();
