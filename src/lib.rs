@@ -29,3 +29,38 @@ pub use runtime::{backends, cuda_preflight, kernel_cache, processes};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The book's chapters (docs/src), their Rust examples compiled and run as doctests.
+#[cfg(doctest)]
+pub mod book {
+    #[doc = include_str!("../docs/src/introduction.md")]
+    pub struct Introduction;
+    #[doc = include_str!("../docs/src/getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../docs/src/runs.md")]
+    pub struct Runs;
+    #[doc = include_str!("../docs/src/data.md")]
+    pub struct Data;
+    #[doc = include_str!("../docs/src/recipes.md")]
+    pub struct Recipes;
+    #[doc = include_str!("../docs/src/models.md")]
+    pub struct Models;
+    #[doc = include_str!("../docs/src/hybrid.md")]
+    pub struct Hybrid;
+    #[doc = include_str!("../docs/src/plans.md")]
+    pub struct Plans;
+    #[doc = include_str!("../docs/src/plan-command.md")]
+    pub struct PlanCommand;
+    #[doc = include_str!("../docs/src/processes.md")]
+    pub struct Processes;
+    #[doc = include_str!("../docs/src/meshes-2d.md")]
+    pub struct Meshes2d;
+    #[doc = include_str!("../docs/src/backends.md")]
+    pub struct Backends;
+    #[doc = include_str!("../docs/src/performance.md")]
+    pub struct Performance;
+    #[doc = include_str!("../docs/src/papers.md")]
+    pub struct Papers;
+    #[doc = include_str!("../docs/src/which-burn.md")]
+    pub struct WhichBurn;
+}

@@ -10,6 +10,7 @@ pub mod plan;
 pub mod plan_cost;
 pub mod prepare;
 pub mod profile;
+pub mod reference;
 pub mod report;
 pub mod train;
 

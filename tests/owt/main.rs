@@ -6,6 +6,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod book;
 mod bounded_inputs;
 mod checkpoint_lies;
 mod cli;
