@@ -12,6 +12,7 @@ use burn::tensor::backend::DeviceOps;
 
 use crate::comm::process_group::ProcessGroup;
 use crate::comm::transport::Transport;
+use crate::comm::WirePrecision;
 use crate::mesh::MeshDevice;
 
 /// Ranks of one collective: which this process holds, which process holds each, and how a
@@ -37,6 +38,8 @@ pub(crate) trait Axis<D> {
     fn peers(&self, rank: usize) -> Vec<usize>;
     /// Where `rank` stands among its [`Axis::peers`].
     fn position(&self, rank: usize) -> usize;
+    /// The precision float pieces cross in.
+    fn wire(&self) -> WirePrecision;
 
     /// Whether `rank` is one of this process's.
     fn is_local(&self, rank: usize) -> bool {
@@ -71,6 +74,9 @@ impl<D: DeviceOps> Axis<D> for MeshDevice<D> {
     }
     fn position(&self, rank: usize) -> usize {
         rank
+    }
+    fn wire(&self) -> WirePrecision {
+        MeshDevice::wire(self)
     }
 }
 
@@ -122,5 +128,8 @@ impl<D: DeviceOps> Axis<D> for Columns<'_, D> {
     }
     fn position(&self, rank: usize) -> usize {
         rank / self.local.size()
+    }
+    fn wire(&self) -> WirePrecision {
+        self.local.wire()
     }
 }

@@ -250,7 +250,9 @@ fn all_reduce_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, 
         t.placement = Placement::Replicate;
         return t;
     }
-    let t = if op == ReduceOp::Sum && t.ranks() > 1 && can_shard(t.shape.num_elements(), t.ranks()) {
+    // The device's own all-reduce sums in the tensor's precision: a wire precision is the ring's.
+    let native = t.mesh.wire().on_wire(t.dtype) == t.dtype;
+    let t = if native && op == ReduceOp::Sum && t.ranks() > 1 && can_shard(t.shape.num_elements(), t.ranks()) {
         match all_reduce_on_devices(t) {
             Ok(done) => return done,
             Err(t) => t,
@@ -272,6 +274,7 @@ pub(crate) fn gather_pieces<B: Backend, K: ShardKind<B>>(
     dim: usize,
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
+    let (pieces, home) = onto_wire::<B, K>(axis, pieces);
     let mut sends = Vec::new();
     for (src, piece) in axis.local_ranks().zip(pieces) {
         let key = axis.position(src);
@@ -279,7 +282,33 @@ pub(crate) fn gather_pieces<B: Backend, K: ShardKind<B>>(
             sends.push(Outgoing { key, src, dst, piece: piece.clone() });
         }
     }
-    route::<B, K>(axis, sends, traffic).into_iter().map(|got| cat_nonempty::<B, K>(unkeyed(got), dim)).collect()
+    route::<B, K>(axis, sends, traffic)
+        .into_iter()
+        .map(|got| off_wire::<B, K>(cat_nonempty::<B, K>(unkeyed(got), dim), home))
+        .collect()
+}
+
+/// `pieces` in the precision they cross `axis` in (see [`crate::WirePrecision`]: a rank's own piece
+/// too, so every rank computes from the same values), and the dtype to widen them back to
+/// where that differs from theirs.
+fn onto_wire<B: Backend, K: ShardKind<B>>(
+    axis: &(impl Axis<B::Device> + ?Sized),
+    pieces: Vec<K::Prim>,
+) -> (Vec<K::Prim>, Option<burn::tensor::DType>) {
+    let Some(home) = pieces.first().map(|p| p.dtype()) else { return (pieces, None) };
+    let wire = axis.wire().on_wire(home);
+    if wire == home {
+        return (pieces, None);
+    }
+    (pieces.into_iter().map(|p| K::cast(p, wire)).collect(), Some(home))
+}
+
+/// A piece that crossed in a wire precision widened back to its tensor's dtype `home`.
+fn off_wire<B: Backend, K: ShardKind<B>>(p: K::Prim, home: Option<burn::tensor::DType>) -> K::Prim {
+    match home {
+        Some(dtype) => K::cast(p, dtype),
+        None => p,
+    }
 }
 
 /// Each of this process's ranks' slice along `dim` (its position's, by [`shard_ranges`] over
@@ -294,6 +323,7 @@ pub(crate) fn reduce_scatter_pieces<B: Backend, K: ShardKind<B>>(
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
     let local = axis.local_ranks();
+    let (pieces, home) = onto_wire::<B, K>(axis, pieces);
     let mut sends = Vec::new();
     let mut own_empty = Vec::with_capacity(pieces.len());
     for (src, piece) in local.clone().zip(&pieces) {
@@ -313,8 +343,12 @@ pub(crate) fn reduce_scatter_pieces<B: Backend, K: ShardKind<B>>(
         .into_iter()
         .zip(own_empty)
         .map(|(got, empty)| match empty {
-            Some(empty) => empty,
-            None => unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("a slice from every peer"),
+            Some(empty) => off_wire::<B, K>(empty, home),
+            None => unkeyed(got)
+                .into_iter()
+                .map(|p| off_wire::<B, K>(p, home))
+                .reduce(|a, b| combine::<B, K>(a, b, op))
+                .expect("a slice from every peer"),
         })
         .collect()
 }
@@ -334,6 +368,7 @@ pub(crate) fn all_reduce_pieces<B: Backend, K: ShardKind<B>>(
     let peers = axis.peers(first).len();
     let elements = pieces.first().map_or(0, |p| p.shape().num_elements());
     if peers > 1 && !can_shard(elements, peers) {
+        let (pieces, home) = onto_wire::<B, K>(axis, pieces);
         let mut sends = Vec::new();
         for (src, piece) in axis.local_ranks().zip(pieces) {
             for dst in axis.peers(src) {
@@ -342,7 +377,10 @@ pub(crate) fn all_reduce_pieces<B: Backend, K: ShardKind<B>>(
         }
         return route::<B, K>(axis, sends, traffic)
             .into_iter()
-            .map(|got| unkeyed(got).into_iter().reduce(|a, b| combine::<B, K>(a, b, op)).expect("every peer's summand"))
+            .map(|got| {
+                let summands = unkeyed(got).into_iter().map(|p| off_wire::<B, K>(p, home));
+                summands.reduce(|a, b| combine::<B, K>(a, b, op)).expect("every peer's summand")
+            })
             .collect();
     }
     let shapes: Vec<_> = pieces.iter().map(|p| p.shape()).collect();

@@ -10,8 +10,10 @@ pub mod collectives;
 pub(crate) mod ledger;
 mod ledger_key;
 pub mod nccl;
+mod precision;
 pub mod process_group;
 pub(crate) mod transport;
 mod wire;
 
 pub use ledger_key::{Collective, CollectiveKey, Phase, Stage};
+pub use precision::WirePrecision;

@@ -18,7 +18,7 @@ use burn::tensor::backend::Backend;
 use crate::comm::ledger::{Ledger, LedgerSnapshot};
 use crate::comm::process_group::{GroupError, ProcessGroup, Solo};
 use crate::comm::transport::{DeviceAllReduce, SendFence, Transport};
-use crate::comm::{CollectiveKey, Phase};
+use crate::comm::{CollectiveKey, Phase, WirePrecision};
 use crate::parallel::scheme::Exchange;
 use links::Links;
 pub use outer::OuterDim;
@@ -57,6 +57,9 @@ pub struct MeshDevice<D> {
     /// this handle: a value of the handle, not a mode of the mesh, so two layouts over one
     /// mesh ([`MeshDevice::with_exchange`]) never change each other's scheme.
     exchange: Exchange,
+    /// The precision float pieces cross ranks in, a value of the handle like `exchange`
+    /// ([`MeshDevice::with_wire`]).
+    wire: WirePrecision,
 }
 
 impl<D: DeviceOps> MeshDevice<D> {
@@ -125,7 +128,7 @@ impl<D: DeviceOps> MeshDevice<D> {
         registry.register(|id| {
             let inner = Arc::new(MeshInner { id, ranks, outer, links, ledger: Mutex::new(Ledger::default()) });
             let weak: Box<dyn std::any::Any + Send + Sync> = Box::new(Arc::downgrade(&inner));
-            (MeshDevice { inner, exchange: Exchange::default() }, weak)
+            (MeshDevice { inner, exchange: Exchange::default(), wire: WirePrecision::default() }, weak)
         })
     }
 
@@ -149,6 +152,7 @@ impl<D: DeviceOps> MeshDevice<D> {
         };
         let mut mesh = Self::register(&mut registry(), ranks, vec![outer], self.inner.links.clone());
         mesh.exchange = self.exchange;
+        mesh.wire = self.wire;
         mesh
     }
 
@@ -365,7 +369,20 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// with its ranks, ledger and tensors; only the scheme differs, and this handle keeps its
     /// own.
     pub fn with_exchange(&self, scheme: Exchange) -> Self {
-        Self { inner: self.inner.clone(), exchange: scheme }
+        Self { inner: self.inner.clone(), exchange: scheme, wire: self.wire }
+    }
+
+    /// The precision float pieces cross ranks in, in the collectives of tensors made on this
+    /// handle ([`WirePrecision::Native`] unless [`MeshDevice::with_wire`] said otherwise).
+    pub fn wire(&self) -> WirePrecision {
+        self.wire
+    }
+
+    /// This mesh, sending float pieces in `wire` precision in the collectives of tensors made
+    /// on the handle returned (and of everything computed from them): the same mesh, as
+    /// [`MeshDevice::with_exchange`] keeps it.
+    pub fn with_wire(&self, wire: WirePrecision) -> Self {
+        Self { inner: self.inner.clone(), exchange: self.exchange, wire }
     }
 
     /// The innermost phase label set now, if any.
@@ -439,7 +456,7 @@ impl<D: DeviceOps> Drop for PhaseGuard<D> {
 
 impl<D> Clone for MeshDevice<D> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), exchange: self.exchange }
+        Self { inner: self.inner.clone(), exchange: self.exchange, wire: self.wire }
     }
 }
 
@@ -489,7 +506,7 @@ impl<D: DeviceOps> Device for MeshDevice<D> {
     fn from_id(device_id: DeviceId) -> Self {
         let inner = registry().live::<Weak<MeshInner<D>>>(device_id.index_id).and_then(Weak::upgrade);
         match inner {
-            Some(inner) => Self { inner, exchange: Exchange::default() },
+            Some(inner) => Self { inner, exchange: Exchange::default(), wire: WirePrecision::default() },
             None => panic!("Hybrid: no live mesh with id {} for this inner device type", device_id.index_id),
         }
     }

@@ -51,18 +51,21 @@ pub(crate) fn exchange_matmul<B: Backend, K: ShardKind<B>>(
     let rounds = scheme.rounds(&local_rows);
     let local = lhs.mesh.local_ranks();
     let mut traffic = Traffic::default();
+    // Pieces cross in the mesh's wire precision (a rank's own too) and are widened on arrival.
+    let (home, wire) = (lhs.dtype, lhs.mesh.wire().on_wire(lhs.dtype));
     // Every local rank's copy of one round's pieces, in the round's order.
     let mut fetch = |round: &[(usize, Range<usize>)]| -> Vec<Vec<K::Prim>> {
         let mut sends = Vec::new();
         for (key, (src, range)) in round.iter().enumerate() {
             if local.contains(src) {
                 let piece = rows::<B, K>(lhs.shards[*src - local.start].clone(), dim, range.clone());
+                let piece = K::cast(piece, wire);
                 sends.extend((0..k).map(|dst| Outgoing { key, src: *src, dst, piece: piece.clone() }));
             }
         }
         collectives::route::<B, K>(&lhs.mesh, sends, &mut traffic)
             .into_iter()
-            .map(|got| got.into_iter().map(|(_, p)| p).collect())
+            .map(|got| got.into_iter().map(|(_, p)| K::cast(p, home)).collect())
             .collect()
     };
     // Output pieces per local rank: (global start of the rows, rows) for the forward;

@@ -16,7 +16,7 @@ use burn::tensor::{DType, TensorData};
 
 use crate::backend::Hybrid;
 use crate::comm::ledger::LedgerSnapshot;
-use crate::comm::{Phase, Stage};
+use crate::comm::{Phase, Stage, WirePrecision};
 use crate::mesh::MeshDevice;
 use crate::parallel::gradient_sync::sync_gradients;
 use crate::parallel::layer_labels::LayerLabels;
@@ -313,6 +313,12 @@ impl<IB: Backend> MeshLayout<IB> {
         Self { mesh: mesh.with_exchange(scheme), plan }
     }
 
+    /// This layout sending float pieces in `wire` precision (bf16 or f16 halve the bytes of
+    /// every activity exchange and gradient sum; sums are still taken in f32).
+    pub fn with_wire(self, wire: WirePrecision) -> Self {
+        Self { mesh: self.mesh.with_wire(wire), plan: self.plan }
+    }
+
     /// The mesh.
     pub fn mesh(&self) -> &MeshDevice<IB::Device> {
         &self.mesh
@@ -403,7 +409,11 @@ impl<IB: Backend> StepMesh for MeshLayout<IB> {
     }
 
     fn describe(&self) -> String {
-        format!("{} ranks, plan {}, scheme {}", self.mesh.size(), self.plan.name, self.mesh.exchange().letter())
+        let wire = match self.mesh.wire() {
+            WirePrecision::Native => String::new(),
+            w => format!(", wire {w}"),
+        };
+        format!("{} ranks, plan {}, scheme {}{wire}", self.mesh.size(), self.plan.name, self.mesh.exchange().letter())
     }
 
     /// The whole mesh's traffic: every process's ledger summed (a collective across

@@ -42,6 +42,11 @@ pub trait ShardKind<B: Backend>: 'static {
     fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim;
     /// `p` with zero (false) wherever `mask` is true: a rank's summand outside its own slice.
     fn zero_where(p: Self::Prim, mask: B::BoolTensorPrimitive) -> Self::Prim;
+    /// `p` in `dtype`: float pieces are converted (rounded to a 16-bit wire precision, widened
+    /// back on arrival); other kinds never change dtype on the wire and are returned as they are.
+    fn cast(p: Self::Prim, _dtype: DType) -> Self::Prim {
+        p
+    }
     /// The sum of `pieces` (one per rank) on every rank, done by the inner backend across its
     /// devices where the mesh has such an all-reduce for this kind; the pieces back otherwise.
     fn device_all_reduce(
@@ -93,6 +98,13 @@ fn int_dtype(dtype: DType) -> burn::tensor::IntDType {
 impl<B: Backend> ShardKind<B> for FloatKind {
     type Prim = B::FloatTensorPrimitive;
     const NAME: &'static str = "float";
+    fn cast(p: Self::Prim, dtype: DType) -> Self::Prim {
+        if p.dtype() == dtype {
+            p
+        } else {
+            B::float_cast(p, float_dtype(dtype))
+        }
+    }
     fn to_device(p: Self::Prim, device: &B::Device, transport: Transport) -> Self::Prim {
         if B::float_device(&p) == *device {
             return p;

@@ -18,3 +18,4 @@ mod redistribute_grad;
 mod rule_table;
 mod two_dims;
 mod two_layouts;
+mod wire_precision;
