@@ -221,9 +221,5 @@ pub(crate) fn extent_along<D: burn::tensor::backend::DeviceOps>(
     len: usize,
 ) -> usize {
     let dim = &mesh.outer_dims()[j];
-    let incoming = dim
-        .group
-        .all_gather((len as u64).to_le_bytes().to_vec())
-        .unwrap_or_else(|e| super::process_group::collective_failed(e, &format!("over the {} dimension", dim.name)));
-    incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
+    super::process_group::summed_over(dim.group.as_ref(), len, &format!("over the {} dimension", dim.name))
 }

@@ -13,7 +13,7 @@ use burn::tensor::TensorMetadata;
 
 use super::axis::Axis;
 use super::ledger_key::Collective;
-use super::process_group::collective_failed;
+use super::process_group::{collective_failed, summed_over};
 use super::wire;
 use crate::comm::ledger::Traffic;
 use crate::comm::transport::Transport;
@@ -116,12 +116,7 @@ pub(crate) fn global_extent<D: burn::tensor::backend::DeviceOps>(mesh: &MeshDevi
     if mesh.processes() == 1 {
         return local;
     }
-    let mine = (local as u64).to_le_bytes().to_vec();
-    let incoming = mesh
-        .group()
-        .all_to_all(vec![mine; mesh.processes()])
-        .unwrap_or_else(|e| collective_failed(e, &Axis::describe(mesh)));
-    incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
+    summed_over(mesh.group().as_ref(), local, &Axis::describe(mesh))
 }
 
 /// The pieces of a route's inbox, without their keys.
@@ -275,6 +270,19 @@ pub(crate) fn gather_pieces<B: Backend, K: ShardKind<B>>(
     traffic: &mut Traffic,
 ) -> Vec<K::Prim> {
     let (pieces, home) = onto_wire::<B, K>(axis, pieces);
+    to_every_peer::<B, K>(axis, pieces, traffic)
+        .into_iter()
+        .map(|got| off_wire::<B, K>(cat_nonempty::<B, K>(got, dim), home))
+        .collect()
+}
+
+/// Each of this process's ranks' piece sent whole to each of its peers along `axis`: what
+/// every local rank received, in the peers' order.
+fn to_every_peer<B: Backend, K: ShardKind<B>>(
+    axis: &(impl Axis<B::Device> + ?Sized),
+    pieces: Vec<K::Prim>,
+    traffic: &mut Traffic,
+) -> Vec<Vec<K::Prim>> {
     let mut sends = Vec::new();
     for (src, piece) in axis.local_ranks().zip(pieces) {
         let key = axis.position(src);
@@ -282,10 +290,16 @@ pub(crate) fn gather_pieces<B: Backend, K: ShardKind<B>>(
             sends.push(Outgoing { key, src, dst, piece: piece.clone() });
         }
     }
-    route::<B, K>(axis, sends, traffic)
-        .into_iter()
-        .map(|got| off_wire::<B, K>(cat_nonempty::<B, K>(unkeyed(got), dim), home))
-        .collect()
+    route::<B, K>(axis, sends, traffic).into_iter().map(unkeyed).collect()
+}
+
+/// Pieces received in a wire precision, widened to `home` and reduced by `op` in the order
+/// they came (the peers'), so every rank computes the same value.
+fn reduced<B: Backend, K: ShardKind<B>>(got: Vec<K::Prim>, home: Option<burn::tensor::DType>, op: ReduceOp) -> K::Prim {
+    got.into_iter()
+        .map(|p| off_wire::<B, K>(p, home))
+        .reduce(|a, b| combine::<B, K>(a, b, op))
+        .expect("a piece from every peer")
 }
 
 /// `pieces` in the precision they cross `axis` in (see [`crate::WirePrecision`]: a rank's own piece
@@ -344,11 +358,7 @@ pub(crate) fn reduce_scatter_pieces<B: Backend, K: ShardKind<B>>(
         .zip(own_empty)
         .map(|(got, empty)| match empty {
             Some(empty) => off_wire::<B, K>(empty, home),
-            None => unkeyed(got)
-                .into_iter()
-                .map(|p| off_wire::<B, K>(p, home))
-                .reduce(|a, b| combine::<B, K>(a, b, op))
-                .expect("a slice from every peer"),
+            None => reduced::<B, K>(unkeyed(got), home, op),
         })
         .collect()
 }
@@ -369,18 +379,9 @@ pub(crate) fn all_reduce_pieces<B: Backend, K: ShardKind<B>>(
     let elements = pieces.first().map_or(0, |p| p.shape().num_elements());
     if peers > 1 && !can_shard(elements, peers) {
         let (pieces, home) = onto_wire::<B, K>(axis, pieces);
-        let mut sends = Vec::new();
-        for (src, piece) in axis.local_ranks().zip(pieces) {
-            for dst in axis.peers(src) {
-                sends.push(Outgoing { key: axis.position(src), src, dst, piece: piece.clone() });
-            }
-        }
-        return route::<B, K>(axis, sends, traffic)
+        return to_every_peer::<B, K>(axis, pieces, traffic)
             .into_iter()
-            .map(|got| {
-                let summands = unkeyed(got).into_iter().map(|p| off_wire::<B, K>(p, home));
-                summands.reduce(|a, b| combine::<B, K>(a, b, op)).expect("every peer's summand")
-            })
+            .map(|got| reduced::<B, K>(got, home, op))
             .collect();
     }
     let shapes: Vec<_> = pieces.iter().map(|p| p.shape()).collect();

@@ -107,6 +107,15 @@ pub(crate) fn collective_failed(e: GroupError, what: &str) -> ! {
     }
 }
 
+/// The sum over `group`'s processes of each one's `n` (an exchange of one number each):
+/// the length of a dimension split over the processes, from each one's share. Shape
+/// bookkeeping, not tensor traffic: no ledger counts it. `what` names the collective if the
+/// exchange fails.
+pub(crate) fn summed_over(group: &dyn ProcessGroup, n: usize, what: &str) -> usize {
+    let incoming = group.all_gather((n as u64).to_le_bytes().to_vec()).unwrap_or_else(|e| collective_failed(e, what));
+    incoming.iter().map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize).sum()
+}
+
 /// One process: nothing ever crosses (every mesh made without a group is on it).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Solo;
