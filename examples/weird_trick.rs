@@ -48,6 +48,7 @@ fn main() -> Result<(), owt::OwtError> {
         scheme: Exchange::Broadcast,
         head: config.head,
         fc_update: config.fc_update,
+        wire: config.wire,
     }
     .run()?
     .comm;

@@ -224,6 +224,7 @@ fn bench_config(args: &BenchArgs) -> TrainConfig {
         seed: args.seed,
         head: args.head,
         fc_update: args.parallel.fc_update,
+        wire: args.parallel.wire,
         ..TrainConfig::new(args.model.spec(), crate::data::DatasetKind::Synthetic)
     }
 }
@@ -393,12 +394,14 @@ impl MeshJob for BenchJob<'_> {
             Some(nodes) => {
                 let plan = self.args.parallel.grid_plan()?;
                 let devices = self.args.parallel.mesh.map(|[n, l]| n * l);
-                nodes.run::<IB, _>(mesh, &plan, self.scheme, |layout| self.run_layout(layout, devices))
+                let wire = self.args.parallel.wire;
+                nodes.run::<IB, _>(mesh, &plan, self.scheme, wire, |layout| self.run_layout(layout, devices))
             }
             None => {
                 let devices = mesh.size();
                 let plan = self.args.parallel.layout_plan()?;
-                self.run_layout(&MeshLayout::<IB>::new(mesh, plan, self.scheme), Some(devices))
+                let layout = MeshLayout::<IB>::new(mesh, plan, self.scheme).with_wire(self.args.parallel.wire);
+                self.run_layout(&layout, Some(devices))
             }
         }
     }

@@ -17,7 +17,7 @@ pub mod train;
 use clap::{Args, Parser, Subcommand};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use owt_hybrid::{Exchange, PlanKind};
+use owt_hybrid::{Exchange, PlanKind, WirePrecision};
 use owt_models::{Head, ModelKind, ModelSpec, PixelNorm, ResizeFilter};
 
 use crate::runtime::backends::MeshRequest;
@@ -209,6 +209,11 @@ pub struct ParallelArgs {
     /// rank's chunk, the 2014 paper's variant).
     #[arg(long, default_value = "per-step", value_parser = fc_update_parser())]
     pub fc_update: FcUpdate,
+    /// The precision activities and gradients cross ranks in: f32 (as computed), bf16 or f16
+    /// (half the bytes; rounded before sending, summed in f32 on arrival, as PyTorch DDP's
+    /// compression hooks). Part of the run: it changes the numbers.
+    #[arg(long, default_value = "f32", value_parser = wire_parser())]
+    pub wire: WirePrecision,
 }
 
 impl ParallelArgs {
@@ -313,6 +318,7 @@ impl ParallelArgs {
             }),
             "scheme": self.scheme.letter().to_string(),
             "fc_update": self.fc_update.name(),
+            "wire": self.wire.name(),
         })
     }
 }
@@ -325,6 +331,12 @@ pub(crate) fn plan_kind_parser() -> impl TypedValueParser<Value = PlanKind> {
 /// `--fc-update`: per-step or per-chunk, listed in the help.
 pub(crate) fn fc_update_parser() -> impl TypedValueParser<Value = FcUpdate> {
     PossibleValuesParser::new(FcUpdate::ALL.map(FcUpdate::name)).map(|s| s.parse().expect("a listed schedule"))
+}
+
+/// `--wire`: f32, bf16 or f16, listed in the help.
+pub(crate) fn wire_parser() -> impl TypedValueParser<Value = WirePrecision> {
+    PossibleValuesParser::new(WirePrecision::ALL.map(WirePrecision::name))
+        .map(|s| WirePrecision::from_name(&s).expect("a listed precision"))
 }
 
 /// `--scheme`: a, b or c.

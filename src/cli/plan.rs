@@ -3,11 +3,11 @@
 
 use clap::Args;
 
-use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, Uplink};
+use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, Uplink, WirePrecision};
 use owt_models::Head;
 
 use crate::cli::plan_cost::{self, parse_uplink, profile_from_args, CostReport, StepShape};
-use crate::cli::{fc_update_parser, parse_head, parse_mesh, parse_scheme, plan_kind_parser, ModelArgs};
+use crate::cli::{fc_update_parser, parse_head, parse_mesh, parse_scheme, plan_kind_parser, wire_parser, ModelArgs};
 use crate::error::OwtError;
 use crate::parallel::PlanDryRun;
 use crate::train::FcUpdate;
@@ -47,6 +47,10 @@ pub struct PlanArgs {
     /// When FC weights are updated, as `owt train --fc-update`.
     #[arg(long, default_value = "per-step", value_parser = fc_update_parser())]
     pub fc_update: FcUpdate,
+    /// The precision activities and gradients cross ranks in, as `owt train --wire`: bf16 and
+    /// f16 halve the bytes.
+    #[arg(long, default_value = "f32", value_parser = wire_parser())]
+    pub wire: WirePrecision,
     /// Device profile for predicted times: gtx580-pcie, gtx580-pcie-10gbe, h200-nvlink,
     /// h200-nvlink-ib or cpu.
     #[arg(long)]
@@ -118,6 +122,7 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         scheme: args.scheme,
         head: args.head,
         fc_update: args.fc_update,
+        wire: args.wire,
     }
     .run_on_processes(args.processes)?;
     let plan = report.comm.clone();
@@ -139,12 +144,13 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         return Ok(());
     }
     println!(
-        "{} on {} devices, plan {}, scheme {}, global batch {} (f32, {} head, FC update {}): one training step, from a dry run on shape-only devices ({} ms)",
+        "{} on {} devices, plan {}, scheme {}, global batch {} (f32, {} on the wire, {} head, FC update {}): one training step, from a dry run on shape-only devices ({} ms)",
         arch.name,
         devices,
         layout.name,
         args.scheme.letter(),
         args.batch,
+        args.wire.name(),
         args.head.name(),
         args.fc_update.name(),
         report.elapsed.as_millis()
@@ -199,6 +205,7 @@ fn step_shape<'a>(args: &PlanArgs, arch: &'a owt_models::Architecture, ranks: us
         scheme: args.scheme,
         head: args.head,
         fc_update: args.fc_update,
+        wire: args.wire,
     }
 }
 
@@ -222,6 +229,7 @@ fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
         local,
         shape.per_rank,
         shape.scheme,
+        shape.wire,
     );
 }
 
@@ -241,6 +249,7 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
         scheme: args.scheme,
         head: args.head,
         fc_update: args.fc_update,
+        wire: args.wire,
     }
     .run_on_grid_plan(shape, &grid)?;
     if args.json {
@@ -266,11 +275,12 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
     }
     let [n, l] = shape;
     println!(
-        "{} on a 2-D mesh of {n} nodes x {l} local ranks, plan {} inside each node and {}, scheme {}, global batch {} ({} per node): one training step, from a dry run ({} ms)",
+        "{} on a 2-D mesh of {n} nodes x {l} local ranks, plan {} inside each node and {}, scheme {}, {} on the wire, global batch {} ({} per node): one training step, from a dry run ({} ms)",
         arch.name,
         plan.name,
         grid.across(),
         args.scheme.letter(),
+        args.wire.name(),
         args.batch,
         if grid.input[0] == owt_hybrid::Placement::Replicate { args.batch } else { args.batch / n },
         report.elapsed.as_millis()

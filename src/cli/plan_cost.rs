@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, StepPrediction, Uplink};
+use owt_hybrid::{DeviceProfile, Exchange, Plan, PlanKind, StepPrediction, Uplink, WirePrecision};
 use owt_models::{Architecture, Head};
 
 use crate::error::OwtError;
@@ -25,6 +25,8 @@ pub struct StepShape<'a> {
     pub head: Head,
     /// When FC weights are updated.
     pub fc_update: FcUpdate,
+    /// The precision pieces cross ranks in.
+    pub wire: WirePrecision,
 }
 
 impl<'a> StepShape<'a> {
@@ -40,7 +42,13 @@ impl<'a> StepShape<'a> {
             scheme: self.scheme,
             head: self.head,
             fc_update: self.fc_update,
+            wire: self.wire,
         }
+    }
+
+    /// The same step sending in `wire`.
+    fn on_wire(&self, wire: WirePrecision) -> Self {
+        Self { wire, ..*self }
     }
 
     /// The step on a 1-D mesh of `ranks`.
@@ -104,7 +112,8 @@ pub fn device_speedups(shape: &StepShape, plan: &Plan, profile: &DeviceProfile) 
     [1usize, 2, 4, 8].into_iter().map(|k| SpeedupRow::of(k, shape.flat(plan, k, profile), one.as_ref())).collect()
 }
 
-/// One row of the nodes table: N nodes of L devices, three layouts.
+/// One row of the nodes table: N nodes of L devices, three layouts sending in the step's
+/// wire precision, and two of them in bf16.
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeRow {
     /// Nodes.
@@ -115,14 +124,21 @@ pub struct NodeRow {
     pub flat_weird_trick: SpeedupRow,
     /// The weird trick inside each node, data-parallel across nodes (`--mesh N,L`).
     pub grid_weird_trick: SpeedupRow,
+    /// Data-parallel with bf16 on the wire.
+    pub data_parallel_bf16: SpeedupRow,
+    /// The 2-D weird trick with bf16 on the wire.
+    pub grid_weird_trick_bf16: SpeedupRow,
 }
 
 /// Data parallelism, the flat weird trick and the 2-D weird trick on 1..=8 nodes of `local`
-/// devices, over one device at the same images per rank.
+/// devices in the step's wire precision, data parallelism and the 2-D weird trick in bf16,
+/// each over one device at the same images per rank (one device sends nothing, so its step
+/// is the same in any precision).
 pub fn node_speedups(shape: &StepShape, local: usize, profile: &DeviceProfile) -> Vec<NodeRow> {
     let (dp, wt) = (PlanKind::DataParallel.plan(), PlanKind::WeirdTrick.plan());
     let one = shape.flat(&dp, 1, profile).ok();
     let one = one.as_ref();
+    let bf16 = shape.on_wire(WirePrecision::Bf16);
     (1..=8)
         .map(|n| {
             let k = n * local;
@@ -131,6 +147,8 @@ pub fn node_speedups(shape: &StepShape, local: usize, profile: &DeviceProfile) -
                 data_parallel: SpeedupRow::of(k, shape.flat(&dp, k, profile), one),
                 flat_weird_trick: SpeedupRow::of(k, shape.flat(&wt, k, profile), one),
                 grid_weird_trick: SpeedupRow::of(k, shape.grid(&wt, [n, local], profile), one),
+                data_parallel_bf16: SpeedupRow::of(k, bf16.flat(&dp, k, profile), one),
+                grid_weird_trick_bf16: SpeedupRow::of(k, bf16.grid(&wt, [n, local], profile), one),
             }
         })
         .collect()
@@ -209,15 +227,22 @@ pub fn print_device_speedups(rows: &[SpeedupRow], per_rank: usize) {
 }
 
 /// The 1..8 nodes table.
-pub fn print_node_speedups(rows: &[NodeRow], local: usize, per_rank: usize, scheme: Exchange) {
+pub fn print_node_speedups(rows: &[NodeRow], local: usize, per_rank: usize, scheme: Exchange, wire: WirePrecision) {
     println!();
     println!(
-        "1..8 nodes of {local} devices, {per_rank} images per rank, speedup over one device (serial; overlapped in brackets); weird trick scheme {}:",
-        scheme.letter()
+        "1..8 nodes of {local} devices, {per_rank} images per rank, speedup over one device (serial; overlapped in brackets); weird trick scheme {}; {} on the wire, then bf16:",
+        scheme.letter(),
+        wire.name()
     );
     println!(
-        "{:>5} {:>5} {:>20} {:>20} {:>20}",
-        "nodes", "ranks", "data-parallel", "flat weird trick", "2-D weird trick"
+        "{:>5} {:>5} {:>20} {:>20} {:>20} {:>20} {:>20}",
+        "nodes",
+        "ranks",
+        "data-parallel",
+        "flat weird trick",
+        "2-D weird trick",
+        "data-parallel bf16",
+        "2-D weird bf16"
     );
     let cell = |r: &SpeedupRow| match r.error {
         None => format!("{} ({})", times(r.speedup), times(r.overlapped_speedup)),
@@ -226,16 +251,22 @@ pub fn print_node_speedups(rows: &[NodeRow], local: usize, per_rank: usize, sche
     let mut reasons = Vec::new();
     for row in rows {
         println!(
-            "{:>5} {:>5} {:>20} {:>20} {:>20}",
+            "{:>5} {:>5} {:>20} {:>20} {:>20} {:>20} {:>20}",
             row.nodes,
             row.data_parallel.devices,
             cell(&row.data_parallel),
             cell(&row.flat_weird_trick),
-            cell(&row.grid_weird_trick)
+            cell(&row.grid_weird_trick),
+            cell(&row.data_parallel_bf16),
+            cell(&row.grid_weird_trick_bf16)
         );
-        for (what, r) in
-            [("data-parallel", &row.data_parallel), ("flat", &row.flat_weird_trick), ("2-D", &row.grid_weird_trick)]
-        {
+        for (what, r) in [
+            ("data-parallel", &row.data_parallel),
+            ("flat", &row.flat_weird_trick),
+            ("2-D", &row.grid_weird_trick),
+            ("data-parallel bf16", &row.data_parallel_bf16),
+            ("2-D bf16", &row.grid_weird_trick_bf16),
+        ] {
             if let Some(e) = &r.error {
                 if !reasons.iter().any(|(w, x): &(&str, String)| *w == what && x == e) {
                     reasons.push((what, e.clone()));

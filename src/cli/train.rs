@@ -119,6 +119,7 @@ impl TrainArgs {
             lr_scaling: self.lr_scaling,
             base_batch: self.base_batch,
             lighting: self.lighting.unwrap_or_else(|| self.default_lighting()),
+            wire: self.parallel.wire,
         }
     }
 
@@ -254,13 +255,16 @@ impl BackendJob for TrainJob<'_> {
 impl MeshJob for TrainJob<'_> {
     type Output = Vec<EpochMetrics>;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError> {
-        let scheme = self.args.parallel.scheme;
+        let (scheme, wire) = (self.args.parallel.scheme, self.config.wire);
         match &self.grid {
             Some(nodes) => {
                 let plan = self.args.parallel.grid_plan()?;
-                nodes.run::<IB, _>(mesh, &plan, scheme, |layout| self.train(layout))
+                nodes.run::<IB, _>(mesh, &plan, scheme, wire, |layout| self.train(layout))
             }
-            None => self.train(&MeshLayout::<IB>::new(mesh, self.args.parallel.layout_plan()?, scheme)),
+            None => {
+                let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.layout_plan()?, scheme).with_wire(wire);
+                self.train(&layout)
+            }
         }
     }
 }

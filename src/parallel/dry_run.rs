@@ -10,6 +10,7 @@ use burn::prelude::*;
 use owt_hybrid::prelude::*;
 use owt_hybrid::{
     CommPlan, DryRun, DryRunReport, Exchange, GridPlacement, GridPlan, Hybrid, MeshLayout, Placement, Plan, StepLayout,
+    WirePrecision,
 };
 use owt_meta::Meta;
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
@@ -37,6 +38,8 @@ pub struct PlanDryRun<'a> {
     pub head: Head,
     /// When FC weights are updated.
     pub fc_update: FcUpdate,
+    /// The precision float pieces cross ranks in (bf16 and f16 halve the bytes).
+    pub wire: WirePrecision,
 }
 
 type H = Autodiff<Hybrid<Meta>>;
@@ -66,7 +69,7 @@ impl PlanDryRun<'_> {
         crate::train::budget::estimate(arch, batch, 0)?;
         check_run(self.plan, arch, self.ranks, batch)?;
         let dry = DryRun::previewing_processes(self.ranks, self.ranks / processes);
-        let layout = MeshLayout::<Meta>::new(dry.mesh().clone(), self.plan.clone(), self.scheme);
+        let layout = MeshLayout::<Meta>::new(dry.mesh().clone(), self.plan.clone(), self.scheme).with_wire(self.wire);
         let model = layout.place_module(self.arch.try_init(layout.device()).map_err(|e| OwtError::input(e.0))?)?;
         self.two_steps(&layout, model, &dry);
         Ok(dry.report())
@@ -148,6 +151,7 @@ impl PlanDryRun<'_> {
             |n| dries[n].mesh().clone(),
             grid,
             self.scheme,
+            self.wire,
             |layout| {
                 let dry = &dries[layout.grid().node()];
                 dry.label_by(layout.grid().mesh());

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use burn::prelude::*;
-use owt_hybrid::{Exchange, GridLayout, GridMesh, GridPlan, MeshDevice, ProcessGroup};
+use owt_hybrid::{Exchange, GridLayout, GridMesh, GridPlan, MeshDevice, ProcessGroup, WirePrecision};
 
 use crate::error::OwtError;
 use crate::runtime::processes::Processes;
@@ -62,44 +62,46 @@ impl GridNodes {
         }
     }
 
-    /// Runs `body` on each node this process holds, on a [`GridLayout`] of the 2-D `plan` and
-    /// `scheme`, and returns node 0's result here (this process's node across processes); a
+    /// Runs `body` on each node this process holds, on a [`GridLayout`] of the 2-D `plan`,
+    /// `scheme` and `wire`, and returns node 0's result here (this process's node across processes); a
     /// node's error is returned if any node fails.
     pub fn run<IB: Backend, T: Send>(
         &self,
         mesh: MeshDevice<IB::Device>,
         plan: &GridPlan,
         scheme: Exchange,
+        wire: WirePrecision,
         body: impl Fn(&GridLayout<IB>) -> Result<T, OwtError> + Sync,
     ) -> Result<T, OwtError> {
         match self {
             GridNodes::Threads(n) => {
                 let locals = mesh.split(*n);
-                run_threads(*n, |i| locals[i].clone(), plan, scheme, body)
+                run_threads(*n, |i| locals[i].clone(), plan, scheme, wire, body)
             }
             GridNodes::Processes(group) => {
                 let grid = GridMesh::new(group.clone(), mesh).map_err(|e| OwtError::input(e.to_string()))?;
-                body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?)
+                body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?.with_wire(wire))
             }
         }
     }
 }
 
 /// Runs `body` on `nodes` nodes of a 2-D mesh in this process, one thread each holding its
-/// local mesh `local(n)`, on a [`GridLayout`] of `plan` and `scheme`, and returns node 0's
+/// local mesh `local(n)`, on a [`GridLayout`] of `plan`, `scheme` and `wire`, and returns node 0's
 /// result; a node's error is returned if any node fails.
 pub fn run_threads<IB: Backend, T: Send>(
     nodes: usize,
     local: impl Fn(usize) -> MeshDevice<IB::Device> + Sync,
     plan: &GridPlan,
     scheme: Exchange,
+    wire: WirePrecision,
     body: impl Fn(&GridLayout<IB>) -> Result<T, OwtError> + Sync,
 ) -> Result<T, OwtError> {
     // A node that fails returns its error and leaves the group (its handle is dropped), so
     // the others stop at their next exchange instead of waiting for it; its error is what
     // the job reports, theirs (that it is gone) are not.
     let outcomes = GridMesh::try_threaded(nodes, local, |grid| {
-        body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?)
+        body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?.with_wire(wire))
     });
     let mut stopped = None;
     let mut results = Vec::new();

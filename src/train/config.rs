@@ -52,6 +52,11 @@ pub struct TrainConfig {
     /// components (0: none; the 2012 paper's 0.1 is the default for colour folders).
     #[serde(default)]
     pub lighting: f64,
+    /// The precision a mesh's ranks send activities and gradients in (f32 in runs from before
+    /// it). Part of the run: rounding what crosses changes the numbers. The layout sends in it
+    /// (`MeshLayout::with_wire`); one device sends nothing.
+    #[serde(default)]
+    pub wire: owt_hybrid::WirePrecision,
 }
 
 /// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
@@ -104,6 +109,7 @@ impl TrainConfig {
             lr_scaling: LrScaling::None,
             base_batch: base_batch(),
             lighting: 0.0,
+            wire: owt_hybrid::WirePrecision::Native,
         }
     }
 
@@ -212,6 +218,7 @@ impl TrainConfig {
             ("--weight-decay", self.weight_decay.to_string()),
             ("--seed", self.seed.to_string()),
             ("--fc-update", self.fc_update.name().to_string()),
+            ("--wire", self.wire.name().to_string()),
             ("--lr-schedule", self.lr_schedule.to_string()),
             ("--lr-scaling", self.lr_scaling.name().to_string()),
         ]);

@@ -314,6 +314,48 @@ fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() 
     assert_one_line_error(&o, &["cannot resume", "--fc-update per-chunk", "--fc-update per-step"]);
 }
 
+/// `owt train --wire bf16`: the run sends half the bytes of f32's in every layer (the loss's
+/// labels and the readouts aside), says so in its layout, and is a run of its own: a resume in
+/// another precision is refused naming both.
+#[test]
+fn a_bf16_wire_halves_the_bytes_of_a_run_and_is_part_of_it() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 32, 20);
+    let d = data.path().to_str().unwrap();
+    let run = |wire: &str, out: &std::path::Path, extra: &[&str]| {
+        let o_ = out.to_str().unwrap();
+        let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16"];
+        owt(&[&base[..], &["--out", o_, "--devices", "2", "--wire", wire], extra].concat())
+    };
+    let metrics = |out: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
+    };
+    let (full_dir, half_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (wire, out) in [("f32", &full_dir), ("bf16", &half_dir)] {
+        let o = run(wire, out.path(), &["--epochs", "1"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let (full, half) = (metrics(full_dir.path()), metrics(half_dir.path()));
+    assert_eq!(half[0]["layout"], "2 ranks, plan weird-trick, scheme a, wire bf16");
+    let by_phase = |m: &serde_json::Value| m[0]["communication"]["by_phase"].as_object().unwrap().clone();
+    let (f, h) = (by_phase(&full), by_phase(&half));
+    assert_eq!(f.keys().collect::<Vec<_>>(), h.keys().collect::<Vec<_>>());
+    for (phase, t) in &f {
+        let (a, b) = (t["bytes"].as_f64().unwrap(), h[phase]["bytes"].as_f64().unwrap());
+        // The loss's labels (ints) and the step's readouts (after it: "-") keep their precision.
+        if phase.starts_with("loss") || phase == "-" {
+            assert!(b <= a, "{phase}: {b} against {a}");
+        } else {
+            assert_eq!(b * 2.0, a, "{phase}");
+        }
+    }
+    // Another precision is another run; an unknown one is named with the choices.
+    let o = run("f32", half_dir.path(), &["--epochs", "2", "--resume"]);
+    assert_one_line_error(&o, &["cannot resume", "--wire f32", "--wire bf16"]);
+    let o = run("fp8", tempfile::tempdir().unwrap().path(), &["--epochs", "1"]);
+    assert!(!o.status.success() && stderr(&o).contains("fp8") && stderr(&o).contains("bf16"), "{}", stderr(&o));
+}
+
 /// `owt train --mesh 2,2`: two nodes of two ranks (threads of one process) train exactly as
 /// the flat mesh of 4 (same losses and accuracies), record the sums across nodes per
 /// dimension, and the run resumes on one device; per-chunk updates and a --devices beside it
@@ -935,6 +977,7 @@ fn plan_json_carries_the_cost_models_figures() {
         scheme: owt_hybrid::Exchange::AllGather,
         head: owt_models::Head::Softmax,
         fc_update: owt::train::FcUpdate::PerStep,
+        wire: owt_hybrid::WirePrecision::Native,
     };
     let want = dry.run().unwrap().predict(&owt_hybrid::DeviceProfile::preset("h200-nvlink-ib").unwrap());
     let serial = cost["prediction"]["serial_s"].as_f64().unwrap();
@@ -948,6 +991,18 @@ fn plan_json_carries_the_cost_models_figures() {
     assert_eq!(nodes[7]["grid_weird_trick"]["devices"], 64);
     // On one node the 2-D mesh is the flat one.
     assert_eq!(nodes[0]["grid_weird_trick"]["step_ms"], nodes[0]["flat_weird_trick"]["step_ms"]);
+    // bf16 on the wire moves half the bytes: every step with traffic is predicted shorter.
+    for row in nodes {
+        for (f32, bf16) in [("data_parallel", "data_parallel_bf16"), ("grid_weird_trick", "grid_weird_trick_bf16")] {
+            let (a, b) = (row[f32]["step_ms"].as_f64().unwrap(), row[bf16]["step_ms"].as_f64().unwrap());
+            assert!(b < a, "{} nodes, {bf16}: {b} ms against {a}", row["nodes"]);
+        }
+    }
+    let halved = json(&[&base[..], &["--devices", "2", "--wire", "bf16"]].concat());
+    let total = |v: &serde_json::Value| v["total_bytes"].as_u64().unwrap();
+    // Half, but for the loss's labels (ints) and readouts, which keep their precision.
+    assert!(total(&halved) * 2 >= total(&flat) && total(&halved) * 200 < total(&flat) * 101, "{halved}");
+    assert_eq!(halved["cost"]["nodes"][3]["data_parallel"]["step_ms"], nodes[3]["data_parallel_bf16"]["step_ms"]);
     let grid = json(&[&base[..], &["--mesh", "2,2"]].concat());
     assert!(grid["cost"]["prediction"]["comm_s"].as_f64().unwrap() > 0.0, "{grid}");
     assert!(grid["traffic"]["total_bytes"].as_u64().unwrap() > 0);

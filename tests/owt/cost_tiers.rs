@@ -5,11 +5,12 @@
 
 use owt::parallel::PlanDryRun;
 use owt::train::FcUpdate;
-use owt_hybrid::{Collective, DeviceProfile, DryRunReport, Exchange, Phase, Plan, PlanKind, Stage};
+use owt_hybrid::{Collective, DeviceProfile, DryRunReport, Exchange, Phase, Plan, PlanKind, Stage, WirePrecision};
 use owt_models::{Architecture, Head, ModelKind, ModelSpec};
 
 fn step<'a>(arch: &'a Architecture, plan: &'a Plan, ranks: usize, batch: usize, scheme: Exchange) -> PlanDryRun<'a> {
-    PlanDryRun { arch, plan, ranks, batch, scheme, head: Head::Softmax, fc_update: FcUpdate::PerStep }
+    let (head, fc_update, wire) = (Head::Softmax, FcUpdate::PerStep, WirePrecision::Native);
+    PlanDryRun { arch, plan, ranks, batch, scheme, head, fc_update, wire }
 }
 
 /// Krizhevsky 2014, table 1: 1.95x, 3.74x and 6.25x on 2, 4 and 8 GPUs at 128 images per GPU.
@@ -44,14 +45,24 @@ fn the_tiered_pcie_server_predicts_the_papers_speedups_within_ten_percent() {
 /// its slices summed over the nodes, and the `node` entries exactly the ring volume over the 4
 /// nodes of every gradient once (an eighth of each on each local rank: the conv gradients'
 /// slices, the FC gradients' columns). The step's loss and correct count are the whole
-/// batch's pending sums: they cross the nodes when read, not in the step.
+/// batch's pending sums: they cross the nodes when read, not in the step. At 4 bytes an
+/// element in f32, at 2 with bf16 on the wire (issue 42).
 #[test]
 fn a_two_dimensional_mesh_moves_the_analytic_bytes_in_each_dimension() {
+    for (wire, size) in [(WirePrecision::Native, 4), (WirePrecision::Bf16, 2)] {
+        two_dimensional_volumes(wire, size);
+    }
+}
+
+/// [`a_two_dimensional_mesh_moves_the_analytic_bytes_in_each_dimension`] sending in `wire`,
+/// `size` bytes an element.
+fn two_dimensional_volumes(wire: WirePrecision, size: u64) {
     let arch = ModelSpec::new(ModelKind::AlexNetOwt).architecture().unwrap();
     let plan = PlanKind::WeirdTrick.plan();
     let (nodes, local, batch) = (4usize, 8usize, 4 * 8 * 16);
-    let (grid, _) = step(&arch, &plan, nodes * local, batch, Exchange::AllGather).run_on_grid([nodes, local]).unwrap();
-    let node: DryRunReport = step(&arch, &plan, local, batch / nodes, Exchange::AllGather).run().unwrap();
+    let on = |ranks, batch| PlanDryRun { wire, ..step(&arch, &plan, ranks, batch, Exchange::AllGather) };
+    let (grid, _) = on(nodes * local, batch).run_on_grid([nodes, local]).unwrap();
+    let node: DryRunReport = on(local, batch / nodes).run().unwrap();
     let params = arch.parameters().unwrap();
     let elements = |prefix: &str| -> u64 {
         params.iter().filter(|(p, _)| p.starts_with(prefix)).map(|(_, d)| d.iter().product::<usize>() as u64).sum()
@@ -68,19 +79,19 @@ fn a_two_dimensional_mesh_moves_the_analytic_bytes_in_each_dimension() {
         // A conv layer's slices (weight and bias), summed over the nodes, all-gathered inside
         // each node.
         let (gathered, gathers) = if phase == "sync" && layer.starts_with("conv") && collective == "all_gather" {
-            (n * (l - 1) * elements(layer) * 4, n * l * (l - 1) * 2)
+            (n * (l - 1) * elements(layer) * size, n * l * (l - 1) * 2)
         } else {
             (0, 0)
         };
         assert_eq!(
             (t.bytes, t.messages),
             (n * one.bytes + gathered, n * one.messages + gathers),
-            "{label} {collective}"
+            "{label} {collective} {wire}"
         );
     }
     // Every gradient once across the nodes: the conv gradients by slices, the FC by columns.
     let held = elements("");
-    assert_eq!(node_bytes, 2 * (nodes as u64 - 1) * held * 4);
+    assert_eq!(node_bytes, 2 * (nodes as u64 - 1) * held * size, "{wire}");
 }
 
 /// On `h200-nvlink-ib` a `[node]` ring crosses each node's InfiniBand uplink once each way per

@@ -162,6 +162,7 @@ fn the_learner_on_two_ranks_matches_one_device_and_moves_the_plans_traffic() {
         scheme: Exchange::AllGather,
         head: Head::Softmax,
         fc_update: FcUpdate::PerStep,
+        wire: owt_hybrid::WirePrecision::Native,
     }
     .run()
     .unwrap();

@@ -12,7 +12,7 @@ use owt_hybrid::prelude::*;
 use owt_hybrid::Placement;
 use owt_hybrid::{
     Collective, CommPlan, DryRunReport, Exchange, Hybrid, LedgerSnapshot, MeshDevice, MeshLayout, Plan, PlanKind,
-    PlanRule, StepLayout,
+    PlanRule, StepLayout, WirePrecision,
 };
 use owt_models::{AlexNet, Architecture, DropoutKey, Head, ModelKind, ModelSpec};
 
@@ -28,9 +28,21 @@ fn try_measured_step(
     batch: usize,
     how: (Head, FcUpdate),
 ) -> Result<LedgerSnapshot, owt::OwtError> {
+    try_measured_step_on(spec, k, (plan, scheme, WirePrecision::Native), batch, how)
+}
+
+/// [`try_measured_step`] on a layout of a plan, scheme and wire precision.
+fn try_measured_step_on(
+    spec: &ModelSpec,
+    k: usize,
+    (plan, scheme, wire): (&Plan, Exchange, WirePrecision),
+    batch: usize,
+    how: (Head, FcUpdate),
+) -> Result<LedgerSnapshot, owt::OwtError> {
     let arch = spec.architecture().unwrap();
     let config = TrainConfig { batch, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
-    let layout = MeshLayout::<Flex>::new(MeshDevice::virtual_ranks(Default::default(), k), plan.clone(), scheme);
+    let mesh = MeshDevice::virtual_ranks(Default::default(), k);
+    let layout = MeshLayout::<Flex>::new(mesh, plan.clone(), scheme).with_wire(wire);
     check_run(plan, &arch, layout.ranks(), batch)?;
     Ok(steps_on(&layout, &arch, &config, how))
 }
@@ -81,6 +93,7 @@ fn the_plan_of_a_job_of_processes_names_the_bytes_that_cross_between_them() {
             scheme: Exchange::Slices,
             head: how.0,
             fc_update: how.1,
+            wire: WirePrecision::Native,
         };
         let preview = dry.run_on_processes(2).unwrap().comm;
         assert_eq!(dry.run().unwrap().comm.total_cross_process_bytes, 0, "one process: nothing crosses");
@@ -142,6 +155,7 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_on_it() {
             scheme: Exchange::AllGather,
             head: how.0,
             fc_update: how.1,
+            wire: WirePrecision::Native,
         };
         let (report, placements) = dry.run_on_grid([2, 2]).unwrap();
         let jobs = GridMesh::threaded(
@@ -175,6 +189,7 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_on_it() {
         scheme: Exchange::AllGather,
         head: how.0,
         fc_update: how.1,
+        wire: WirePrecision::Native,
     }
     .run_on_grid([2, 2])
     .unwrap_err();
@@ -223,6 +238,7 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_for_plans_that_shard_ove
             scheme: Exchange::AllGather,
             head: how.0,
             fc_update: how.1,
+            wire: WirePrecision::Native,
         };
         let (report, placements) = dry.run_on_grid_plan(shape, &grid).unwrap();
         let jobs = GridMesh::threaded(
@@ -247,9 +263,99 @@ fn the_plan_of_a_two_dimensional_mesh_equals_a_real_job_for_plans_that_shard_ove
     }
 }
 
+/// bf16 on the wire (issue 42): the real step's ledger on Flex equals the dry run's entry by
+/// entry, on a 1-D mesh of 4 under every scheme and data parallelism and on a (2, 2) mesh, and
+/// every entry moves exactly half the bytes of the same step in f32, in the same messages.
+#[test]
+fn bf16_on_the_wire_halves_every_entry_and_the_dry_run_prices_it() {
+    use owt_hybrid::{GridLayout, GridMesh};
+    let spec = ModelSpec::new(ModelKind::AlexNetSmall);
+    let arch = spec.architecture().unwrap();
+    let how = (Head::Softmax, FcUpdate::PerStep);
+    let bf16 = WirePrecision::Bf16;
+    let schemes = [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices];
+    let cases =
+        schemes.map(|s| (PlanKind::WeirdTrick, s)).into_iter().chain([(PlanKind::DataParallel, Exchange::AllGather)]);
+    for (kind, scheme) in cases {
+        let (plan, what) = (kind.plan(), format!("{} K=4 scheme {} bf16", kind.name(), scheme.letter()));
+        let real = try_measured_step_on(&spec, 4, (&plan, scheme, bf16), 8, how).unwrap();
+        let planned = dry_run_on(&arch, &plan, 4, 8, scheme, bf16).comm;
+        assert_matches(&real, &planned, &what);
+        assert_halves(&dry_run(&arch, &plan, 4, 8, scheme).comm, &planned, &what);
+    }
+    let config =
+        TrainConfig { batch: 16, seed: 1, ..TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic) };
+    let plan = PlanKind::WeirdTrick.plan();
+    let grid_dry = |wire| {
+        let (head, fc_update, scheme) = (how.0, how.1, Exchange::AllGather);
+        let dry = PlanDryRun { arch: &arch, plan: &plan, ranks: 4, batch: 16, scheme, head, fc_update, wire };
+        dry.run_on_grid([2, 2]).unwrap().0.comm
+    };
+    let jobs = GridMesh::threaded(
+        2,
+        |_| MeshDevice::virtual_ranks(Default::default(), 2),
+        |grid| {
+            steps_on(
+                &GridLayout::<Flex>::new(grid, plan.clone(), Exchange::AllGather).with_wire(bf16),
+                &arch,
+                &config,
+                how,
+            )
+        },
+    );
+    let planned = grid_dry(bf16);
+    assert_matches(&jobs[0], &planned, "weird-trick on a (2, 2) mesh, bf16");
+    assert_halves(&grid_dry(WirePrecision::Native), &planned, "weird-trick on a (2, 2) mesh, bf16");
+    assert!(planned.total_cross_process_bytes > 0);
+}
+
+/// Every entry of `half` moves half the bytes of the same entry of `full`, in as many
+/// messages; the loss's entries (the labels, ints, and the step's scalar readouts, which keep
+/// their precision) at most as many bytes.
+fn assert_halves(full: &CommPlan, half: &CommPlan, what: &str) {
+    let entries = |p: &CommPlan| -> Vec<(String, String, String, u64, u64, u64)> {
+        let mut v: Vec<_> = p
+            .layers
+            .iter()
+            .map(|t| {
+                (t.layer.clone(), t.phase.clone(), t.collective.clone(), t.bytes, t.messages, t.cross_process_bytes)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (full, half) = (entries(full), entries(half));
+    assert_eq!(full.len(), half.len(), "{what}: the same entries");
+    let mut halved = 0;
+    for (f, h) in full.iter().zip(&half) {
+        assert_eq!((&f.0, &f.1, &f.2, f.4), (&h.0, &h.1, &h.2, h.4), "{what}: the same entry, as many messages");
+        if f.0 == "loss" {
+            assert!(h.3 <= f.3 && h.5 <= f.5, "{what}: {h:?} against f32's {f:?}");
+        } else {
+            assert_eq!((h.3 * 2, h.5 * 2), (f.3, f.5), "{what}: {h:?} against f32's {f:?}");
+            halved += h.3;
+        }
+    }
+    let loss: u64 = half.iter().filter(|h| h.0 == "loss").map(|h| h.3).sum();
+    assert!(halved > 0 && loss * 20 < halved, "{what}: the loss moves {loss} bytes, the layers {halved}");
+}
+
 /// The dry run of one softmax step with per-step FC updates.
 fn dry_run(arch: &Architecture, plan: &Plan, ranks: usize, batch: usize, scheme: Exchange) -> DryRunReport {
-    PlanDryRun { arch, plan, ranks, batch, scheme, head: Head::Softmax, fc_update: FcUpdate::PerStep }.run().unwrap()
+    dry_run_on(arch, plan, ranks, batch, scheme, WirePrecision::Native)
+}
+
+/// [`dry_run`] sending in `wire`.
+fn dry_run_on(
+    arch: &Architecture,
+    plan: &Plan,
+    ranks: usize,
+    batch: usize,
+    scheme: Exchange,
+    wire: WirePrecision,
+) -> DryRunReport {
+    let (head, fc_update) = (Head::Softmax, FcUpdate::PerStep);
+    PlanDryRun { arch, plan, ranks, batch, scheme, head, fc_update, wire }.run().unwrap()
 }
 
 /// Asserts the ledger and the plan agree on every (layer, phase, collective).
@@ -292,7 +398,17 @@ fn check_plan(
 ) -> std::collections::BTreeMap<String, u64> {
     let what = format!("{} K={k} {} scheme {} batch {batch} {:?}", spec.kind.name(), plan.name, scheme.letter(), how);
     let arch = spec.architecture().unwrap();
-    let dry = PlanDryRun { arch: &arch, plan, ranks: k, batch, scheme, head: how.0, fc_update: how.1 }.run();
+    let dry = PlanDryRun {
+        arch: &arch,
+        plan,
+        ranks: k,
+        batch,
+        scheme,
+        head: how.0,
+        fc_update: how.1,
+        wire: WirePrecision::Native,
+    }
+    .run();
     let (ledger, dry) = match (try_measured_step(spec, k, plan, scheme, batch, how), dry) {
         (Ok(ledger), Ok(dry)) => (ledger, dry),
         (Err(real), Err(dry)) => {
@@ -476,9 +592,18 @@ fn the_dry_run_labels_compute_with_the_traffic_phases_and_splits_it_over_the_ran
 /// once forward (under any scheme) and its gradient is reduce-scattered once, the conv
 /// gradients are all-reduced, the loss moves under 1% of the step, and nothing else moves (no
 /// dropout masks, no second exchange for the weight gradient). Data parallelism all-reduces
-/// every gradient and nothing else. AlexNetOwt at 224, 128 images per rank, dropout 0.5.
+/// every gradient and nothing else. AlexNetOwt at 224, 128 images per rank, dropout 0.5; the
+/// same volumes at 4 bytes an element in f32 and at 2 with bf16 or f16 on the wire (issue 42).
 #[test]
 fn the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more() {
+    for (wire, size) in [(WirePrecision::Native, 4), (WirePrecision::Bf16, 2), (WirePrecision::F16, 2)] {
+        analytic_minimum(wire, size);
+    }
+}
+
+/// [`the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more`] sending in
+/// `wire`, `size` bytes an element.
+fn analytic_minimum(wire: WirePrecision, size: u64) {
     let arch = ModelSpec::new(ModelKind::AlexNetOwt).architecture().unwrap();
     assert!(arch.dropout > 0.0 && arch.dropout_before_fc.contains(&true));
     let params = arch.parameters().unwrap();
@@ -494,16 +619,17 @@ fn the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more(
     assert_eq!(fc_inputs.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [9216, 4096, 4096]);
     for (k, at_least) in [(2u64, 8.5), (4, 5.0), (8, 2.9)] {
         let batch = 128 * k;
-        let dry = |plan: PlanKind, scheme| dry_run(&arch, &plan.plan(), k as usize, batch as usize, scheme).comm;
+        let dry =
+            |plan: PlanKind, scheme| dry_run_on(&arch, &plan.plan(), k as usize, batch as usize, scheme, wire).comm;
         let dp = dry(PlanKind::DataParallel, Exchange::AllGather);
         for t in dp.layers.iter().filter(|t| t.layer != "loss") {
             assert_eq!((t.phase.as_str(), t.collective.as_str()), ("sync", "all_reduce"), "data-parallel K={k}: {t:?}");
         }
         let dp_sync: u64 = dp.layers.iter().filter(|t| t.phase == "sync").map(|t| t.bytes).sum();
-        assert_eq!(dp_sync, 2 * (k - 1) * all * 4, "data-parallel K={k}");
+        assert_eq!(dp_sync, 2 * (k - 1) * all * size, "data-parallel K={k} {wire}");
         for scheme in [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices] {
             let wt = dry(PlanKind::WeirdTrick, scheme);
-            let what = format!("weird-trick K={k} scheme {}", scheme.letter());
+            let what = format!("weird-trick K={k} scheme {} {wire}", scheme.letter());
             let mut loss = 0;
             for t in &wt.layers {
                 let allowed = match (t.layer.as_str(), t.phase.as_str()) {
@@ -519,9 +645,9 @@ fn the_weird_trick_moves_the_analytic_minimum_and_data_parallel_many_times_more(
                 }
             }
             let conv_sync: u64 = wt.layers.iter().filter(|t| t.phase == "sync").map(|t| t.bytes).sum();
-            assert_eq!(conv_sync, 2 * (k - 1) * conv * 4, "{what}: conv gradients");
+            assert_eq!(conv_sync, 2 * (k - 1) * conv * size, "{what}: conv gradients");
             for (layer, inputs) in &fc_inputs {
-                let once = (k - 1) * batch * inputs * 4;
+                let once = (k - 1) * batch * inputs * size;
                 assert_eq!(wt.get(layer, "forward", scheme.collective().name()).0, once, "{what}: {layer} forward");
                 assert_eq!(wt.get(layer, "backward", "reduce_scatter").0, once, "{what}: {layer} backward");
             }

@@ -21,6 +21,7 @@
 
 mod hybrid_step;
 mod short_batches;
+mod wire;
 
 use burn::backend::Flex;
 use burn::module::Module;

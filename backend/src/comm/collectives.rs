@@ -367,7 +367,7 @@ pub(crate) fn reduce_scatter_pieces<B: Backend, K: ShardKind<B>>(
 /// peers' order: a ring's volume (a reduce-scatter of the flattened piece, then an
 /// all-gather: 2 (K - 1) / K of each piece per rank over K peers); a piece with fewer
 /// elements than peers has no ring slice for every peer, so every summand goes whole to every
-/// peer instead.
+/// peer instead, in its own precision (see [`crate::WirePrecision`]).
 pub(crate) fn all_reduce_pieces<B: Backend, K: ShardKind<B>>(
     axis: &(impl Axis<B::Device> + ?Sized),
     pieces: Vec<K::Prim>,
@@ -378,10 +378,11 @@ pub(crate) fn all_reduce_pieces<B: Backend, K: ShardKind<B>>(
     let peers = axis.peers(first).len();
     let elements = pieces.first().map_or(0, |p| p.shape().num_elements());
     if peers > 1 && !can_shard(elements, peers) {
-        let (pieces, home) = onto_wire::<B, K>(axis, pieces);
+        // Readouts (a step's loss, its correct count), not activities or gradients: a few
+        // bytes, kept in their own precision whatever the wire's, so a loss reads the same.
         return to_every_peer::<B, K>(axis, pieces, traffic)
             .into_iter()
-            .map(|got| reduced::<B, K>(got, home, op))
+            .map(|got| reduced::<B, K>(got, None, op))
             .collect();
     }
     let shapes: Vec<_> = pieces.iter().map(|p| p.shape()).collect();

@@ -3,6 +3,8 @@
 //! and gradient sum. Pieces are rounded before they leave (a rank's own piece too, so every
 //! rank computes from the same values) and widened back to the tensor's dtype on arrival,
 //! where reductions add them: sums are taken in the tensor's precision, never in 16 bits.
+//! Readouts stay in their own precision: an all-reduce of fewer elements than ranks (a step's
+//! loss, its correct count) is a few bytes, and rounding it would only blur what is reported.
 
 use burn::tensor::DType;
 

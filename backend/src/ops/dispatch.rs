@@ -527,16 +527,23 @@ pub(crate) fn to_mesh<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, device: &Me
     if &t.mesh == device {
         return t;
     }
-    let whole = bring(whole_across(t, ""), Placement::Replicate);
+    let whole = bring(whole_across(exact(t), ""), Placement::Replicate);
     let source = whole.shards[0].clone();
     // Between meshes: the host path works for any pair of devices.
     replicate_with::<B, K>(device, |d| K::to_device(source.clone(), d, crate::comm::transport::Transport::HostStaged))
 }
 
-/// Reads a tensor back whole: pending reductions resolved, shards gathered, the first local
-/// rank's copy (every process gets the whole value).
+/// `t` on a handle of its mesh that sends pieces in their own precision: a tensor read back
+/// or moved to another mesh (a checkpoint's weights, a metric) comes back exactly as its ranks
+/// hold it, whatever wire the step's exchanges use ([`crate::WirePrecision`]).
+fn exact<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
+    DTensor { mesh: t.mesh.with_wire(crate::WirePrecision::Native), ..t }
+}
+
+/// Reads a tensor back whole, exactly ([`exact`]): pending reductions resolved, shards
+/// gathered, the first local rank's copy (every process gets the whole value).
 pub(crate) fn whole<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> K::Prim {
-    let t = bring(whole_across(t, ""), Placement::Replicate);
+    let t = bring(whole_across(exact(t), ""), Placement::Replicate);
     t.shards.into_iter().next().expect("a mesh has a rank")
 }
 

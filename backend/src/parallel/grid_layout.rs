@@ -28,7 +28,7 @@ use burn::tensor::{DType, TensorData};
 
 use crate::backend::Hybrid;
 use crate::comm::ledger::LedgerSnapshot;
-use crate::comm::{Phase, Stage};
+use crate::comm::{Phase, Stage, WirePrecision};
 use crate::mesh::grid::{GridMesh, GridPlacement};
 use crate::parallel::grid_plan::GridPlan;
 use crate::parallel::layer_labels::{layer_of, LayerLabels};
@@ -73,6 +73,12 @@ impl<IB: Backend> GridLayout<IB> {
         let _ = set_default_dtypes::<Hybrid<IB>>(grid.mesh(), local.float_dtype, local.int_dtype);
         let inner = MeshLayout::new(grid.mesh().clone(), plan.local_plan()?, scheme);
         Ok(Self { grid, inner, plan: plan.clone() })
+    }
+
+    /// This layout sending float pieces in `wire` precision, inside each node and along the
+    /// nodes alike (see [`MeshLayout::with_wire`]).
+    pub fn with_wire(self, wire: WirePrecision) -> Self {
+        Self { inner: self.inner.with_wire(wire), ..self }
     }
 
     /// The plan, per dimension.

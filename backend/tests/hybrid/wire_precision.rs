@@ -42,8 +42,10 @@ fn fc_step(wire: WirePrecision, scheme: Exchange, x: &TensorData, w: &TensorData
     let y = x.matmul(w.clone());
     let loss = (y.clone() * y).mean();
     let grads = loss.backward();
+    // The step's traffic, before the reads (exact whatever the wire) add theirs.
+    let ledger = mesh.ledger_snapshot();
     let dw = w.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap();
-    (loss.into_scalar(), dw, mesh.ledger_snapshot())
+    (loss.into_scalar(), dw, ledger)
 }
 
 #[test]
@@ -84,4 +86,21 @@ fn the_wire_precision_is_the_layouts_and_leaves_the_mesh_and_other_layouts_alone
     );
     assert!(halved.describe().ends_with(", wire bf16") && !plain.describe().contains("wire"));
     assert!(halved.device() == &mesh, "the same mesh, its ranks and ledger");
+}
+
+#[test]
+fn a_tensor_read_back_or_moved_comes_back_exactly_whatever_the_wire() {
+    // A checkpoint gathers column-split weights to save them: that read is not a step's
+    // exchange, and a 16-bit wire must not round it.
+    let x = Tensor::<Flex, 2>::random([4, 6], Distribution::Normal(0.0, 1.0), &FlexDevice);
+    for wire in [WirePrecision::Bf16, WirePrecision::F16] {
+        let mesh = MeshDevice::virtual_ranks(FlexDevice, 3).with_wire(wire);
+        let t = Tensor::<H, 2>::from_data(x.to_data(), &mesh).distribute(Placement::Shard(1));
+        assert_eq!(t.clone().into_data().to_vec::<f32>().unwrap(), values(x.clone()), "{wire}: read back");
+        let other = MeshDevice::virtual_ranks(FlexDevice, 2);
+        assert_eq!(t.to_device(&other).into_data().to_vec::<f32>().unwrap(), values(x.clone()), "{wire}: moved");
+        // The step's own gather does round.
+        let t = Tensor::<H, 2>::from_data(x.to_data(), &mesh).distribute(Placement::Shard(1));
+        assert_ne!(t.redistribute(Placement::Replicate).into_data().to_vec::<f32>().unwrap(), values(x.clone()));
+    }
 }
