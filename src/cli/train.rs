@@ -92,6 +92,11 @@ pub struct TrainArgs {
     /// divergence check); each read waits for the device, so a GPU prefers a larger value.
     #[arg(long, default_value_t = crate::train::trainer::READ_EVERY, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub read_every: usize,
+    /// Gradient accumulation: each step's --batch goes through the model in N equal
+    /// micro-batches (one micro-batch's activations in memory), their gradients summed and
+    /// synced across ranks once, then one update: the same step as one batch of them all.
+    #[arg(long, default_value_t = 1)]
+    pub accum_steps: usize,
     /// Image preparation threads.
     #[command(flatten)]
     pub workers: WorkersArg,
@@ -229,7 +234,10 @@ impl TrainJob<'_> {
                 self.config.head.name(),
                 self.args.backend.name(),
                 layout.describe(),
-                self.config.batch,
+                match self.args.accum_steps {
+                    1 => self.config.batch.to_string(),
+                    n => format!("{} ({n} micro-batches of {})", self.config.batch, self.config.batch / n),
+                },
                 self.config.describe_lr(),
                 self.config.fc_update.name()
             );
@@ -239,6 +247,7 @@ impl TrainJob<'_> {
             verbose: primary,
             read_every: self.args.read_every,
             workers: self.args.workers.count(),
+            accum_steps: self.args.accum_steps,
         };
         train::<B, L>(&self.config, &splits, layout, self.dir, &opts)
     }
@@ -308,6 +317,7 @@ impl TrainArgs {
             "resume": self.resume,
             "overwrite": self.overwrite,
             "read_every": self.read_every,
+            "accum_steps": self.accum_steps,
         })
     }
 }
@@ -319,6 +329,8 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     processes.check_same(&args.settings())?;
     let mut config = args.config();
     config.validate()?;
+    // A batch that does not split into the micro-batches asked for is refused before anything.
+    RunOptions { accum_steps: args.accum_steps, ..RunOptions::default() }.micro_batch(&config)?;
     let arch = config.model.architecture()?;
     // The run directory first: a bad --out must not cost an epoch.
     let existing = Existing::of(args.resume, args.overwrite);

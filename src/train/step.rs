@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use burn::optim::{GradientsParams, Optimizer};
+use burn::optim::{GradientsAccumulator, GradientsParams, Optimizer};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
@@ -131,19 +131,99 @@ pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
 ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
     match fc_update {
         FcUpdate::PerStep => {
-            // The module as the step computes with it (parameters a 2-D mesh shards over its
-            // nodes gathered, differentiably); the gradients are the stored module's, and the
-            // optimizer updates it with them.
-            let compute = layout.compute_module(&model);
-            let features = features(layout, &compute, images);
-            let logits = classifier(layout, &compute, features, key);
-            let (loss, outcome) = loss_and_outcome(head, logits, labels);
-            drop(compute);
-            let grads = layout.backward(loss);
-            let grads = layout.sync(&model, grads);
-            (optim.step(lr, model, grads), outcome)
+            let mut step = AccumulatedStep::new(labels.dims()[0], head, key);
+            step.micro_batch(layout, &model, images, labels);
+            step.finish(layout, model, optim, lr)
         }
         FcUpdate::PerChunk => per_chunk_step(layout, model, optim, lr, head, key, images, labels),
+    }
+}
+
+/// One synchronous SGD step over micro-batches (gradient accumulation, `--accum-steps`): each
+/// micro-batch's forward and backward pass in turn, their gradients summed where they are (a
+/// replicated parameter's pending sums stay pending), then one gradient sync and one update.
+/// The micro-batches are consecutive rows of the step's batch, each loss weighted by its share
+/// of the step's images and each dropout mask keyed by its rows, so the step equals one batch
+/// of them all (up to the order of float sums) with one micro-batch's activations in memory.
+pub struct AccumulatedStep<B: AutodiffBackend> {
+    grads: GradientsAccumulator<AlexNet<B>>,
+    head: Head,
+    key: DropoutKey,
+    /// Images of the whole step.
+    images: usize,
+    /// Images of the micro-batches taken so far.
+    seen: usize,
+    loss: Option<Tensor<B::InnerBackend, 1>>,
+    correct: Option<Tensor<B::InnerBackend, 1, Int>>,
+}
+
+impl<B: AutodiffBackend> AccumulatedStep<B> {
+    /// A step of `images` images in all, with the loss of `head` and the dropout masks `key`
+    /// names for the step's batch.
+    pub fn new(images: usize, head: Head, key: DropoutKey) -> Self {
+        Self { grads: GradientsAccumulator::new(), head, key, images, seen: 0, loss: None, correct: None }
+    }
+
+    /// The forward and backward pass of the step's next rows (`images`/`labels`, placed by the
+    /// layout), their gradients added to the step's.
+    pub fn micro_batch<L: StepLayout<B>>(
+        &mut self,
+        layout: &L,
+        model: &AlexNet<B>,
+        images: Tensor<B, 4>,
+        labels: Tensor<B, 1, Int>,
+    ) {
+        let n = labels.dims()[0];
+        assert!(
+            self.seen + n <= self.images,
+            "a step of {} images got micro-batches of {} and more",
+            self.images,
+            self.seen + n
+        );
+        // The module as the step computes with it (parameters a 2-D mesh shards over its nodes
+        // gathered, differentiably); the gradients are the stored module's.
+        let compute = layout.compute_module(model);
+        let features = features(layout, &compute, images);
+        let logits = classifier(layout, &compute, features, self.key.from_row(self.seen));
+        let (loss, outcome) = loss_and_outcome(self.head, logits, labels);
+        drop(compute);
+        // The step's loss is the mean over all its images: each micro-batch's mean weighted by
+        // its share (a whole batch's weight, 1, is left out: the same numbers as no weighting).
+        let (loss, mean) = if n == self.images {
+            (loss, outcome.loss)
+        } else {
+            let share = n as f64 / self.images as f64;
+            (loss.mul_scalar(share), outcome.loss.mul_scalar(share))
+        };
+        self.loss = Some(match self.loss.take() {
+            Some(sum) => sum + mean,
+            None => mean,
+        });
+        self.correct = Some(match self.correct.take() {
+            Some(sum) => sum + outcome.correct,
+            None => outcome.correct,
+        });
+        self.grads.accumulate(model, layout.gradients(model, loss));
+        self.seen += n;
+    }
+
+    /// The one gradient sync and update of the step; what it measured (before the update).
+    /// Panics when the micro-batches did not cover the step's images.
+    pub fn finish<L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+        mut self,
+        layout: &L,
+        model: AlexNet<B>,
+        optim: &mut O,
+        lr: f64,
+    ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+        assert_eq!(self.seen, self.images, "the micro-batches cover the step's images");
+        let grads = layout.sync(&model, self.grads.grads());
+        let outcome = StepOutcome {
+            loss: self.loss.expect("a step has a micro-batch"),
+            correct: self.correct.expect("a step has a micro-batch"),
+            images: self.images,
+        };
+        (optim.step(lr, model, grads), outcome)
     }
 }
 
@@ -200,15 +280,14 @@ fn per_chunk_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
         let mut grads = layout.backward(loss);
         let feature_grad = x.grad_remove(&mut grads).expect("the chunk's features take part in its loss");
         feature_grads.push(feature_grad.mul_scalar(share));
-        let fc_grads = layout.sync(&model, grads);
+        let fc_grads = layout.sync(&model, GradientsParams::from_grads(grads, &model));
         model = optim.step(lr, model, fc_grads);
     }
     // The conv layers: the whole batch's mean loss reaches the features as the chunks'
     // gradients weighted by their share of the batch.
     let g = Tensor::<B, 2>::from_inner(Tensor::cat(feature_grads, 0));
     let surrogate = (features * g).sum();
-    let grads = layout.backward(surrogate);
-    let conv_grads: GradientsParams = layout.sync(&model, grads);
+    let conv_grads = layout.sync(&model, layout.gradients(&model, surrogate));
     let outcome = StepOutcome {
         loss: loss_sum.expect("a batch has at least one chunk"),
         correct: correct.expect("a batch has at least one chunk"),

@@ -32,7 +32,7 @@ use crate::train::momentum;
 use crate::train::prefetch::{available_cores, Prefetch, Preparation};
 use crate::train::progress::Progress;
 use crate::train::run_dir::RunDir;
-use crate::train::step::train_step;
+use crate::train::step::{train_step, AccumulatedStep, FcUpdate};
 
 /// `arch`'s initial weights on `device` from `seed`, drawn alone: the nodes of a 2-D mesh run
 /// as threads of one process share the backend's generator where it is process-wide
@@ -79,12 +79,41 @@ pub struct RunOptions<'a> {
     /// Where the splits were read from (`--data`, or the dataset's default directory), kept
     /// in the checkpoint so that a resume on another folder is refused.
     pub data_dir: Option<&'a Path>,
+    /// Micro-batches per optimizer step (`--accum-steps`, gradient accumulation): each step's
+    /// batch of `TrainConfig::batch` images goes through the model in this many equal parts,
+    /// their gradients summed and synced once. Not part of the run: a step equals one batch of
+    /// them all (up to the order of float sums), so a run may resume with another count, as
+    /// on another device count. Checkpoints fall between optimizer steps, never inside one.
+    pub accum_steps: usize,
 }
 
 impl Default for RunOptions<'_> {
-    /// Quiet, reading the running figures every [`READ_EVERY`] steps, a worker per core.
+    /// Quiet, reading the running figures every [`READ_EVERY`] steps, a worker per core, one
+    /// micro-batch a step.
     fn default() -> Self {
-        Self { verbose: false, read_every: READ_EVERY, workers: available_cores(), data_dir: None }
+        Self { verbose: false, read_every: READ_EVERY, workers: available_cores(), data_dir: None, accum_steps: 1 }
+    }
+}
+
+impl RunOptions<'_> {
+    /// The images of each micro-batch of a step of `config`'s batch, or why the batch does not
+    /// split into `accum_steps` of them.
+    pub fn micro_batch(&self, config: &TrainConfig) -> Result<usize, OwtError> {
+        let (batch, n) = (config.batch, self.accum_steps);
+        if n == 0 {
+            return Err(OwtError::input("--accum-steps must be at least 1, got 0"));
+        }
+        if n > 1 && config.fc_update == FcUpdate::PerChunk {
+            return Err(OwtError::input(format!(
+                "--accum-steps {n} sums micro-batches into one synchronous step; --fc-update per-chunk updates the FC layers within a step: use one of them"
+            )));
+        }
+        if batch % n != 0 {
+            return Err(OwtError::input(format!(
+                "--accum-steps {n} splits each batch into {n} equal micro-batches: --batch must be a multiple of {n}, got {batch}"
+            )));
+        }
+        Ok(batch / n)
     }
 }
 
@@ -136,8 +165,10 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     let [c, h, w] = splits.train.image_dims();
     arch.check_input([0, c, h, w])?;
     check_classes(splits.train.classes(), &arch, &format!("pass --classes {}", splits.train.classes()))?;
+    // What goes through the model at once, and is placed on the mesh, is a micro-batch.
+    let micro = opts.micro_batch(config)?;
     if let Some(plan) = layout.plan() {
-        let (ranks, batch) = layout.plan_mesh(config.batch);
+        let (ranks, batch) = layout.plan_mesh(micro);
         check_run(plan, &arch, ranks, batch)?;
     }
     // Process 0 of a mesh spanning processes alone prints and writes; every process computes
@@ -157,15 +188,8 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         // its nodes, gathered once here): evaluated, then checkpointed whole.
         let gathered = layout.compute_module(&run.model);
         let upload = |batch: &Batch| upload_eval(layout, batch, &config.model.pixel_norm);
-        let test = evaluate_rows(
-            &gathered.valid(),
-            config.head,
-            &splits.test,
-            config.batch,
-            how,
-            layout.row_split(),
-            &upload,
-        )?;
+        let test =
+            evaluate_rows(&gathered.valid(), config.head, &splits.test, micro, how, layout.row_split(), &upload)?;
         let m = EpochMetrics {
             epoch: epoch + 1,
             train_loss: trained.values.mean_loss(),
@@ -283,8 +307,10 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
     let (order, rng) = draws.order(train_set.len());
     let total = order.len();
     let mut progress = Progress::new(format!("epoch {}/{}", epoch + 1, config.epochs), total, verbose);
-    // Each process prepares only its ranks' rows of every batch.
-    let mut batches = Prefetch::start_rows(train_set.clone(), order, config.batch, true, rng, how, layout.row_split());
+    // Each process prepares only its ranks' rows of every micro-batch (a step's batch is
+    // `accum_steps` consecutive ones).
+    let micro = opts.micro_batch(config)?;
+    let mut batches = Prefetch::start_rows(train_set.clone(), order, micro, true, rng, how, layout.row_split());
     let mut tally = Tally::<B::InnerBackend>::default();
     let mut steps = 0usize;
     layout.reset_traffic();
@@ -308,11 +334,23 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
         }
     };
     let norm = &config.model.pixel_norm;
-    while let Some(batch) = batches.next_batch()? {
+    while steps * config.batch < total {
         crate::host::exit::step_fault(layout.process(), epoch + 1, steps);
-        let (images, labels) = upload_batch(layout, &batch, norm);
         let key = draws.dropout_key(steps);
-        let (next, outcome) = train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels);
+        let step_images = config.batch.min(total - steps * config.batch);
+        let (next, outcome) = if config.fc_update == FcUpdate::PerChunk {
+            let batch = batches.next_batch()?.ok_or_else(|| OwtError::data("the epoch's batches ended early"))?;
+            let (images, labels) = upload_batch(layout, &batch, norm);
+            train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels)
+        } else {
+            let mut step = AccumulatedStep::new(step_images, config.head, key);
+            for _ in 0..step_images.div_ceil(micro) {
+                let batch = batches.next_batch()?.ok_or_else(|| OwtError::data("the epoch's batches ended early"))?;
+                let (images, labels) = upload_batch(layout, &batch, norm);
+                step.micro_batch(layout, &model, images, labels);
+            }
+            step.finish(layout, model, optim, lr)
+        };
         model = next;
         tally.add(outcome.loss, outcome.correct, outcome.images);
         steps += 1;

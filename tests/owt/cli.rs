@@ -314,6 +314,22 @@ fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() 
     assert_one_line_error(&o, &["cannot resume", "--fc-update per-chunk", "--fc-update per-step"]);
 }
 
+/// `owt train --accum-steps N`: a step's batch in N micro-batches, said at the start; a batch
+/// that does not split into them is refused before any data is read.
+#[test]
+fn accumulation_splits_each_batch_and_refuses_a_batch_it_cannot_split() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 32, 20);
+    let out = tempfile::tempdir().unwrap();
+    let (d, o_) = (data.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--out", o_, "--epochs", "1"];
+    let o = owt(&[&base[..], &["--batch", "16", "--accum-steps", "3"]].concat());
+    assert_one_line_error(&o, &["--accum-steps 3", "--batch must be a multiple of 3, got 16"]);
+    let o = owt(&[&base[..], &["--batch", "16", "--accum-steps", "2", "--devices", "2"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("batch 16 (2 micro-batches of 8)"), "{}", stderr(&o));
+}
+
 /// `owt train --wire bf16`: the run sends half the bytes of f32's in every layer (the loss's
 /// labels and the readouts aside), says so in its layout, and is a run of its own: a resume in
 /// another precision is refused naming both.

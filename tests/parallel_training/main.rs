@@ -19,6 +19,7 @@
 //! mesh (issue 22: about one draw in a hundred, a gap of up to 5% in one conv weight's
 //! gradient, gone when the batch is scaled by 1 + 1e-4); in f64 such a tie needs 1e-16.
 
+mod accumulation;
 mod hybrid_step;
 mod short_batches;
 mod wire;

@@ -331,11 +331,7 @@ impl<IB: Backend> GradientSync<AH<IB>> for GridLayout<IB> {
     /// Each gradient brought to its parameter's placement along both dimensions (the sums
     /// over the nodes included; a parameter stored in slices over them has its gradient
     /// reduce-scattered already, by the gather's backward). `module` is the stored module.
-    fn sync<M: AutodiffModule<AH<IB>>>(
-        &self,
-        module: &M,
-        grads: <AH<IB> as AutodiffBackend>::Gradients,
-    ) -> GradientsParams {
+    fn sync<M: AutodiffModule<AH<IB>>>(&self, module: &M, grads: GradientsParams) -> GradientsParams {
         self.inner.sync(module, grads)
     }
 }

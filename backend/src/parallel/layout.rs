@@ -86,7 +86,7 @@ impl<IB: Backend> StepLabels<Autodiff<Hybrid<IB>>> for LayerLabels<IB> {
 ///     let model: Linear<B> = LinearConfig::new(8, 4).with_initializer(init).init(layout.device());
 ///     let model = layout.place_module(model).unwrap();
 ///     let x = layout.upload_input::<2>(burn::tensor::TensorData::new(vec![0.5f32; 16 * 8], [16, 8]));
-///     let grads = layout.backward(model.forward(x).powf_scalar(2.0).mean());
+///     let grads = layout.gradients(&model, model.forward(x).powf_scalar(2.0).mean());
 ///     let grads = layout.sync(&model, grads);
 ///     let model = SgdConfig::new().init::<B, Linear<B>>().step(0.1, model, grads);
 ///     model.valid().weight.val().into_data().to_vec::<f32>().unwrap()
@@ -219,11 +219,19 @@ pub trait GradientSync<B: AutodiffBackend> {
         loss.backward()
     }
 
-    /// The gradients of `module`'s parameters (the module as stored, not as
-    /// [`ModulePlacement::compute_module`] gathers it), each brought to its parameter's
-    /// placement (the gradient sync, labelled per layer on a mesh), ready for an optimizer.
-    fn sync<M: AutodiffModule<B>>(&self, module: &M, grads: B::Gradients) -> GradientsParams {
-        GradientsParams::from_grads(grads, module)
+    /// The backward pass from `loss` and the gradients of `module`'s parameters out of it
+    /// (the module as stored, not as [`ModulePlacement::compute_module`] gathers it), not yet
+    /// synced: what gradient accumulation sums over micro-batches before one
+    /// [`GradientSync::sync`].
+    fn gradients<M: AutodiffModule<B>>(&self, module: &M, loss: Tensor<B, 1>) -> GradientsParams {
+        GradientsParams::from_grads(self.backward(loss), module)
+    }
+
+    /// `module`'s gradients `grads`, each brought to its parameter's placement (the gradient
+    /// sync, labelled per layer on a mesh), ready for an optimizer. Once per optimizer step,
+    /// however many backward passes summed into `grads`.
+    fn sync<M: AutodiffModule<B>>(&self, _module: &M, grads: GradientsParams) -> GradientsParams {
+        grads
     }
 }
 
@@ -394,12 +402,8 @@ impl<IB: Backend> GradientSync<AH<IB>> for MeshLayout<IB> {
         loss.backward()
     }
 
-    fn sync<M: AutodiffModule<AH<IB>>>(
-        &self,
-        module: &M,
-        grads: <AH<IB> as AutodiffBackend>::Gradients,
-    ) -> GradientsParams {
-        sync_gradients(module, GradientsParams::from_grads(grads, module), &self.mesh)
+    fn sync<M: AutodiffModule<AH<IB>>>(&self, module: &M, grads: GradientsParams) -> GradientsParams {
+        sync_gradients(module, grads, &self.mesh)
     }
 }
 

@@ -49,8 +49,8 @@ impl GradientSync<H> for RowsSplit {
         NoLabels
     }
 
-    fn sync<M: AutodiffModule<H>>(&self, module: &M, grads: <H as AutodiffBackend>::Gradients) -> GradientsParams {
-        sync_gradients(module, GradientsParams::from_grads(grads, module), &self.mesh)
+    fn sync<M: AutodiffModule<H>>(&self, module: &M, grads: GradientsParams) -> GradientsParams {
+        sync_gradients(module, grads, &self.mesh)
     }
 }
 
@@ -81,7 +81,7 @@ fn steps<B: AutodiffBackend, L: StepLayout<B>>(layout: &L) -> Vec<f32> {
     for step in 0..2 {
         let values: Vec<f32> = (0..16 * 8).map(|i| ((i * 7 + step * 3) % 11) as f32 / 11.0 - 0.5).collect();
         let x = layout.upload_input::<2>(TensorData::new(values, [16, 8]));
-        let grads = layout.backward(model.forward(x).powf_scalar(2.0).mean());
+        let grads = layout.gradients(&model, model.forward(x).powf_scalar(2.0).mean());
         let grads = layout.sync(&model, grads);
         model = optim.step(0.1, model, grads);
     }
