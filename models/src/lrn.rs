@@ -60,7 +60,7 @@ impl TowerLrn {
         // touches its own channels (tower-local on a channel-split mesh).
         let per_tower = c / self.towers;
         let squares = (x.clone() * x.clone()).reshape([n, self.towers, per_tower, h * w]);
-        let band = self.band::<B>(per_tower, &x.device()).reshape([1, 1, per_tower, per_tower]).expand([
+        let band = self.band::<B>(per_tower, &x.device(), x.dtype()).reshape([1, 1, per_tower, per_tower]).expand([
             n,
             self.towers,
             per_tower,
@@ -92,10 +92,11 @@ impl TowerLrn {
         x * p + (d - d_value) * q
     }
 
-    /// `[c, c]` matrix with `band[i][j] = 1` when channels i and j are at most `size / 2` apart.
-    fn band<B: Backend>(&self, c: usize, device: &B::Device) -> Tensor<B, 2> {
+    /// `[c, c]` matrix with `band[i][j] = 1` when channels i and j are at most `size / 2` apart,
+    /// in `dtype` (the input's: a network run in bf16 or f16 multiplies in it).
+    fn band<B: Backend>(&self, c: usize, device: &B::Device, dtype: burn::tensor::DType) -> Tensor<B, 2> {
         let reach = self.size / 2;
         let values: Vec<f32> = (0..c * c).map(|k| ((k / c).abs_diff(k % c) <= reach) as u8 as f32).collect();
-        Tensor::from_data(TensorData::new(values, [c, c]), device)
+        Tensor::from_data(TensorData::new(values, [c, c]), (device, dtype))
     }
 }

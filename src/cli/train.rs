@@ -92,6 +92,11 @@ pub struct TrainArgs {
     /// divergence check); each read waits for the device, so a GPU prefers a larger value.
     #[arg(long, default_value_t = crate::train::trainer::READ_EVERY, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub read_every: usize,
+    /// The precision the forward and backward passes compute in: f32, bf16 or f16 (on f32
+    /// master weights and optimizer state, as torch.autocast; f16 with a dynamic loss scale).
+    /// Part of the run: it changes the numbers.
+    #[arg(long, default_value = "f32", value_parser = |s: &str| s.parse::<crate::train::precision::Precision>())]
+    pub precision: crate::train::precision::Precision,
     /// Gradient accumulation: each step's --batch goes through the model in N equal
     /// micro-batches (one micro-batch's activations in memory), their gradients summed and
     /// synced across ranks once, then one update: the same step as one batch of them all.
@@ -125,6 +130,7 @@ impl TrainArgs {
             base_batch: self.base_batch,
             lighting: self.lighting.unwrap_or_else(|| self.default_lighting()),
             wire: self.parallel.wire,
+            precision: self.precision,
         }
     }
 

@@ -396,6 +396,7 @@ mod tests {
                 seconds: 1.0,
                 layout: None,
                 communication: None,
+                loss_scale: None,
             })
             .collect()
     }

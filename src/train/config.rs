@@ -57,6 +57,10 @@ pub struct TrainConfig {
     /// (`MeshLayout::with_wire`); one device sends nothing.
     #[serde(default)]
     pub wire: owt_hybrid::WirePrecision,
+    /// The precision the forward and backward passes compute in, on f32 master weights (f32
+    /// in runs from before it). Part of the run: it changes the numbers.
+    #[serde(default)]
+    pub precision: crate::train::precision::Precision,
 }
 
 /// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
@@ -110,6 +114,7 @@ impl TrainConfig {
             base_batch: base_batch(),
             lighting: 0.0,
             wire: owt_hybrid::WirePrecision::Native,
+            precision: crate::train::precision::Precision::F32,
         }
     }
 
@@ -137,6 +142,14 @@ impl TrainConfig {
         }
         if self.epochs == 0 {
             return Err(OwtError::input("--epochs must be at least 1, got 0"));
+        }
+        if self.precision != crate::train::precision::Precision::F32
+            && self.fc_update == crate::train::step::FcUpdate::PerChunk
+        {
+            return Err(OwtError::input(format!(
+                "--precision {} runs synchronous steps; --fc-update per-chunk computes in f32: use one of them",
+                self.precision
+            )));
         }
         if self.epochs > MAX_EPOCHS {
             return Err(OwtError::input(format!(
@@ -219,6 +232,7 @@ impl TrainConfig {
             ("--seed", self.seed.to_string()),
             ("--fc-update", self.fc_update.name().to_string()),
             ("--wire", self.wire.name().to_string()),
+            ("--precision", self.precision.name().to_string()),
             ("--lr-schedule", self.lr_schedule.to_string()),
             ("--lr-scaling", self.lr_scaling.name().to_string()),
         ]);

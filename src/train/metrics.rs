@@ -52,6 +52,9 @@ pub struct EpochMetrics {
     /// Bytes and messages moved between ranks per step, by collective (mesh runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub communication: Option<Communication>,
+    /// The loss scale at the epoch's end and the steps it skipped (f16 runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<crate::train::precision::LossScale>,
 }
 
 /// A mesh run's traffic per training step, averaged over an epoch's steps.

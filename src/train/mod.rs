@@ -9,6 +9,7 @@ pub mod evaluate;
 pub mod input;
 pub mod metrics;
 pub mod momentum;
+pub mod precision;
 pub mod prefetch;
 pub mod progress;
 pub mod record_shapes;

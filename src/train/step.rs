@@ -13,6 +13,7 @@ use owt_hybrid::{shard_ranges, StepLayout};
 use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::parallel::LayerPhases;
+use crate::train::precision::{LossScale, Precision};
 
 /// When the FC layers' weights are updated (`--fc-update`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -149,6 +150,9 @@ pub struct AccumulatedStep<B: AutodiffBackend> {
     grads: GradientsAccumulator<AlexNet<B>>,
     head: Head,
     key: DropoutKey,
+    /// What the passes compute in, and the factor the loss is scaled by (1 unless f16).
+    precision: Precision,
+    scale: f64,
     /// Images of the whole step.
     images: usize,
     /// Images of the micro-batches taken so far.
@@ -161,7 +165,25 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
     /// A step of `images` images in all, with the loss of `head` and the dropout masks `key`
     /// names for the step's batch.
     pub fn new(images: usize, head: Head, key: DropoutKey) -> Self {
-        Self { grads: GradientsAccumulator::new(), head, key, images, seen: 0, loss: None, correct: None }
+        let precision = Precision::F32;
+        Self {
+            grads: GradientsAccumulator::new(),
+            head,
+            key,
+            precision,
+            scale: 1.0,
+            images,
+            seen: 0,
+            loss: None,
+            correct: None,
+        }
+    }
+
+    /// The step's passes in `precision` on the f32 masters (see [`Precision`]), the loss
+    /// multiplied by `scale` before each backward pass (finish with
+    /// [`AccumulatedStep::finish_scaled`] when it is not 1).
+    pub fn in_precision(self, precision: Precision, scale: f64) -> Self {
+        Self { precision, scale, ..self }
     }
 
     /// The forward and backward pass of the step's next rows (`images`/`labels`, placed by the
@@ -182,11 +204,12 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
         );
         // The module as the step computes with it (parameters a 2-D mesh shards over its nodes
         // gathered, differentiably); the gradients are the stored module's.
-        let compute = layout.compute_module(model);
-        let features = features(layout, &compute, images);
+        let compute = self.precision.compute_module(layout.compute_module(model));
+        let features = features(layout, &compute, self.precision.input(images));
         let logits = classifier(layout, &compute, features, self.key.from_row(self.seen));
-        let (loss, outcome) = loss_and_outcome(self.head, logits, labels);
+        let (loss, outcome) = loss_and_outcome(self.head, self.precision.output(logits), labels);
         drop(compute);
+        let loss = if self.scale == 1.0 { loss } else { loss.mul_scalar(self.scale) };
         // The step's loss is the mean over all its images: each micro-batch's mean weighted by
         // its share (a whole batch's weight, 1, is left out: the same numbers as no weighting).
         let (loss, mean) = if n == self.images {
@@ -216,14 +239,38 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
         optim: &mut O,
         lr: f64,
     ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
-        assert_eq!(self.seen, self.images, "the micro-batches cover the step's images");
+        assert_eq!(self.scale, 1.0, "a step with a loss scale finishes with finish_scaled");
         let grads = layout.sync(&model, self.grads.grads());
-        let outcome = StepOutcome {
-            loss: self.loss.expect("a step has a micro-batch"),
-            correct: self.correct.expect("a step has a micro-batch"),
-            images: self.images,
-        };
+        let outcome = self.outcome();
         (optim.step(lr, model, grads), outcome)
+    }
+
+    /// [`AccumulatedStep::finish`] for a step whose loss was scaled by `scaler`'s scale: the
+    /// synced gradients divided by it, then the update only if all of them are finite (a
+    /// skipped step leaves the weights and the momentum as they were); `scaler` learns which.
+    pub fn finish_scaled<L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+        mut self,
+        layout: &L,
+        model: AlexNet<B>,
+        optim: &mut O,
+        lr: f64,
+        scaler: &mut LossScale,
+    ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+        let grads = layout.sync(&model, self.grads.grads());
+        let (grads, finite) = crate::train::precision::unscale(&model, grads, self.scale);
+        scaler.update(finite);
+        let outcome = self.outcome();
+        (if finite { optim.step(lr, model, grads) } else { model }, outcome)
+    }
+
+    /// What the step measured, once its micro-batches covered its images.
+    fn outcome(&mut self) -> StepOutcome<B::InnerBackend> {
+        assert_eq!(self.seen, self.images, "the micro-batches cover the step's images");
+        StepOutcome {
+            loss: self.loss.take().expect("a step has a micro-batch"),
+            correct: self.correct.take().expect("a step has a micro-batch"),
+            images: self.images,
+        }
     }
 }
 

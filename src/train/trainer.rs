@@ -29,6 +29,7 @@ use crate::train::evaluate::evaluate_rows;
 use crate::train::input::{upload_batch, upload_eval, Tally, TallyValues};
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::momentum;
+use crate::train::precision::LossScale;
 use crate::train::prefetch::{available_cores, Prefetch, Preparation};
 use crate::train::progress::Progress;
 use crate::train::run_dir::RunDir;
@@ -167,6 +168,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     check_classes(splits.train.classes(), &arch, &format!("pass --classes {}", splits.train.classes()))?;
     // What goes through the model at once, and is placed on the mesh, is a micro-batch.
     let micro = opts.micro_batch(config)?;
+    config.precision.check::<B>(layout.device())?;
     if let Some(plan) = layout.plan() {
         let (ranks, batch) = layout.plan_mesh(micro);
         check_run(plan, &arch, ranks, batch)?;
@@ -181,8 +183,24 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         let test_losses: Vec<f64> = run.metrics.iter().map(|m| m.test_loss).collect();
         let lr = config.epoch_lr(epoch, &test_losses);
         let how = Preparation::new(opts.workers, PREFETCH);
-        let (model, trained) =
-            train_epoch(config, &arch, splits, layout, run.model, &mut run.optim, epoch, lr, how, opts, verbose)?;
+        // An f16 run continues the scale its last epoch ended with (and its run of finite steps).
+        let scale = config.precision.scales_loss().then(|| {
+            run.metrics.last().and_then(|m| m.loss_scale).map_or_else(LossScale::default, LossScale::next_epoch)
+        });
+        let (model, trained) = train_epoch(
+            config,
+            &arch,
+            splits,
+            layout,
+            run.model,
+            &mut run.optim,
+            epoch,
+            lr,
+            how,
+            opts,
+            verbose,
+            scale,
+        )?;
         run.model = model;
         // The model as a step computes with it (on a 2-D mesh that shards parameters over
         // its nodes, gathered once here): evaluated, then checkpointed whole.
@@ -203,6 +221,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             seconds: started.elapsed().as_secs_f64(),
             layout: Some(layout.describe()),
             communication: trained.communication,
+            loss_scale: trained.loss_scale,
         };
         let line = verbose.then(|| m.summary(config.epochs));
         run.metrics.push(m);
@@ -278,6 +297,8 @@ struct Trained {
     seconds: f64,
     input_wait_s: f64,
     communication: Option<Communication>,
+    /// The loss scale after the epoch (f16 runs).
+    loss_scale: Option<LossScale>,
 }
 
 /// One epoch of steps of `model` over the shuffled training split at rate `lr`: the running
@@ -296,6 +317,7 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
     how: Preparation,
     opts: &RunOptions,
     verbose: bool,
+    mut loss_scale: Option<LossScale>,
 ) -> Result<(AlexNet<B>, Trained), OwtError> {
     let started = Instant::now();
     let draws = EpochDraws::new(config.seed, epoch);
@@ -343,13 +365,17 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
             let (images, labels) = upload_batch(layout, &batch, norm);
             train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels)
         } else {
-            let mut step = AccumulatedStep::new(step_images, config.head, key);
+            let scale = loss_scale.map_or(1.0, |s| s.scale);
+            let mut step = AccumulatedStep::new(step_images, config.head, key).in_precision(config.precision, scale);
             for _ in 0..step_images.div_ceil(micro) {
                 let batch = batches.next_batch()?.ok_or_else(|| OwtError::data("the epoch's batches ended early"))?;
                 let (images, labels) = upload_batch(layout, &batch, norm);
                 step.micro_batch(layout, &model, images, labels);
             }
-            step.finish(layout, model, optim, lr)
+            match loss_scale.as_mut() {
+                Some(scaler) => step.finish_scaled(layout, model, optim, lr, scaler),
+                None => step.finish(layout, model, optim, lr),
+            }
         };
         model = next;
         tally.add(outcome.loss, outcome.correct, outcome.images);
@@ -367,7 +393,7 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
     let seconds = started.elapsed().as_secs_f64();
     let input_wait_s = batches.waited().as_secs_f64();
     let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
-    Ok((model, Trained { values, seconds, input_wait_s, communication }))
+    Ok((model, Trained { values, seconds, input_wait_s, communication, loss_scale }))
 }
 
 /// The checkpoint after `epoch` (0-based): the whole model (`gathered`, as a step computes

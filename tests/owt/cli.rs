@@ -330,6 +330,31 @@ fn accumulation_splits_each_batch_and_refuses_a_batch_it_cannot_split() {
     assert!(stderr(&o).contains("batch 16 (2 micro-batches of 8)"), "{}", stderr(&o));
 }
 
+/// `owt train --precision f16`: the run computes in f16 on f32 masters, records its loss scale
+/// and skipped steps per epoch, and is a run of its own (a resume in bf16 is refused).
+#[test]
+fn mixed_precision_runs_record_their_loss_scale_and_are_part_of_the_run() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 32, 20);
+    let out = tempfile::tempdir().unwrap();
+    let (d, o_) = (data.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--out", o_, "--batch", "8"];
+    let o = owt(&[&base[..], &["--epochs", "1", "--precision", "f16", "--devices", "2"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let scale = &metrics[0]["loss_scale"];
+    let (s, skipped) = (scale["scale"].as_f64().unwrap(), scale["skipped_steps"].as_u64().unwrap());
+    // 4 steps from 2^16: each skip halves the scale, and none of it grows back within 2000.
+    assert_eq!(s, 65536.0 / 2f64.powi(skipped as i32), "{scale}");
+    assert!(skipped < 4 && metrics[0]["train_loss"].as_f64().unwrap().is_finite(), "{metrics}");
+    let o = owt(&[&base[..], &["--epochs", "2", "--precision", "bf16", "--devices", "2", "--resume"]].concat());
+    assert_one_line_error(&o, &["cannot resume", "--precision bf16", "--precision f16"]);
+    let o =
+        owt(&[&base[..], &["--epochs", "1", "--precision", "f16", "--fc-update", "per-chunk", "--overwrite"]].concat());
+    assert_one_line_error(&o, &["--precision f16", "--fc-update per-chunk"]);
+}
+
 /// `owt train --wire bf16`: the run sends half the bytes of f32's in every layer (the loss's
 /// labels and the readouts aside), says so in its layout, and is a run of its own: a resume in
 /// another precision is refused naming both.

@@ -23,6 +23,7 @@ mod fuzz_inputs;
 mod input_pipeline;
 mod jpeg_pipeline;
 mod learner;
+mod mixed_precision;
 mod plan_traffic;
 mod preprocessing;
 mod signals;
