@@ -181,6 +181,8 @@ else
     printf '%s\t-1\t%s\t%s\timport torch failed\n' torch "$(date +%s.%N)" "$(date +%s.%N)" >> "$work/cases.tsv"
     log "torch: import torch failed, skipped"
 fi
+# f. AlexNetOwt in bf16 on f32 masters (issue 42 point 3), if the budget allows.
+run_case owt_warm_bf16 75 "$owt" bench --backend "$backend" --json $big $big_steps --precision bf16
 kill $sampler 2>/dev/null
 summarise
 python3 - "$out/summary.json" <<'PY'

@@ -27,7 +27,7 @@ use crate::runtime::backends::{run_on, run_on_mesh, BackendJob, BackendKind, Mes
 use crate::train::input::{Prefetch, Preparation};
 use crate::train::metrics::TrafficPerStep;
 use crate::train::trainer::PREFETCH;
-use crate::train::{sgd, train_step, upload_batch, TrainConfig};
+use crate::train::{sgd, train_step, upload_batch, AccumulatedStep, TrainConfig};
 
 /// Arguments of `owt bench`.
 #[derive(Debug, Args)]
@@ -41,6 +41,9 @@ pub struct BenchArgs {
     /// Compute backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Flex)]
     pub backend: BackendKind,
+    /// The precision the steps compute in, as `owt train --precision`.
+    #[arg(long, default_value = "f32", value_parser = |s: &str| s.parse::<crate::train::precision::Precision>())]
+    pub precision: crate::train::precision::Precision,
     /// One device or a mesh.
     #[command(flatten)]
     pub parallel: ParallelArgs,
@@ -225,6 +228,7 @@ fn bench_config(args: &BenchArgs) -> TrainConfig {
         head: args.head,
         fc_update: args.parallel.fc_update,
         wire: args.parallel.wire,
+        precision: args.precision,
         ..TrainConfig::new(args.model.spec(), crate::data::DatasetKind::Synthetic)
     }
 }
@@ -253,6 +257,9 @@ impl BenchJob<'_> {
             check_run(plan, &arch, ranks, batch)?;
         }
         let device = layout.device();
+        config.validate()?;
+        config.precision.check::<B>(device)?;
+        let mut scaler = config.precision.scales_loss().then(crate::train::precision::LossScale::default);
         let norm = &config.model.pixel_norm;
         let model: AlexNet<B> = crate::train::trainer::init_model(&arch, device, config.seed)?;
         let mut model = layout.place_module(model)?;
@@ -287,17 +294,19 @@ impl BenchJob<'_> {
             let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
             let t0 = Instant::now();
             let (images, labels) = upload_batch(layout, &batch, norm);
-            let (next, outcome) = train_step(
-                layout,
-                model,
-                &mut optim,
-                config.lr,
-                config.head,
-                config.fc_update,
-                DropoutKey::new(config.seed, step as u64),
-                images,
-                labels,
-            );
+            let key = DropoutKey::new(config.seed, step as u64);
+            let (next, outcome) = if config.precision == crate::train::precision::Precision::F32 {
+                train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, images, labels)
+            } else {
+                let scale = scaler.map_or(1.0, |s| s.scale);
+                let mut one =
+                    AccumulatedStep::new(config.batch, config.head, key).in_precision(config.precision, scale);
+                one.micro_batch(layout, &model, images, labels);
+                match scaler.as_mut() {
+                    Some(scaler) => one.finish_scaled(layout, model, &mut optim, config.lr, scaler),
+                    None => one.finish(layout, model, &mut optim, config.lr),
+                }
+            };
             model = next;
             losses.push(outcome.loss);
             B::sync(device).map_err(|e| OwtError::backend(format!("the device failed during step {step}: {e:?}")))?;
@@ -394,13 +403,14 @@ impl MeshJob for BenchJob<'_> {
             Some(nodes) => {
                 let plan = self.args.parallel.grid_plan()?;
                 let devices = self.args.parallel.mesh.map(|[n, l]| n * l);
-                let wire = self.args.parallel.wire;
-                nodes.run::<IB, _>(mesh, &plan, self.scheme, wire, |layout| self.run_layout(layout, devices))
+                let sending = (self.args.parallel.wire, self.args.parallel.overlap_sync);
+                nodes.run::<IB, _>(mesh, &plan, self.scheme, sending, |layout| self.run_layout(layout, devices))
             }
             None => {
                 let devices = mesh.size();
                 let plan = self.args.parallel.layout_plan()?;
                 let layout = MeshLayout::<IB>::new(mesh, plan, self.scheme).with_wire(self.args.parallel.wire);
+                let layout = if self.args.parallel.overlap_sync { layout.with_overlapped_sync() } else { layout };
                 self.run_layout(&layout, Some(devices))
             }
         }

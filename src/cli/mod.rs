@@ -214,6 +214,10 @@ pub struct ParallelArgs {
     /// compression hooks). Part of the run: it changes the numbers.
     #[arg(long, default_value = "f32", value_parser = wire_parser())]
     pub wire: WirePrecision,
+    /// Start each layer's gradient sums as soon as the backward pass leaves the layer (as
+    /// PyTorch DDP's buckets), instead of after the whole pass: the same sums and results.
+    #[arg(long)]
+    pub overlap_sync: bool,
 }
 
 impl ParallelArgs {
@@ -279,6 +283,20 @@ impl ParallelArgs {
         }
     }
 
+    /// The layout of `plan` on `mesh` these flags ask for: the scheme, the wire, the sync.
+    pub fn mesh_layout<IB: burn::tensor::backend::Backend>(
+        &self,
+        mesh: owt_hybrid::MeshDevice<IB::Device>,
+        plan: owt_hybrid::Plan,
+    ) -> owt_hybrid::MeshLayout<IB> {
+        let layout = owt_hybrid::MeshLayout::<IB>::new(mesh, plan, self.scheme).with_wire(self.wire);
+        if self.overlap_sync {
+            layout.with_overlapped_sync()
+        } else {
+            layout
+        }
+    }
+
     /// The plan of a mesh run.
     pub fn plan(&self) -> PlanKind {
         self.plan.unwrap_or(PlanKind::WeirdTrick)
@@ -319,6 +337,7 @@ impl ParallelArgs {
             "scheme": self.scheme.letter().to_string(),
             "fc_update": self.fc_update.name(),
             "wire": self.wire.name(),
+            "overlap_sync": self.overlap_sync,
         })
     }
 }

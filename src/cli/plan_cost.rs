@@ -76,6 +76,11 @@ pub struct SpeedupRow {
     pub speedup: Option<f64>,
     /// Throughput over one device, overlapped.
     pub overlapped_speedup: Option<f64>,
+    /// Predicted step, ms, the gradient sums overlapped with the backward pass (a layout's
+    /// `with_overlapped_sync`, `--overlap-sync`).
+    pub sync_overlapped_ms: Option<f64>,
+    /// Throughput over one device, the sums overlapped with the backward pass.
+    pub sync_overlapped_speedup: Option<f64>,
     /// Why the plan cannot run on K, where it cannot.
     pub error: Option<String>,
 }
@@ -91,6 +96,8 @@ impl SpeedupRow {
                     overlapped_ms: Some(p.overlapped_s * 1e3),
                     speedup: one.map(|b| k * b.serial_s / p.serial_s),
                     overlapped_speedup: one.map(|b| k * b.overlapped_s / p.overlapped_s),
+                    sync_overlapped_ms: Some(p.sync_overlapped_s * 1e3),
+                    sync_overlapped_speedup: one.map(|b| k * b.serial_s / p.sync_overlapped_s),
                     error: None,
                 }
             }
@@ -100,6 +107,8 @@ impl SpeedupRow {
                 overlapped_ms: None,
                 speedup: None,
                 overlapped_speedup: None,
+                sync_overlapped_ms: None,
+                sync_overlapped_speedup: None,
                 error: Some(e.to_string()),
             },
         }
@@ -196,11 +205,12 @@ pub fn print_prediction(p: &StepPrediction, profile: &DeviceProfile) {
         println!("{:<16} {:>10} {:>10} {:>14.3}", t.label, ms(t.compute_s), ms(t.comm_s), t.flops as f64 / 1e9);
     }
     println!(
-        "step: compute {} + comm {} = {} ms serial; {} ms with each phase's communication overlapped",
+        "step: compute {} + comm {} = {} ms serial; {} ms with each phase's communication overlapped; {} ms with the gradient sums overlapped with the backward pass",
         ms(p.compute_s),
         ms(p.comm_s),
         ms(p.serial_s),
-        ms(p.overlapped_s)
+        ms(p.overlapped_s),
+        ms(p.sync_overlapped_s)
     );
 }
 

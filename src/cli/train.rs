@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use owt_hybrid::{MeshDevice, MeshLayout, SingleDevice, StepLayout};
+use owt_hybrid::{MeshDevice, SingleDevice, StepLayout};
 
 use crate::cli::{parse_head, ModelArgs, ParallelArgs, ValLabelArgs, WorkersArg};
 use crate::data::lighting::LIGHTING_FILE;
@@ -270,16 +270,14 @@ impl BackendJob for TrainJob<'_> {
 impl MeshJob for TrainJob<'_> {
     type Output = Vec<EpochMetrics>;
     fn run<IB: Backend>(self, mesh: MeshDevice<IB::Device>) -> Result<Self::Output, OwtError> {
-        let (scheme, wire) = (self.args.parallel.scheme, self.config.wire);
+        let parallel = &self.args.parallel;
         match &self.grid {
             Some(nodes) => {
-                let plan = self.args.parallel.grid_plan()?;
-                nodes.run::<IB, _>(mesh, &plan, scheme, wire, |layout| self.train(layout))
+                let plan = parallel.grid_plan()?;
+                let sending = (self.config.wire, parallel.overlap_sync);
+                nodes.run::<IB, _>(mesh, &plan, parallel.scheme, sending, |layout| self.train(layout))
             }
-            None => {
-                let layout = MeshLayout::<IB>::new(mesh, self.args.parallel.layout_plan()?, scheme).with_wire(wire);
-                self.train(&layout)
-            }
+            None => self.train(&parallel.mesh_layout::<IB>(mesh, parallel.layout_plan()?)),
         }
     }
 }

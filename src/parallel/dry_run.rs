@@ -151,7 +151,7 @@ impl PlanDryRun<'_> {
             |n| dries[n].mesh().clone(),
             grid,
             self.scheme,
-            self.wire,
+            (self.wire, false),
             |layout| {
                 let dry = &dries[layout.grid().node()];
                 dry.label_by(layout.grid().mesh());

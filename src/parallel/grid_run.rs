@@ -63,46 +63,45 @@ impl GridNodes {
     }
 
     /// Runs `body` on each node this process holds, on a [`GridLayout`] of the 2-D `plan`,
-    /// `scheme` and `wire`, and returns node 0's result here (this process's node across processes); a
+    /// `scheme`, `wire` and sync overlap, and returns node 0's result here (this process's node across processes); a
     /// node's error is returned if any node fails.
     pub fn run<IB: Backend, T: Send>(
         &self,
         mesh: MeshDevice<IB::Device>,
         plan: &GridPlan,
         scheme: Exchange,
-        wire: WirePrecision,
+        (wire, overlap): (WirePrecision, bool),
         body: impl Fn(&GridLayout<IB>) -> Result<T, OwtError> + Sync,
     ) -> Result<T, OwtError> {
         match self {
             GridNodes::Threads(n) => {
                 let locals = mesh.split(*n);
-                run_threads(*n, |i| locals[i].clone(), plan, scheme, wire, body)
+                run_threads(*n, |i| locals[i].clone(), plan, scheme, (wire, overlap), body)
             }
             GridNodes::Processes(group) => {
                 let grid = GridMesh::new(group.clone(), mesh).map_err(|e| OwtError::input(e.to_string()))?;
-                body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?.with_wire(wire))
+                body(&grid_layout(grid, plan, scheme, (wire, overlap))?)
             }
         }
     }
 }
 
 /// Runs `body` on `nodes` nodes of a 2-D mesh in this process, one thread each holding its
-/// local mesh `local(n)`, on a [`GridLayout`] of `plan`, `scheme` and `wire`, and returns node 0's
+/// local mesh `local(n)`, on a [`GridLayout`] of `plan`, `scheme`, `wire` and sync overlap, and returns node 0's
 /// result; a node's error is returned if any node fails.
 pub fn run_threads<IB: Backend, T: Send>(
     nodes: usize,
     local: impl Fn(usize) -> MeshDevice<IB::Device> + Sync,
     plan: &GridPlan,
     scheme: Exchange,
-    wire: WirePrecision,
+    (wire, overlap): (WirePrecision, bool),
     body: impl Fn(&GridLayout<IB>) -> Result<T, OwtError> + Sync,
 ) -> Result<T, OwtError> {
     // A node that fails returns its error and leaves the group (its handle is dropped), so
     // the others stop at their next exchange instead of waiting for it; its error is what
     // the job reports, theirs (that it is gone) are not.
-    let outcomes = GridMesh::try_threaded(nodes, local, |grid| {
-        body(&GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?.with_wire(wire))
-    });
+    let outcomes =
+        GridMesh::try_threaded(nodes, local, |grid| body(&grid_layout(grid, plan, scheme, (wire, overlap))?));
     let mut stopped = None;
     let mut results = Vec::new();
     for outcome in outcomes {
@@ -116,4 +115,16 @@ pub fn run_threads<IB: Backend, T: Send>(
         return Err(OwtError::backend(format!("--mesh: a node stopped: {lost}")));
     }
     results.into_iter().next().ok_or_else(|| OwtError::input("--mesh: no nodes ran"))
+}
+
+/// The layout of `plan` on `grid`, exchanging by `scheme`, sending in `wire`, its gradient sums
+/// overlapped with the backward pass when `overlap` says so.
+fn grid_layout<IB: Backend>(
+    grid: GridMesh<IB::Device>,
+    plan: &GridPlan,
+    scheme: Exchange,
+    (wire, overlap): (WirePrecision, bool),
+) -> Result<GridLayout<IB>, OwtError> {
+    let layout = GridLayout::with_plan(grid, plan, scheme).map_err(|e| OwtError::input(e.0))?.with_wire(wire);
+    Ok(if overlap { layout.with_overlapped_sync() } else { layout })
 }

@@ -9,7 +9,7 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
-use owt_hybrid::{shard_ranges, StepLayout};
+use owt_hybrid::{shard_ranges, StepLabels, StepLayout};
 use owt_models::{AlexNet, DropoutKey, Head};
 
 use crate::parallel::LayerPhases;
@@ -74,7 +74,16 @@ pub fn features<B: AutodiffBackend, L: StepLayout<B>>(
     model: &AlexNet<B>,
     images: Tensor<B, 4>,
 ) -> Tensor<B, 2> {
-    let mut phases = LayerPhases::new(layout.labels(), None);
+    features_labelled(layout.labels(), model, images)
+}
+
+/// [`features`] labelled by `labels`.
+fn features_labelled<B: AutodiffBackend, S: StepLabels<B>>(
+    labels: S,
+    model: &AlexNet<B>,
+    images: Tensor<B, 4>,
+) -> Tensor<B, 2> {
+    let mut phases = LayerPhases::new(labels, None);
     let features = model.forward_features_hooked(images, &mut phases);
     phases.close(features)
 }
@@ -87,7 +96,17 @@ pub fn classifier<B: AutodiffBackend, L: StepLayout<B>>(
     features: Tensor<B, 2>,
     key: DropoutKey,
 ) -> Tensor<B, 2> {
-    let mut phases = LayerPhases::new(layout.labels(), Some(key));
+    classifier_labelled(layout.labels(), model, features, key)
+}
+
+/// [`classifier`] labelled by `labels`.
+fn classifier_labelled<B: AutodiffBackend, S: StepLabels<B>>(
+    labels: S,
+    model: &AlexNet<B>,
+    features: Tensor<B, 2>,
+    key: DropoutKey,
+) -> Tensor<B, 2> {
+    let mut phases = LayerPhases::new(labels, Some(key));
     let logits = model.forward_classifier_hooked(features, &mut phases);
     phases.enter_loss(logits)
 }
@@ -205,8 +224,11 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
         // The module as the step computes with it (parameters a 2-D mesh shards over its nodes
         // gathered, differentiably); the gradients are the stored module's.
         let compute = self.precision.compute_module(layout.compute_module(model));
-        let features = features(layout, &compute, self.precision.input(images));
-        let logits = classifier(layout, &compute, features, self.key.from_row(self.seen));
+        // A step of one micro-batch may sync each layer's gradients as the backward pass leaves
+        // it (a layout that overlaps its sync); with several, the sums wait for the last.
+        let step_labels = || if n == self.images { layout.labels_syncing(model) } else { layout.labels() };
+        let features = features_labelled(step_labels(), &compute, self.precision.input(images));
+        let logits = classifier_labelled(step_labels(), &compute, features, self.key.from_row(self.seen));
         let (loss, outcome) = loss_and_outcome(self.head, self.precision.output(logits), labels);
         drop(compute);
         let loss = if self.scale == 1.0 { loss } else { loss.mul_scalar(self.scale) };

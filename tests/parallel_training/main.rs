@@ -21,6 +21,7 @@
 
 mod accumulation;
 mod hybrid_step;
+mod overlap;
 mod short_batches;
 mod wire;
 

@@ -146,6 +146,11 @@ pub struct StepPrediction {
     pub serial_s: f64,
     /// Each phase's communication hidden behind its compute (or the reverse).
     pub overlapped_s: f64,
+    /// The gradient sums overlapped with the backward pass (PyTorch DDP's buckets, a layout's
+    /// `with_overlapped_sync`): the passes and their own exchanges in sequence, each layer's
+    /// sums started on one communication stream as soon as its backward is done; the rest
+    /// (the update) after both.
+    pub sync_overlapped_s: f64,
 }
 
 /// Prices one step: `costs[r]` are rank r's ops, `ledger` the traffic, on `profile`.
@@ -211,7 +216,40 @@ pub fn predict_on_mesh(
     let compute_s = phases.iter().map(|p| p.compute_s).sum();
     let comm_s = phases.iter().map(|p| p.comm_s).sum();
     let overlapped_s = phases.iter().map(|p| p.compute_s.max(p.comm_s)).sum();
-    StepPrediction { phases, compute_s, comm_s, serial_s: compute_s + comm_s, overlapped_s }
+    let sync_overlapped_s = sync_overlapped(&phases);
+    StepPrediction { phases, compute_s, comm_s, serial_s: compute_s + comm_s, overlapped_s, sync_overlapped_s }
+}
+
+/// The step of `phases` (in the network's order) with each layer's sums started as its
+/// backward ends: the forward, then the layers' backward passes from the last layer to the
+/// first, each with its own exchanges; each layer's sync queued on one communication stream
+/// from the moment its backward is done (its compute, the adding of received pieces, on the
+/// compute stream); the phases of no layer stage (the update) once both streams are done.
+fn sync_overlapped(phases: &[PhaseTime]) -> f64 {
+    let stage = |p: &PhaseTime| layer_and_stage(&p.label).1.to_string();
+    let mut compute_end: f64 =
+        phases.iter().filter(|p| stage(p) == Stage::Forward.name()).map(|p| p.compute_s + p.comm_s).sum();
+    let mut layers: Vec<&str> = Vec::new();
+    for p in phases {
+        let (layer, st) = layer_and_stage(&p.label);
+        if (st == Stage::Backward.name() || st == Stage::Sync.name()) && !layers.contains(&layer) {
+            layers.push(layer);
+        }
+    }
+    let of = |layer: &str, st: Stage| phases.iter().find(|p| layer_and_stage(&p.label) == (layer, st.name()));
+    let mut comm_end: f64 = 0.0;
+    for layer in layers.iter().rev() {
+        if let Some(b) = of(layer, Stage::Backward) {
+            compute_end += b.compute_s + b.comm_s;
+        }
+        if let Some(sync) = of(layer, Stage::Sync) {
+            comm_end = comm_end.max(compute_end) + sync.comm_s;
+            compute_end += sync.compute_s;
+        }
+    }
+    let staged = [Stage::Forward, Stage::Backward, Stage::Sync].map(|s| s.name().to_string());
+    let rest: f64 = phases.iter().filter(|p| !staged.contains(&stage(p))).map(|p| p.compute_s + p.comm_s).sum();
+    compute_end.max(comm_end) + rest
 }
 
 /// The order of a step's layers as its ops ran: each layer where its first op appears in rank
@@ -267,6 +305,25 @@ fn layer_and_stage(label: &str) -> (&str, &str) {
 mod tests {
     use super::*;
     use crate::comm::Collective;
+
+    #[test]
+    fn the_sums_overlap_the_backward_of_the_layers_before_theirs() {
+        let phase = |label: &str, compute_s, comm_s| PhaseTime { label: label.into(), compute_s, comm_s, flops: 0 };
+        let phases = [
+            phase("conv1:forward", 1.0, 0.0),
+            phase("conv1:backward", 2.0, 0.0),
+            phase("conv1:sync", 0.0, 1.0),
+            phase("fc:forward", 1.0, 0.0),
+            phase("fc:backward", 2.0, 0.5),
+            phase("fc:sync", 0.0, 3.0),
+            phase("-", 0.5, 0.0),
+        ];
+        // Forward 2; fc's backward ends at 4.5, its sum runs 4.5..7.5 while conv1's backward
+        // runs 4.5..6.5; conv1's sum then waits for the link, 7.5..8.5; the update after: 9.
+        assert_eq!(sync_overlapped(&phases), 9.0);
+        let serial: f64 = phases.iter().map(|p| p.compute_s + p.comm_s).sum();
+        assert_eq!(serial, 11.0);
+    }
 
     fn op(label: &str, flops: u64, bytes: u64) -> OpCost {
         OpCost { op: "float_matmul", label: Some(label.into()), flops, bytes_read: bytes, bytes_written: 0 }

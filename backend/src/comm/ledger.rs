@@ -63,6 +63,10 @@ pub struct LedgerSnapshot {
     /// global shape). Every inner op run on such a piece would be empty work; `Hybrid`'s rules
     /// never make one from non-empty inputs, so anything here is a bug or an empty user tensor.
     pub empty_ops: BTreeMap<String, u64>,
+    /// The phases in the order they first moved something: how a step's communication
+    /// interleaves with its passes (a layer's sync right after its backward, when the sync
+    /// overlaps the pass).
+    pub phase_order: Vec<Phase>,
 }
 
 impl LedgerSnapshot {
@@ -131,20 +135,26 @@ impl LedgerSnapshot {
         for (k, n) in &other.empty_ops {
             *self.empty_ops.entry(k.clone()).or_default() += n;
         }
+        for p in &other.phase_order {
+            if !self.phase_order.contains(p) {
+                self.phase_order.push(p.clone());
+            }
+        }
     }
 
     /// The snapshot as bytes, for sending it to another process.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let traffic: Vec<(&(Phase, CollectiveKey), &Traffic)> = self.traffic.iter().collect();
-        serde_json::to_vec(&(traffic, &self.fallbacks, &self.empty_ops)).expect("a ledger serialises")
+        serde_json::to_vec(&(traffic, &self.fallbacks, &self.empty_ops, &self.phase_order))
+            .expect("a ledger serialises")
     }
 
     /// A snapshot sent by [`LedgerSnapshot::to_bytes`].
     pub(crate) fn from_bytes(bytes: &[u8]) -> LedgerSnapshot {
-        type Wire = (Vec<((Phase, CollectiveKey), Traffic)>, BTreeMap<String, u64>, BTreeMap<String, u64>);
-        let (traffic, fallbacks, empty_ops): Wire =
+        type Wire = (Vec<((Phase, CollectiveKey), Traffic)>, BTreeMap<String, u64>, BTreeMap<String, u64>, Vec<Phase>);
+        let (traffic, fallbacks, empty_ops, phase_order): Wire =
             serde_json::from_slice(bytes).expect("Hybrid: another process sent a ledger that does not parse");
-        LedgerSnapshot { traffic: traffic.into_iter().collect(), fallbacks, empty_ops }
+        LedgerSnapshot { traffic: traffic.into_iter().collect(), fallbacks, empty_ops, phase_order }
     }
 }
 
@@ -162,6 +172,9 @@ impl Ledger {
             return;
         }
         let phase = self.current_phase().cloned().unwrap_or_else(Phase::unlabelled);
+        if !self.snapshot.phase_order.contains(&phase) {
+            self.snapshot.phase_order.push(phase.clone());
+        }
         *self.snapshot.traffic.entry((phase, collective)).or_default() += traffic;
     }
 

@@ -81,6 +81,12 @@ impl<IB: Backend> GridLayout<IB> {
         Self { inner: self.inner.with_wire(wire), ..self }
     }
 
+    /// This layout starting each layer's gradient sums, inside each node and along the nodes,
+    /// as soon as the backward pass leaves the layer (see [`MeshLayout::with_overlapped_sync`]).
+    pub fn with_overlapped_sync(self) -> Self {
+        Self { inner: self.inner.with_overlapped_sync(), ..self }
+    }
+
     /// The plan, per dimension.
     pub fn grid_plan(&self) -> &GridPlan {
         &self.plan
@@ -322,6 +328,10 @@ impl<IB: Backend> GradientSync<AH<IB>> for GridLayout<IB> {
 
     fn labels(&self) -> LayerLabels<IB> {
         self.inner.labels()
+    }
+
+    fn labels_syncing<M: AutodiffModule<AH<IB>>>(&self, module: &M) -> LayerLabels<IB> {
+        self.inner.labels_syncing(module)
     }
 
     fn backward(&self, loss: Tensor<AH<IB>, 1>) -> <AH<IB> as AutodiffBackend>::Gradients {

@@ -11,10 +11,15 @@
 use burn::backend::Autodiff;
 use burn::prelude::*;
 
-use crate::autodiff::phase_marker::mark_backward_phase;
+use std::collections::HashMap;
+
+use burn::module::{Module, ModuleVisitor, Param};
+
+use crate::autodiff::phase_marker::{mark_and_sync, mark_backward_phase, ReadyParam};
 use crate::backend::Hybrid;
 use crate::comm::{Phase, Stage};
 use crate::mesh::MeshDevice;
+use crate::tensor::distributed::Distributed;
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 
@@ -46,20 +51,37 @@ pub fn layer_of(path: &str) -> &str {
 pub struct LayerLabels<IB: Backend> {
     mesh: MeshDevice<IB::Device>,
     previous: Option<String>,
+    /// Per layer, the parameters to sync as soon as the backward pass leaves the layer.
+    ready: HashMap<String, Vec<ReadyParam<IB>>>,
 }
 
 impl<IB: Backend> LayerLabels<IB> {
     /// Labels on `mesh`, starting a new run of layers.
     pub fn new(mesh: &MeshDevice<IB::Device>) -> Self {
-        Self { mesh: mesh.clone(), previous: None }
+        Self { mesh: mesh.clone(), previous: None, ready: HashMap::new() }
+    }
+
+    /// Labels that also start each layer's gradient sums as soon as the backward pass leaves
+    /// the layer (overlapped with the backward of the layers before it, as PyTorch DDP's
+    /// buckets): the sync of every parameter of `module` (the module as stored: its parameters
+    /// are the graph's leaves) held by a layer this run enters. A parameter whose gradient is
+    /// not complete there (one computed through an op of its own, as a cast to a compute
+    /// precision or a gather over the nodes) is left to the sync after the pass.
+    pub fn syncing<M: Module<AH<IB>>>(mesh: &MeshDevice<IB::Device>, module: &M) -> Self {
+        let mut found = ReadyParams::<IB> { path: Vec::new(), ready: HashMap::new() };
+        module.visit(&mut found);
+        Self { ready: found.ready, ..Self::new(mesh) }
     }
 
     /// Enters `layer` with its input `x`: the forward traffic from now on is the layer's, and
     /// the backward pass, when it reaches `x`, starts labelling the previous layer's backward
-    /// traffic.
+    /// traffic (and, with [`LayerLabels::syncing`], first starts the sums of `layer`'s
+    /// gradients).
     pub fn enter<const D: usize>(&mut self, layer: &str, x: Tensor<AH<IB>, D>) -> Tensor<AH<IB>, D> {
         self.mesh.set_phase(Some(Phase::of(layer, Stage::Forward)));
-        let x = self.close(x);
+        let ready = self.ready.remove(layer).unwrap_or_default();
+        let previous = self.previous.take().map(|p| Phase::of(&p, Stage::Backward));
+        let x = if ready.is_empty() && previous.is_none() { x } else { mark_and_sync(x, previous, ready) };
         self.previous = Some(layer.to_string());
         x
     }
@@ -71,5 +93,34 @@ impl<IB: Backend> LayerLabels<IB> {
             Some(previous) => mark_backward_phase(x, Phase::of(&previous, Stage::Backward)),
             None => x,
         }
+    }
+}
+
+/// Every parameter of a module that is a leaf of the graph, by layer, with its placements.
+struct ReadyParams<IB: Backend> {
+    path: Vec<String>,
+    ready: HashMap<String, Vec<ReadyParam<IB>>>,
+}
+
+impl<IB: Backend> ModuleVisitor<AH<IB>> for ReadyParams<IB> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AH<IB>, D>>) {
+        let tensor = param.val();
+        if !tensor.is_require_grad() {
+            return;
+        }
+        let path = self.path.join(".");
+        let layer = layer_of(&path).to_string();
+        let placements = tensor.placements();
+        let ready =
+            ReadyParam { tensor: tensor.into_primitive().tensor(), placements, phase: Phase::of(&layer, Stage::Sync) };
+        self.ready.entry(layer).or_default().push(ready);
     }
 }

@@ -214,6 +214,14 @@ pub trait GradientSync<B: AutodiffBackend> {
     /// Starts labelling one step's layers.
     fn labels(&self) -> Self::Labels;
 
+    /// [`GradientSync::labels`] for a pass whose gradients are synced once it ends: a layout
+    /// that overlaps its sync with the backward pass starts the sums of `module`'s parameters
+    /// (the module as stored) layer by layer as the pass leaves each layer, and
+    /// [`GradientSync::sync`] then finds them summed. The default labels as `labels` does.
+    fn labels_syncing<M: AutodiffModule<B>>(&self, _module: &M) -> Self::Labels {
+        self.labels()
+    }
+
     /// The backward pass from `loss` (labelled `loss:backward` on a mesh).
     fn backward(&self, loss: Tensor<B, 1>) -> B::Gradients {
         loss.backward()
@@ -313,18 +321,27 @@ impl<B: AutodiffBackend> StepMesh for SingleDevice<B> {
 pub struct MeshLayout<IB: Backend> {
     mesh: MeshDevice<IB::Device>,
     plan: Plan,
+    /// Whether the gradient sums start during the backward pass, layer by layer.
+    overlap: bool,
 }
 
 impl<IB: Backend> MeshLayout<IB> {
     /// The layout of `plan` on `mesh`, exchanging activities by `scheme`.
     pub fn new(mesh: MeshDevice<IB::Device>, plan: Plan, scheme: Exchange) -> Self {
-        Self { mesh: mesh.with_exchange(scheme), plan }
+        Self { mesh: mesh.with_exchange(scheme), plan, overlap: false }
+    }
+
+    /// This layout starting each layer's gradient sums as soon as the backward pass leaves the
+    /// layer, instead of after the whole pass (PyTorch DDP's overlap): the same sums, bytes and
+    /// results, in another order (see [`GradientSync::labels_syncing`]).
+    pub fn with_overlapped_sync(self) -> Self {
+        Self { overlap: true, ..self }
     }
 
     /// This layout sending float pieces in `wire` precision (bf16 or f16 halve the bytes of
     /// every activity exchange and gradient sum; sums are still taken in f32).
     pub fn with_wire(self, wire: WirePrecision) -> Self {
-        Self { mesh: self.mesh.with_wire(wire), plan: self.plan }
+        Self { mesh: self.mesh.with_wire(wire), ..self }
     }
 
     /// The mesh.
@@ -397,6 +414,14 @@ impl<IB: Backend> GradientSync<AH<IB>> for MeshLayout<IB> {
         LayerLabels::new(&self.mesh)
     }
 
+    fn labels_syncing<M: AutodiffModule<AH<IB>>>(&self, module: &M) -> LayerLabels<IB> {
+        if self.overlap {
+            LayerLabels::syncing(&self.mesh, module)
+        } else {
+            self.labels()
+        }
+    }
+
     fn backward(&self, loss: Tensor<AH<IB>, 1>) -> <AH<IB> as AutodiffBackend>::Gradients {
         self.mesh.set_phase(Some(Phase::of("loss", Stage::Backward)));
         loss.backward()
@@ -417,7 +442,13 @@ impl<IB: Backend> StepMesh for MeshLayout<IB> {
             WirePrecision::Native => String::new(),
             w => format!(", wire {w}"),
         };
-        format!("{} ranks, plan {}, scheme {}{wire}", self.mesh.size(), self.plan.name, self.mesh.exchange().letter())
+        let overlap = if self.overlap { ", sums overlapped" } else { "" };
+        format!(
+            "{} ranks, plan {}, scheme {}{wire}{overlap}",
+            self.mesh.size(),
+            self.plan.name,
+            self.mesh.exchange().letter()
+        )
     }
 
     /// The whole mesh's traffic: every process's ledger summed (a collective across
