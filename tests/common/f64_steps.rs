@@ -109,10 +109,7 @@ fn steps_of<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     feed: impl Fn(TensorData, TensorData) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
 ) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
     let arch = config.model.architecture().unwrap();
-    let device = layout.device();
-    let model: AlexNet<B> = init_model(&arch, device);
-    let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
-    let mut model = layout.place_module(model).unwrap();
+    let mut model = placed_model(layout, config, weights);
     let mut optim = sgd::<B>(config);
     let mut losses = Vec::new();
     for (step, &n) in sizes.iter().enumerate() {
@@ -126,6 +123,18 @@ fn steps_of<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     }
     // The whole weights (a layout that stores slices gathers them: a collective there).
     (parameter_values(&layout.compute_module(&model)), losses)
+}
+
+/// `config`'s model with the starting weights `weights`, placed by `layout`.
+pub(crate) fn placed_model<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    config: &TrainConfig,
+    weights: &[u8],
+) -> AlexNet<B> {
+    let device = layout.device();
+    let model: AlexNet<B> = init_model(&config.model.architecture().unwrap(), device);
+    let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
+    layout.place_module(model).unwrap()
 }
 
 /// Rows `rows` of `data` (along dimension 0).

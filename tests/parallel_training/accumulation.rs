@@ -23,9 +23,7 @@ fn accumulated<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
 ) -> (Vec<(String, Vec<f64>)>, Vec<f64>, Option<LedgerSnapshot>) {
     let arch = config.model.architecture().unwrap();
     let device = layout.device();
-    let model: AlexNet<B> = init_model(&arch, device);
-    let model = model.load_record(record_from_bytes::<B, _>(weights, device).unwrap());
-    let mut model = layout.place_module(model).unwrap();
+    let mut model = placed_model(layout, config, weights);
     let mut optim = sgd::<B>(config);
     let (n, micro) = (config.batch, config.batch / accum);
     let mut losses = Vec::new();
