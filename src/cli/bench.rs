@@ -302,10 +302,7 @@ impl BenchJob<'_> {
                 let mut one =
                     AccumulatedStep::new(config.batch, config.head, key).in_precision(config.precision, scale);
                 one.micro_batch(layout, &model, images, labels);
-                match scaler.as_mut() {
-                    Some(scaler) => one.finish_scaled(layout, model, &mut optim, config.lr, scaler),
-                    None => one.finish(layout, model, &mut optim, config.lr),
-                }
+                one.finish_with(layout, model, &mut optim, config.lr, scaler.as_mut())
             };
             model = next;
             losses.push(outcome.loss);

@@ -285,6 +285,22 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
         (if finite { optim.step(lr, model, grads) } else { model }, outcome)
     }
 
+    /// [`AccumulatedStep::finish_scaled`] with `scaler` where the step's loss was scaled,
+    /// [`AccumulatedStep::finish`] otherwise.
+    pub fn finish_with<L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+        self,
+        layout: &L,
+        model: AlexNet<B>,
+        optim: &mut O,
+        lr: f64,
+        scaler: Option<&mut LossScale>,
+    ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+        match scaler {
+            Some(scaler) => self.finish_scaled(layout, model, optim, lr, scaler),
+            None => self.finish(layout, model, optim, lr),
+        }
+    }
+
     /// What the step measured, once its micro-batches covered its images.
     fn outcome(&mut self) -> StepOutcome<B::InnerBackend> {
         assert_eq!(self.seen, self.images, "the micro-batches cover the step's images");

@@ -372,10 +372,7 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
                 let (images, labels) = upload_batch(layout, &batch, norm);
                 step.micro_batch(layout, &model, images, labels);
             }
-            match loss_scale.as_mut() {
-                Some(scaler) => step.finish_scaled(layout, model, optim, lr, scaler),
-                None => step.finish(layout, model, optim, lr),
-            }
+            step.finish_with(layout, model, optim, lr, loss_scale.as_mut())
         };
         model = next;
         tally.add(outcome.loss, outcome.correct, outcome.images);

@@ -49,10 +49,7 @@ fn steps<BB: burn::tensor::backend::AutodiffBackend, L: StepLayout<BB>>(
         let s = scaler.map_or(1.0, |s| s.scale);
         let mut acc = AccumulatedStep::new(8, Head::Softmax, DropoutKey::new(5, step)).in_precision(precision, s);
         acc.micro_batch(layout, &model, x, y);
-        model = match scaler.as_mut() {
-            Some(scaler) => acc.finish_scaled(layout, model, &mut optim, 0.05, scaler).0,
-            None => acc.finish(layout, model, &mut optim, 0.05).0,
-        };
+        model = acc.finish_with(layout, model, &mut optim, 0.05, scaler.as_mut()).0;
     }
     let dtype = model.fc6.weight.val().dtype();
     assert_eq!(dtype, burn::tensor::DType::F32, "{precision}: the masters stay f32");

@@ -83,7 +83,7 @@ pub fn mark_backward_phase<B: Backend, const D: usize>(
     tensor: Tensor<Autodiff<Hybrid<B>>, D>,
     backward_phase: impl Into<Phase>,
 ) -> Tensor<Autodiff<Hybrid<B>>, D> {
-    mark(tensor, Some(backward_phase.into()), Vec::new())
+    mark_and_sync(tensor, Some(backward_phase.into()), Vec::new())
 }
 
 /// [`mark_backward_phase`] that also syncs the gradients of `ready` when the backward pass
@@ -91,14 +91,6 @@ pub fn mark_backward_phase<B: Backend, const D: usize>(
 /// `tensor`'s gradient and before `backward_phase`, or the phase in force when `None`,
 /// takes over): the gradient sums overlapped with the rest of the backward pass.
 pub(crate) fn mark_and_sync<B: Backend, const D: usize>(
-    tensor: Tensor<Autodiff<Hybrid<B>>, D>,
-    backward_phase: Option<Phase>,
-    ready: Vec<ReadyParam<B>>,
-) -> Tensor<Autodiff<Hybrid<B>>, D> {
-    mark(tensor, backward_phase, ready)
-}
-
-fn mark<B: Backend, const D: usize>(
     tensor: Tensor<Autodiff<Hybrid<B>>, D>,
     phase: Option<Phase>,
     ready: Vec<ReadyParam<B>>,
