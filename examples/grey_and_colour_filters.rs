@@ -20,7 +20,7 @@ fn main() -> Result<(), owt::OwtError> {
     let device = Default::default();
     <Flex as Backend>::seed(&device, 1);
     let mut model: AlexNet<Flex> = config.model.architecture()?.try_init(&device)?;
-    let w = model.conv1.weight.val();
+    let w = model.conv(1).weight.val();
     let [n, c, k, _] = w.dims();
     let mut v: Vec<f32> = w.into_data().to_vec().map_err(|e| owt::OwtError::io(format!("{e:?}")))?;
     let plane = k * k;
@@ -32,7 +32,8 @@ fn main() -> Result<(), owt::OwtError> {
             v[(f * c + 2) * plane + p] = other;
         }
     }
-    model.conv1.weight = Param::from_tensor(Tensor::from_data(TensorData::new(v, [n, c, k, k]), &device));
+    model.conv1.as_mut().expect("an AlexNet has conv1").weight =
+        Param::from_tensor(Tensor::from_data(TensorData::new(v, [n, c, k, k]), &device));
     type A = burn::backend::Autodiff<Flex>;
     let optim = sgd::<A>(&config);
     let state = CheckpointState { config, epochs_done: 0, metrics: Vec::new(), imported_from: None, dataset: None };

@@ -1,33 +1,89 @@
-//! The AlexNet module shared by every family member: five conv stages and three FC layers.
+//! The module shared by every AlexNet and VGG: conv stages and three FC layers.
 
 use burn::module::{Initializer, Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
-use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
 
-use crate::architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
+use crate::architecture::{Architecture, ArchitectureError, ConvLayer, Family, InitScheme};
+use crate::batch_norm::BatchNorm;
 use crate::dropout::{CounterDropout, DropoutKey};
 use crate::lrn::{TowerLrn, TowerLrnConfig};
 use crate::stage::{Activation, Stage};
 
-/// An AlexNet-family network. Parameter paths are the paper's layer names (`conv1.weight`,
-/// `fc6.bias`, ...), which is what parallel plans refer to. Knows nothing about devices.
+/// A network of the AlexNet and VGG families: conv layers, then fc6, fc7, fc8. Parameter
+/// paths are the layers' own names, as the papers and their Caffe models give them
+/// (`conv1.weight`, `conv3_2.weight`, `bn3_2.gamma`, `fc6.bias`), which is what parallel
+/// plans refer to; so each conv layer is a field of its own, present where the architecture
+/// has that layer. Knows nothing about devices.
 #[derive(Module, Debug)]
-pub struct AlexNet<B: Backend> {
-    /// conv1 (in the 2012 network: 96 filters 11x11 stride 4, 48 per tower).
-    pub conv1: Conv2d<B>,
-    /// conv2 (grouped in the two-tower networks).
-    pub conv2: Conv2d<B>,
-    /// conv3 (the towers meet here).
-    pub conv3: Conv2d<B>,
-    /// conv4 (grouped in the two-tower networks).
-    pub conv4: Conv2d<B>,
-    /// conv5 (grouped in the two-tower networks).
-    pub conv5: Conv2d<B>,
+pub struct ConvNet<B: Backend> {
+    /// conv1 (AlexNet).
+    pub conv1: Option<Conv2d<B>>,
+    /// conv2 (AlexNet).
+    pub conv2: Option<Conv2d<B>>,
+    /// conv3 (AlexNet).
+    pub conv3: Option<Conv2d<B>>,
+    /// conv4 (AlexNet).
+    pub conv4: Option<Conv2d<B>>,
+    /// conv5 (AlexNet).
+    pub conv5: Option<Conv2d<B>>,
+    /// conv1_1 (VGG).
+    pub conv1_1: Option<Conv2d<B>>,
+    /// conv1_2 (VGG).
+    pub conv1_2: Option<Conv2d<B>>,
+    /// conv2_1 (VGG).
+    pub conv2_1: Option<Conv2d<B>>,
+    /// conv2_2 (VGG).
+    pub conv2_2: Option<Conv2d<B>>,
+    /// conv3_1 (VGG).
+    pub conv3_1: Option<Conv2d<B>>,
+    /// conv3_2 (VGG).
+    pub conv3_2: Option<Conv2d<B>>,
+    /// conv3_3 (VGG).
+    pub conv3_3: Option<Conv2d<B>>,
+    /// conv4_1 (VGG).
+    pub conv4_1: Option<Conv2d<B>>,
+    /// conv4_2 (VGG).
+    pub conv4_2: Option<Conv2d<B>>,
+    /// conv4_3 (VGG).
+    pub conv4_3: Option<Conv2d<B>>,
+    /// conv5_1 (VGG).
+    pub conv5_1: Option<Conv2d<B>>,
+    /// conv5_2 (VGG).
+    pub conv5_2: Option<Conv2d<B>>,
+    /// conv5_3 (VGG).
+    pub conv5_3: Option<Conv2d<B>>,
+    /// Batch normalisation of conv1_1 (VGG-BN).
+    pub bn1_1: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv1_2 (VGG-BN).
+    pub bn1_2: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv2_1 (VGG-BN).
+    pub bn2_1: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv2_2 (VGG-BN).
+    pub bn2_2: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv3_1 (VGG-BN).
+    pub bn3_1: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv3_2 (VGG-BN).
+    pub bn3_2: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv3_3 (VGG-BN).
+    pub bn3_3: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv4_1 (VGG-BN).
+    pub bn4_1: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv4_2 (VGG-BN).
+    pub bn4_2: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv4_3 (VGG-BN).
+    pub bn4_3: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv5_1 (VGG-BN).
+    pub bn5_1: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv5_2 (VGG-BN).
+    pub bn5_2: Option<BatchNorm<B>>,
+    /// Batch normalisation of conv5_3 (VGG-BN).
+    pub bn5_3: Option<BatchNorm<B>>,
     /// Response normalisation used after the stages marked in the architecture.
     pub lrn: TowerLrn,
-    /// Overlapping 3x3 stride-2 max pooling.
+    /// Max pooling (AlexNet's 3x3 stride 2, VGG's 2x2 stride 2).
     pub pool: MaxPool2d,
     /// Adaptive average pooling in front of the FC layers (torchvision layout only).
     pub avgpool: Option<AdaptiveAvgPool2d>,
@@ -45,28 +101,148 @@ pub struct AlexNet<B: Backend> {
     pub architecture: Architecture,
 }
 
+/// An AlexNet-family network (the same module type as every member).
+pub type AlexNet<B> = ConvNet<B>;
+
+/// The conv layers a [`ConvNet`] has fields for, by name.
+pub(crate) const CONV_FIELDS: [&str; 18] = [
+    "conv1", "conv2", "conv3", "conv4", "conv5", "conv1_1", "conv1_2", "conv2_1", "conv2_2", "conv3_1", "conv3_2",
+    "conv3_3", "conv4_1", "conv4_2", "conv4_3", "conv5_1", "conv5_2", "conv5_3",
+];
+
+impl<B: Backend> ConvNet<B> {
+    /// The conv layer called `name` (`conv3`, `conv3_2`), if the network has it.
+    pub fn conv_named(&self, name: &str) -> Option<&Conv2d<B>> {
+        match name {
+            "conv1" => self.conv1.as_ref(),
+            "conv2" => self.conv2.as_ref(),
+            "conv3" => self.conv3.as_ref(),
+            "conv4" => self.conv4.as_ref(),
+            "conv5" => self.conv5.as_ref(),
+            "conv1_1" => self.conv1_1.as_ref(),
+            "conv1_2" => self.conv1_2.as_ref(),
+            "conv2_1" => self.conv2_1.as_ref(),
+            "conv2_2" => self.conv2_2.as_ref(),
+            "conv3_1" => self.conv3_1.as_ref(),
+            "conv3_2" => self.conv3_2.as_ref(),
+            "conv3_3" => self.conv3_3.as_ref(),
+            "conv4_1" => self.conv4_1.as_ref(),
+            "conv4_2" => self.conv4_2.as_ref(),
+            "conv4_3" => self.conv4_3.as_ref(),
+            "conv5_1" => self.conv5_1.as_ref(),
+            "conv5_2" => self.conv5_2.as_ref(),
+            "conv5_3" => self.conv5_3.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The batch normalisation called `name` (`bn3_2`), if the network has it.
+    pub fn norm_named(&self, name: &str) -> Option<&BatchNorm<B>> {
+        match name {
+            "bn1_1" => self.bn1_1.as_ref(),
+            "bn1_2" => self.bn1_2.as_ref(),
+            "bn2_1" => self.bn2_1.as_ref(),
+            "bn2_2" => self.bn2_2.as_ref(),
+            "bn3_1" => self.bn3_1.as_ref(),
+            "bn3_2" => self.bn3_2.as_ref(),
+            "bn3_3" => self.bn3_3.as_ref(),
+            "bn4_1" => self.bn4_1.as_ref(),
+            "bn4_2" => self.bn4_2.as_ref(),
+            "bn4_3" => self.bn4_3.as_ref(),
+            "bn5_1" => self.bn5_1.as_ref(),
+            "bn5_2" => self.bn5_2.as_ref(),
+            "bn5_3" => self.bn5_3.as_ref(),
+            _ => None,
+        }
+    }
+
+    fn conv_slot(&mut self, name: &str) -> &mut Option<Conv2d<B>> {
+        match name {
+            "conv1" => &mut self.conv1,
+            "conv2" => &mut self.conv2,
+            "conv3" => &mut self.conv3,
+            "conv4" => &mut self.conv4,
+            "conv5" => &mut self.conv5,
+            "conv1_1" => &mut self.conv1_1,
+            "conv1_2" => &mut self.conv1_2,
+            "conv2_1" => &mut self.conv2_1,
+            "conv2_2" => &mut self.conv2_2,
+            "conv3_1" => &mut self.conv3_1,
+            "conv3_2" => &mut self.conv3_2,
+            "conv3_3" => &mut self.conv3_3,
+            "conv4_1" => &mut self.conv4_1,
+            "conv4_2" => &mut self.conv4_2,
+            "conv4_3" => &mut self.conv4_3,
+            "conv5_1" => &mut self.conv5_1,
+            "conv5_2" => &mut self.conv5_2,
+            "conv5_3" => &mut self.conv5_3,
+            _ => unreachable!("Architecture::profile refuses conv names without a field"),
+        }
+    }
+
+    fn norm_slot(&mut self, name: &str) -> &mut Option<BatchNorm<B>> {
+        match name {
+            "bn1_1" => &mut self.bn1_1,
+            "bn1_2" => &mut self.bn1_2,
+            "bn2_1" => &mut self.bn2_1,
+            "bn2_2" => &mut self.bn2_2,
+            "bn3_1" => &mut self.bn3_1,
+            "bn3_2" => &mut self.bn3_2,
+            "bn3_3" => &mut self.bn3_3,
+            "bn4_1" => &mut self.bn4_1,
+            "bn4_2" => &mut self.bn4_2,
+            "bn4_3" => &mut self.bn4_3,
+            "bn5_1" => &mut self.bn5_1,
+            "bn5_2" => &mut self.bn5_2,
+            "bn5_3" => &mut self.bn5_3,
+            _ => unreachable!("batch normalisation comes only with VGG names"),
+        }
+    }
+}
+
 impl Architecture {
     /// Builds the network on `device`, or says why this geometry is impossible.
-    pub fn try_init<B: Backend>(&self, device: &B::Device) -> Result<AlexNet<B>, ArchitectureError> {
+    pub fn try_init<B: Backend>(&self, device: &B::Device) -> Result<ConvNet<B>, ArchitectureError> {
         let features = self.fc_input_features()?;
-        let mut in_channels = self.input[0];
-        let mut convs = self.convs.iter().enumerate().map(|(i, layer)| {
-            let conv = conv_layer(in_channels, layer, self.init, [false, true, false, true, true][i], device);
-            in_channels = layer.filters;
-            conv
-        });
-        let [conv1, conv2, conv3, conv4, conv5] = std::array::from_fn(|_| convs.next().expect("five conv stages"));
         let fc_in = [features, self.hidden[0], self.hidden[1]];
         let fc_out = [self.hidden[0], self.hidden[1], self.classes];
         let [fc6, fc7, fc8] = std::array::from_fn(|j| linear_layer(fc_in[j], fc_out[j], self.init, j < 2, device));
-        let model = AlexNet {
-            conv1,
-            conv2,
-            conv3,
-            conv4,
-            conv5,
+        let mut model = ConvNet {
+            conv1: None,
+            conv2: None,
+            conv3: None,
+            conv4: None,
+            conv5: None,
+            conv1_1: None,
+            conv1_2: None,
+            conv2_1: None,
+            conv2_2: None,
+            conv3_1: None,
+            conv3_2: None,
+            conv3_3: None,
+            conv4_1: None,
+            conv4_2: None,
+            conv4_3: None,
+            conv5_1: None,
+            conv5_2: None,
+            conv5_3: None,
+            bn1_1: None,
+            bn1_2: None,
+            bn2_1: None,
+            bn2_2: None,
+            bn3_1: None,
+            bn3_2: None,
+            bn3_3: None,
+            bn4_1: None,
+            bn4_2: None,
+            bn4_3: None,
+            bn5_1: None,
+            bn5_2: None,
+            bn5_3: None,
             lrn: TowerLrnConfig::new().with_towers(self.towers).init(),
-            pool: MaxPool2dConfig::new([POOL_KERNEL, POOL_KERNEL]).with_strides([POOL_STRIDE, POOL_STRIDE]).init(),
+            pool: MaxPool2dConfig::new([self.pool.kernel, self.pool.kernel])
+                .with_strides([self.pool.stride, self.pool.stride])
+                .init(),
             avgpool: self.adaptive_pool.map(|s| AdaptiveAvgPool2dConfig::new([s, s]).init()),
             dropout: CounterDropout::new(self.dropout),
             fc6,
@@ -74,6 +250,18 @@ impl Architecture {
             fc8,
             architecture: self.clone(),
         };
+        let mut in_channels = self.input[0];
+        for (i, layer) in self.convs.iter().enumerate() {
+            let n = i + 1;
+            // The 2012 paper starts conv2, conv4 and conv5 with biases of 1.
+            let bias_one = self.family == Family::AlexNet && matches!(n, 2 | 4 | 5);
+            *model.conv_slot(&self.conv_name(n)) = Some(conv_layer(in_channels, layer, self.init, bias_one, device));
+            if self.batch_norm {
+                *model.norm_slot(&self.stage_name(Stage::BatchNorm(n))) =
+                    Some(BatchNormConfig::new(layer.filters).init(device));
+            }
+            in_channels = layer.filters;
+        }
         // Burn initialises parameters lazily, on first use; a clone taken before that would
         // draw its own values. Materialise now so clones, records and the model agree.
         model.visit(&mut Materialise);
@@ -81,7 +269,7 @@ impl Architecture {
     }
 
     /// Builds the network on `device`. Panics where [`Architecture::try_init`] errs.
-    pub fn init<B: Backend>(&self, device: &B::Device) -> AlexNet<B> {
+    pub fn init<B: Backend>(&self, device: &B::Device) -> ConvNet<B> {
         self.try_init(device).unwrap_or_else(|e| panic!("{e}"))
     }
 }
@@ -106,6 +294,11 @@ fn init_rule(init: InitScheme, bias_one: bool) -> (Option<Initializer>, Option<f
             (Some(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: false }), Some(0.0))
         }
         InitScheme::TorchDefault => (None, None),
+        // Conv layers (the only ones with bias_one false and a kernel) take Kaiming fan-out;
+        // linear_layer replaces this with N(0, 0.01).
+        InitScheme::TorchvisionVgg => {
+            (Some(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: true }), Some(0.0))
+        }
     }
 }
 
@@ -142,7 +335,10 @@ fn linear_layer<B: Backend>(
     bias_one: bool,
     device: &B::Device,
 ) -> Linear<B> {
-    let (weights, bias) = init_rule(init, bias_one);
+    let (weights, bias) = match init {
+        InitScheme::TorchvisionVgg => (Some(Initializer::Normal { mean: 0.0, std: 0.01 }), Some(0.0)),
+        _ => init_rule(init, bias_one),
+    };
     let mut config = LinearConfig::new(d_in, d_out);
     if let Some(w) = weights {
         config = config.with_initializer(w);
@@ -154,7 +350,7 @@ fn linear_layer<B: Backend>(
     linear
 }
 
-impl<B: Backend> AlexNet<B> {
+impl<B: Backend> ConvNet<B> {
     /// Logits `[batch, classes]` for images `[batch, channels, height, width]`: conv1..conv5
     /// as in the paper's figure, then fc6..fc8.
     ///
@@ -164,7 +360,7 @@ impl<B: Backend> AlexNet<B> {
         self.forward_hooked(images, &mut NoHook)
     }
 
-    /// [`AlexNet::forward`] with `hook` called at every layer boundary (see [`LayerHook`]).
+    /// [`ConvNet::forward`] with `hook` called at every layer boundary (see [`LayerHook`]).
     pub fn forward_hooked(&self, images: Tensor<B, 4>, hook: &mut dyn LayerHook<B>) -> Tensor<B, 2> {
         let features = self.forward_features_hooked(images, hook);
         self.forward_classifier_hooked(features, hook)
@@ -177,13 +373,13 @@ impl<B: Backend> AlexNet<B> {
     }
 
     /// The classifier: fc6, fc7 (ReLU, dropout where the architecture says) and fc8, from the
-    /// features [`AlexNet::forward_features`] gives. Split out so that a trainer can run the FC
+    /// features [`ConvNet::forward_features`] gives. Split out so that a trainer can run the FC
     /// layers on part of a batch (the per-chunk FC update of Krizhevsky 2014).
     pub fn forward_classifier(&self, features: Tensor<B, 2>) -> Tensor<B, 2> {
         self.forward_classifier_hooked(features, &mut NoHook)
     }
 
-    /// [`AlexNet::forward_features`] with `hook` at every layer boundary.
+    /// [`ConvNet::forward_features`] with `hook` at every layer boundary.
     pub fn forward_features_hooked(&self, images: Tensor<B, 4>, hook: &mut dyn LayerHook<B>) -> Tensor<B, 2> {
         let arch = &self.architecture;
         if let Err(e) = arch.check_input(images.dims()) {
@@ -193,13 +389,13 @@ impl<B: Backend> AlexNet<B> {
         for stage in arch.stages().into_iter().take_while(|s| !s.on_features()) {
             if let Stage::Conv(_) = stage {
                 x = match x {
-                    Activation::Maps(maps) => Activation::Maps(hook.maps(&stage.name(), maps)),
+                    Activation::Maps(maps) => Activation::Maps(hook.maps(&arch.stage_name(stage), maps)),
                     features => features,
                 };
             }
             x = self.run_stage(stage, x, DropoutKey::default());
             if stage.profiled() {
-                hook.observe(&stage.name(), &x.per_image_shape());
+                hook.observe(&arch.stage_name(stage), &x.per_image_shape());
             }
         }
         match x {
@@ -208,7 +404,7 @@ impl<B: Backend> AlexNet<B> {
         }
     }
 
-    /// [`AlexNet::forward_classifier`] with `hook` at every layer boundary.
+    /// [`ConvNet::forward_classifier`] with `hook` at every layer boundary.
     pub fn forward_classifier_hooked(&self, features: Tensor<B, 2>, hook: &mut dyn LayerHook<B>) -> Tensor<B, 2> {
         let mut h = features;
         // One key for the pass: the hook's, else the next of the model's own count (taken only
@@ -216,7 +412,7 @@ impl<B: Backend> AlexNet<B> {
         let mut key = None;
         let mut entered = None;
         for stage in self.architecture.stages().into_iter().filter(|s| s.on_features()) {
-            let layer = stage.layer();
+            let layer = self.architecture.stage_layer(stage);
             if layer != entered {
                 h = hook.features(layer.as_deref().expect("every FC stage has a layer"), h);
                 entered = layer;
@@ -235,13 +431,13 @@ impl<B: Backend> AlexNet<B> {
                 Activation::Maps(_) => unreachable!("FC stages keep features"),
             };
             if stage.profiled() {
-                hook.observe(&stage.name(), &h.dims()[1..]);
+                hook.observe(&self.architecture.stage_name(stage), &h.dims()[1..]);
             }
         }
         h
     }
 
-    /// [`AlexNet::forward`], calling `observe(layer, per_image_shape)` after every layer that
+    /// [`ConvNet::forward`], calling `observe(layer, per_image_shape)` after every layer that
     /// the profile lists, so tests can hold the profile against the real activations.
     pub fn forward_observed(&self, images: Tensor<B, 4>, observe: &mut dyn FnMut(&str, &[usize])) -> Tensor<B, 2> {
         struct Observer<'a>(&'a mut dyn FnMut(&str, &[usize]));
@@ -265,7 +461,7 @@ impl<B: Backend> LayerHook<B> for KeyedDropout {
     }
 }
 
-/// Callbacks at the layer boundaries of [`AlexNet::forward_hooked`]. The model stays
+/// Callbacks at the layer boundaries of [`ConvNet::forward_hooked`]. The model stays
 /// device-agnostic; a caller uses the hook to label what each layer costs (the parallel
 /// trainer's communication phases) or to check activation shapes. Every method defaults to
 /// doing nothing.

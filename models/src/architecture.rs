@@ -1,5 +1,5 @@
-//! One description of an AlexNet-family network: the single source for both the module that
-//! [`crate::AlexNet`] builds and the [`crate::ModelProfile`] that reports its cost.
+//! One description of a network of the AlexNet and VGG families: the single source for both the module that
+//! [`crate::ConvNet`] builds and the [`crate::ModelProfile`] that reports its cost.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,26 +45,61 @@ pub enum InitScheme {
     /// He et al. 2015: weights N(0, 2/fan_in), biases 0. Keeps activations at unit scale
     /// through ReLUs, so a small network learns from the first steps.
     He,
+    /// torchvision's VGG: conv weights N(0, 2/fan_out), Linear weights N(0, 0.01), biases 0,
+    /// batch normalisation scale 1 and shift 0.
+    TorchvisionVgg,
 }
 
-/// Full description of an AlexNet-family network.
+/// How a network's conv layers are named: what parameter paths, plans and profiles say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Family {
+    /// `conv1`..`conv5`, as the AlexNet papers number them.
+    AlexNet,
+    /// `conv{block}_{i}` (`conv1_1`..`conv5_3`, blocks ending at a pooling), batch
+    /// normalisation `bn{block}_{i}`: the names of the VGG paper's Caffe models.
+    Vgg,
+}
+
+/// A max-pooling window: side and stride.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolWindow {
+    /// Square window side.
+    pub kernel: usize,
+    /// Stride in both directions.
+    pub stride: usize,
+}
+
+impl PoolWindow {
+    /// AlexNet's overlapping pooling: 3x3, stride 2.
+    pub const OVERLAPPING: PoolWindow = PoolWindow { kernel: POOL_KERNEL, stride: POOL_STRIDE };
+    /// VGG's pooling: 2x2, stride 2 (halves the sides).
+    pub const HALVING: PoolWindow = PoolWindow { kernel: 2, stride: 2 };
+}
+
+/// Full description of a plain convolutional network of the AlexNet and VGG families.
 ///
-/// Stage `i` (1..=5) is: conv, ReLU, then response normalisation if `lrn_after[i-1]`, then
-/// 3x3 stride-2 max pooling if `pool_after[i-1]`. Then an optional adaptive average pool,
-/// flatten, and fc6, fc7 (ReLU) and fc8 (logits), with dropout in front of FC layer `j` when
-/// `dropout_before_fc[j]`.
+/// Conv stage `i` (1..=`convs.len()`) is: conv, batch normalisation if `batch_norm`, ReLU,
+/// then response normalisation if `lrn_after[i-1]`, then max pooling (`pool`) if
+/// `pool_after[i-1]`. Then an optional adaptive average pool, flatten, and fc6, fc7 (ReLU)
+/// and fc8 (logits), with dropout in front of FC layer `j` when `dropout_before_fc[j]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Architecture {
-    /// CLI name of the family member ("alexnet-2012", ...).
+    /// CLI name of the family member ("alexnet-2012", "vgg16-bn", ...).
     pub name: String,
+    /// How the conv layers are named (`conv3` or `conv3_2`).
+    pub family: Family,
     /// Input as `[channels, height, width]`.
     pub input: [usize; 3],
-    /// conv1..conv5.
-    pub convs: [ConvLayer; 5],
-    /// Response normalisation after the ReLU of conv1..conv5.
-    pub lrn_after: [bool; 5],
-    /// Overlapping max pooling (3x3, stride 2) after conv1..conv5.
-    pub pool_after: [bool; 5],
+    /// The conv layers in order (five in an AlexNet, 8 to 13 in a VGG).
+    pub convs: Vec<ConvLayer>,
+    /// Batch normalisation between every conv layer and its ReLU (the VGG-BN networks).
+    pub batch_norm: bool,
+    /// Response normalisation after the ReLU of each conv layer.
+    pub lrn_after: Vec<bool>,
+    /// Max pooling after each conv layer.
+    pub pool_after: Vec<bool>,
+    /// The max-pooling window (AlexNet's overlapping 3x3 stride 2, VGG's 2x2 stride 2).
+    pub pool: PoolWindow,
     /// Adaptive average pooling to this spatial size before the FC layers (torchvision).
     pub adaptive_pool: Option<usize>,
     /// Widths of fc6 and fc7.
@@ -113,16 +148,18 @@ impl Architecture {
     /// ```
     pub fn profile(&self) -> Result<ModelProfile, ArchitectureError> {
         let mut p = ProfileBuilder::new(&self.name, self.input);
+        self.check_lists()?;
         for stage in self.stages() {
-            let name = stage.name();
+            let name = self.stage_name(stage);
             match stage {
                 Stage::Conv(n) => p.conv(&name, &self.convs[n - 1])?,
+                Stage::BatchNorm(_) => p.batch_norm(&name),
                 Stage::Lrn(_) => p.shape_only(&name),
-                Stage::Pool(_) => p.pool(&name, POOL_KERNEL, POOL_STRIDE)?,
+                Stage::Pool(_) => p.pool(&name, self.pool.kernel, self.pool.stride)?,
                 Stage::AvgPool => p.adaptive_pool(&name, self.adaptive_pool.expect("AvgPool comes with a size")),
                 Stage::Flatten => p.flatten()?,
                 Stage::Fc(n) => p.linear(&name, self.fc_width(n))?,
-                Stage::Relu(_) | Stage::Dropout(_) => {}
+                Stage::Relu(_) | Stage::FcRelu(_) | Stage::Dropout(_) => {}
             }
         }
         p.finish()
@@ -136,8 +173,13 @@ impl Architecture {
         let mut channels = self.input[0];
         let mut params = Vec::new();
         for stage in self.stages() {
-            let name = stage.name();
+            let name = self.stage_name(stage);
             let (weight, out) = match stage {
+                Stage::BatchNorm(_) => {
+                    params.push((format!("{name}.gamma"), vec![channels]));
+                    params.push((format!("{name}.beta"), vec![channels]));
+                    continue;
+                }
                 Stage::Conv(n) => {
                     let conv = &self.convs[n - 1];
                     let weight = vec![conv.filters, channels / conv.groups, conv.kernel, conv.kernel];
@@ -156,6 +198,46 @@ impl Architecture {
             params.push((format!("{name}.bias"), vec![out]));
         }
         Ok(params)
+    }
+
+    /// The state a module built from this architecture keeps besides its parameters: the
+    /// running means and variances of batch normalisation (`bn1_1.running_mean` `[64]`), which
+    /// its record holds and evaluation reads, but no optimizer updates.
+    pub fn buffers(&self) -> Vec<(String, Vec<usize>)> {
+        let mut buffers = Vec::new();
+        for stage in self.stages() {
+            if let Stage::BatchNorm(n) = stage {
+                let name = self.stage_name(stage);
+                let channels = vec![self.convs[n - 1].filters];
+                buffers.push((format!("{name}.running_mean"), channels.clone()));
+                buffers.push((format!("{name}.running_var"), channels));
+            }
+        }
+        buffers
+    }
+
+    /// Refuses per-conv lists of another length than the conv layers, and a VGG of more conv
+    /// layers in a block than its module has room for.
+    fn check_lists(&self) -> Result<(), ArchitectureError> {
+        let n = self.convs.len();
+        if n == 0 || self.lrn_after.len() != n || self.pool_after.len() != n {
+            return Err(ArchitectureError(format!(
+                "{}: {n} conv layers need as many response-normalisation and pooling marks, got {} and {}",
+                self.name,
+                self.lrn_after.len(),
+                self.pool_after.len()
+            )));
+        }
+        for i in 1..=n {
+            let name = self.conv_name(i);
+            if !crate::alexnet::CONV_FIELDS.contains(&name.as_str()) {
+                return Err(ArchitectureError(format!(
+                    "{}: conv layer {i} would be {name}, which the module has no field for (AlexNet: conv1..conv5; VGG: up to conv5_3, 2-2-3-3-3 per block)",
+                    self.name
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Number of features entering fc6 (256x6x6 = 9216 for the full-size networks).

@@ -3,6 +3,7 @@
 
 mod alexnet;
 mod architecture;
+mod batch_norm;
 mod dropout;
 mod finite;
 mod head;
@@ -13,9 +14,13 @@ mod spec;
 mod stage;
 pub mod torchvision;
 mod variants;
+mod vgg;
 
-pub use alexnet::{AlexNet, KeyedDropout, LayerHook};
-pub use architecture::{Architecture, ArchitectureError, ConvLayer, InitScheme, POOL_KERNEL, POOL_STRIDE};
+pub use alexnet::{AlexNet, ConvNet, KeyedDropout, LayerHook};
+pub use architecture::{
+    Architecture, ArchitectureError, ConvLayer, Family, InitScheme, PoolWindow, POOL_KERNEL, POOL_STRIDE,
+};
+pub use batch_norm::{batch_norm, BatchNorm};
 pub use dropout::{keeps_element, CounterDropout, DropoutKey, PassCounter};
 pub use finite::non_finite_parameters;
 pub use head::Head;
@@ -25,3 +30,4 @@ pub use profile::{LayerProfile, ModelProfile};
 pub use spec::{ModelKind, ModelSpec, MAX_RESIZE};
 pub use stage::{Activation, Stage};
 pub use variants::{AlexNet2012, AlexNet2012Config, AlexNetOwt, AlexNetOwtConfig, AlexNetSmall, AlexNetSmallConfig};
+pub use vgg::{Vgg, VggConfig, VGG_DEPTHS};

@@ -135,6 +135,12 @@ impl ProfileBuilder {
         self.push(name, 0, 0);
     }
 
+    /// Batch normalisation: a scale and a shift per channel.
+    pub(crate) fn batch_norm(&mut self, name: &str) {
+        let channels = self.shape[0];
+        self.push(name, 2 * channels, 0);
+    }
+
     pub(crate) fn shape_only(&mut self, name: &str) {
         self.push(name, 0, 0);
     }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::architecture::{Architecture, ArchitectureError};
 use crate::input_transform::{default_resize, PixelNorm, ResizeFilter};
 use crate::variants::{AlexNet2012Config, AlexNetOwtConfig, AlexNetSmallConfig};
+use crate::vgg::VggConfig;
 
 /// Which family member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,11 +16,27 @@ pub enum ModelKind {
     AlexNetOwt,
     /// [`AlexNetSmallConfig`].
     AlexNetSmall,
+    /// [`VggConfig`] of depth 11 (configuration A).
+    Vgg11,
+    /// VGG-11 with batch normalisation.
+    Vgg11Bn,
+    /// [`VggConfig`] of depth 16 (configuration D).
+    Vgg16,
+    /// VGG-16 with batch normalisation.
+    Vgg16Bn,
 }
 
 impl ModelKind {
     /// Every member.
-    pub const ALL: [ModelKind; 3] = [ModelKind::AlexNet2012, ModelKind::AlexNetOwt, ModelKind::AlexNetSmall];
+    pub const ALL: [ModelKind; 7] = [
+        ModelKind::AlexNet2012,
+        ModelKind::AlexNetOwt,
+        ModelKind::AlexNetSmall,
+        ModelKind::Vgg11,
+        ModelKind::Vgg11Bn,
+        ModelKind::Vgg16,
+        ModelKind::Vgg16Bn,
+    ];
 
     /// CLI spelling.
     pub fn name(self) -> &'static str {
@@ -27,6 +44,21 @@ impl ModelKind {
             ModelKind::AlexNet2012 => "alexnet-2012",
             ModelKind::AlexNetOwt => "alexnet-owt",
             ModelKind::AlexNetSmall => "alexnet-small",
+            ModelKind::Vgg11 => "vgg11",
+            ModelKind::Vgg11Bn => "vgg11-bn",
+            ModelKind::Vgg16 => "vgg16",
+            ModelKind::Vgg16Bn => "vgg16-bn",
+        }
+    }
+
+    /// The VGG depth and batch normalisation of a VGG member; `None` for the AlexNets.
+    pub fn vgg(self) -> Option<(usize, bool)> {
+        match self {
+            ModelKind::Vgg11 => Some((11, false)),
+            ModelKind::Vgg11Bn => Some((11, true)),
+            ModelKind::Vgg16 => Some((16, false)),
+            ModelKind::Vgg16Bn => Some((16, true)),
+            _ => None,
         }
     }
 }
@@ -34,10 +66,10 @@ impl ModelKind {
 impl std::str::FromStr for ModelKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ModelKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown model '{s}': expected one of alexnet-2012, alexnet-owt, alexnet-small"))
+        ModelKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = ModelKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown model '{s}': expected one of {}", names.join(", "))
+        })
     }
 }
 
@@ -67,6 +99,9 @@ pub struct ModelSpec {
     pub towers: Option<usize>,
     /// Dropout probability.
     pub dropout: Option<f64>,
+    /// Width of fc6 and fc7 (VGG only; `None`: 4096, torchvision's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<usize>,
     /// How pixels become the network's input (owt's own `x / 127.5 - 1` unless the weights
     /// came from elsewhere or the run said otherwise; absent from older checkpoints).
     #[serde(default, skip_serializing_if = "PixelNorm::is_symmetric")]
@@ -95,6 +130,7 @@ impl ModelSpec {
             classes: None,
             towers: None,
             dropout: None,
+            hidden: None,
             pixel_norm: PixelNorm::Symmetric,
             resize: None,
             resize_filter: ResizeFilter::Area,
@@ -149,7 +185,31 @@ impl ModelSpec {
                 }
                 .architecture()
             }
+            ModelKind::Vgg11 | ModelKind::Vgg11Bn | ModelKind::Vgg16 | ModelKind::Vgg16Bn => {
+                let (depth, batch_norm) = self.kind.vgg().expect("a VGG kind");
+                self.reject_towers(1)?;
+                let d = VggConfig::new(depth);
+                if self.hidden == Some(0) {
+                    return Err(ArchitectureError(format!("{}: --hidden must be positive, got 0", self.kind.name())));
+                }
+                VggConfig {
+                    batch_norm,
+                    classes: self.classes.unwrap_or(d.classes),
+                    input: self.input.unwrap_or(d.input),
+                    channels: self.channels.unwrap_or(d.channels),
+                    hidden: self.hidden.unwrap_or(d.hidden),
+                    dropout: self.dropout.unwrap_or(d.dropout),
+                    ..d
+                }
+                .try_architecture()?
+            }
         };
+        if self.hidden.is_some() && self.kind.vgg().is_none() {
+            return Err(ArchitectureError(format!(
+                "{} has fixed FC widths; --hidden is for the VGG networks",
+                self.kind.name()
+            )));
+        }
         let [c, side, _] = arch.input;
         if c == 0 || side == 0 || arch.classes == 0 {
             return Err(ArchitectureError(format!(

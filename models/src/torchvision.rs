@@ -1,7 +1,8 @@
-//! torchvision's AlexNet weights in and out: the state dict PyTorch users already have
-//! (`torchvision.models.alexnet`, saved as `.pth` or safetensors) read into an [`AlexNet`] of
-//! the same layout (`alexnet-owt`, or a narrower network of that shape), and an [`AlexNet`]
-//! written back as a safetensors state dict PyTorch loads with `load_state_dict`.
+//! torchvision's AlexNet and VGG weights in and out: the state dict PyTorch users already
+//! have (`torchvision.models.alexnet`, `vgg16_bn`, ..., saved as `.pth` or safetensors) read
+//! into a [`ConvNet`] of the same layout (`alexnet-owt`, a VGG, or a narrower network of that
+//! shape), and a [`ConvNet`] written back as a safetensors state dict PyTorch loads with
+//! `load_state_dict`.
 //!
 //! Both go through Burn's `burn-store`: the keys are remapped (`features.N` / `classifier.N`
 //! to `conv1`..`fc8`) and Linear weights transposed (PyTorch keeps them `[out, in]`, Burn
@@ -32,19 +33,43 @@ use burn_store::{
     SafetensorsStore,
 };
 
-use crate::{AlexNet, Architecture};
+use crate::architecture::Family;
+use crate::stage::Stage;
+use crate::{AlexNet, Architecture, ConvNet};
 
-/// Each owt layer and the torchvision state-dict prefix of the same layer.
-pub const KEYS: [(&str, &str); 8] = [
-    ("conv1", "features.0"),
-    ("conv2", "features.3"),
-    ("conv3", "features.6"),
-    ("conv4", "features.8"),
-    ("conv5", "features.10"),
-    ("fc6", "classifier.1"),
-    ("fc7", "classifier.4"),
-    ("fc8", "classifier.6"),
-];
+/// Each owt layer of `arch` (`conv1`, `bn1_1`, `fc6`) and the torchvision state-dict prefix
+/// of the same layer (`features.0`, `features.1`, `classifier.0`): torchvision numbers the
+/// modules of its `features` and `classifier` sequences, ReLUs, poolings and dropouts
+/// included, which is the order of the architecture's stages.
+///
+/// ```
+/// use owt_models::torchvision::keys;
+/// use owt_models::{AlexNetOwtConfig, VggConfig};
+///
+/// let alexnet = keys(&AlexNetOwtConfig::new().architecture());
+/// assert_eq!(alexnet[1], ("conv2".to_string(), "features.3".to_string()));
+/// assert_eq!(alexnet[5], ("fc6".to_string(), "classifier.1".to_string()));
+/// let vgg = keys(&VggConfig::new(11).with_batch_norm(true).architecture());
+/// assert_eq!(vgg[2], ("conv2_1".to_string(), "features.4".to_string()));
+/// assert_eq!(vgg[3], ("bn2_1".to_string(), "features.5".to_string()));
+/// assert!(vgg.contains(&("fc7".to_string(), "classifier.3".to_string())));
+/// ```
+pub fn keys(arch: &Architecture) -> Vec<(String, String)> {
+    let (mut features, mut classifier) = (0, 0);
+    let mut keys = Vec::new();
+    for stage in arch.stages() {
+        let (sequence, index) = match stage {
+            Stage::AvgPool | Stage::Flatten => continue,
+            s if s.on_features() => ("classifier", &mut classifier),
+            _ => ("features", &mut features),
+        };
+        if matches!(stage, Stage::Conv(_) | Stage::BatchNorm(_) | Stage::Fc(_)) {
+            keys.push((arch.stage_name(stage), format!("{sequence}.{index}")));
+        }
+        *index += 1;
+    }
+    keys
+}
 
 /// Why weights cannot be moved between torchvision's layout and a network, in one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,27 +87,44 @@ fn error(message: impl Into<String>) -> TorchvisionError {
     TorchvisionError(message.into())
 }
 
-/// The torchvision key of an owt parameter path (`fc6.weight` -> `classifier.1.weight`).
-pub fn torch_key(owt_path: &str) -> Option<String> {
+/// The torchvision key of a parameter or buffer path of `arch` (`fc6.weight` ->
+/// `classifier.1.weight`, `bn1_1.gamma` -> `features.1.weight`).
+pub fn torch_key(arch: &Architecture, owt_path: &str) -> Option<String> {
     let (layer, param) = owt_path.split_once('.')?;
-    KEYS.iter().find(|(owt, _)| *owt == layer).map(|(_, torch)| format!("{torch}.{param}"))
+    let param = match param {
+        "gamma" => "weight",
+        "beta" => "bias",
+        p => p,
+    };
+    keys(arch).into_iter().find(|(owt, _)| owt == layer).map(|(_, torch)| format!("{torch}.{param}"))
 }
 
-/// Refuses an architecture whose layers are not torchvision's AlexNet's: one tower, no
-/// response normalisation, pooling after conv1, conv2, conv5, a 6x6 adaptive pool, dropout in
-/// front of fc6 and fc7 (widths may differ).
+/// Refuses an architecture whose layers are not laid out as torchvision's AlexNet (one
+/// tower, no response normalisation, pooling after conv1, conv2, conv5, a 6x6 adaptive pool,
+/// dropout in front of fc6 and fc7) or VGG (a 7x7 adaptive pool, dropout in front of fc7 and
+/// fc8); widths may differ.
 pub fn check_layout(arch: &Architecture) -> Result<(), TorchvisionError> {
-    let torchvision = arch.towers == 1
-        && arch.lrn_after == [false; 5]
-        && arch.pool_after == [true, true, false, false, true]
-        && arch.adaptive_pool == Some(6)
-        && arch.convs.iter().all(|c| c.groups == 1)
-        && arch.dropout_before_fc == [true, true, false];
+    let ungrouped = arch.towers == 1 && arch.convs.iter().all(|c| c.groups == 1);
+    let torchvision = match arch.family {
+        Family::AlexNet => {
+            ungrouped
+                && arch.lrn_after == [false; 5]
+                && arch.pool_after == [true, true, false, false, true]
+                && arch.adaptive_pool == Some(6)
+                && arch.dropout_before_fc == [true, true, false]
+        }
+        Family::Vgg => {
+            ungrouped
+                && arch.lrn_after.iter().all(|&l| !l)
+                && arch.adaptive_pool == Some(7)
+                && arch.dropout_before_fc == [false, true, true]
+        }
+    };
     if torchvision {
         Ok(())
     } else {
         Err(error(format!(
-            "{} is not laid out as torchvision's AlexNet (one tower, no response normalisation, a 6x6 adaptive pool): use --model alexnet-owt",
+            "{} is not laid out as torchvision's AlexNet or VGG (one tower, no response normalisation, a 6x6 or 7x7 adaptive pool): use --model alexnet-owt or a vgg",
             arch.name
         )))
     }
@@ -90,15 +132,18 @@ pub fn check_layout(arch: &Architecture) -> Result<(), TorchvisionError> {
 
 /// Each parameter as a torchvision state dict holds it: (owt path, torchvision key, shape in
 /// PyTorch's layout, Linear weights `[out, in]`).
+/// Batch normalisation's running statistics are listed too: torchvision's state dict holds
+/// them (`features.1.running_mean`), and evaluation needs them.
 pub fn torch_parameters(arch: &Architecture) -> Result<Vec<(String, String, Vec<usize>)>, TorchvisionError> {
-    let params = arch.parameters().map_err(|e| error(e.0))?;
+    let mut params = arch.parameters().map_err(|e| error(e.0))?;
+    params.extend(arch.buffers());
     Ok(params
         .into_iter()
         .map(|(path, mut shape)| {
             if path.starts_with("fc") && path.ends_with(".weight") {
                 shape.reverse();
             }
-            let key = torch_key(&path).expect("every AlexNet parameter has a torchvision key");
+            let key = torch_key(arch, &path).expect("every layer has a torchvision key");
             (path, key, shape)
         })
         .collect())
@@ -118,8 +163,10 @@ pub struct ImportReport {
 /// Keys as PyTorch's ImageNet example saves them, reduced to a plain state dict's: its
 /// checkpoints nest the state dict under `state_dict` and wrap `features` (or the whole model)
 /// in `DataParallel`, which adds `module.` (`state_dict.features.module.0.weight`).
-const WRAPPED: (&str, &str) =
-    (r"^(?:state_dict\.)?(?:module\.)?(features|classifier)\.(?:module\.)?(\d+)\.(weight|bias)$", "$1.$2.$3");
+const WRAPPED: (&str, &str) = (
+    r"^(?:state_dict\.)?(?:module\.)?(features|classifier)\.(?:module\.)?(\d+)\.(weight|bias|running_mean|running_var|num_batches_tracked)$",
+    "$1.$2.$3",
+);
 
 /// The file's keys as a plain torchvision state dict's ([`WRAPPED`]).
 fn unwrapped() -> KeyRemapper {
@@ -128,18 +175,20 @@ fn unwrapped() -> KeyRemapper {
 
 /// The remapping of torchvision keys (plain or [`WRAPPED`]) to owt paths (`^features\.0\.`
 /// -> `conv1.`); fc8 goes to a name no layer has when it is to stay fresh.
-fn torch_to_owt(skip_fc8: bool) -> KeyRemapper {
-    let patterns = KEYS.iter().map(|(owt, torch)| {
-        let target = if skip_fc8 && *owt == "fc8" { "unused_fc8" } else { owt };
-        (format!(r"^{}\.(weight|bias)$", regex_escape(torch)), format!("{target}.$1"))
+fn torch_to_owt(arch: &Architecture, skip_fc8: bool) -> KeyRemapper {
+    let patterns = keys(arch).into_iter().map(|(owt, torch)| {
+        let target = if skip_fc8 && owt == "fc8" { "unused_fc8".to_string() } else { owt };
+        (format!(r"^{}\.(weight|bias|running_mean|running_var)$", regex_escape(&torch)), format!("{target}.$1"))
     });
     let all = std::iter::once((WRAPPED.0.to_string(), WRAPPED.1.to_string())).chain(patterns);
     KeyRemapper::from_pattern_iter(all).expect("the key patterns are valid regexes")
 }
 
 /// The remapping of owt paths to torchvision keys.
-fn owt_to_torch() -> KeyRemapper {
-    let patterns = KEYS.iter().map(|(owt, torch)| (format!(r"^{owt}\.(weight|bias)$"), format!("{torch}.$1")));
+fn owt_to_torch(arch: &Architecture) -> KeyRemapper {
+    let patterns = keys(arch)
+        .into_iter()
+        .map(|(owt, torch)| (format!(r"^{owt}\.(weight|bias|running_mean|running_var)$"), format!("{torch}.$1")));
     KeyRemapper::from_pattern_iter(patterns).expect("the key patterns are valid regexes")
 }
 
@@ -196,8 +245,10 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
         }
         let (found, _) = tensors.get(key).ok_or_else(|| {
             error(format!(
-                "{} has no {key} (for {owt}): expected a torchvision AlexNet state dict (features.0, .3, .6, .8, .10 and classifier.1, .4, .6, each with weight and bias); its first keys are {}",
+                "{} has no {key} (for {owt}): expected a torchvision {} state dict ({}, each with weight and bias); its first keys are {}",
                 path.display(),
+                arch.name,
+                keys(&arch).iter().map(|(_, k)| k.as_str()).collect::<Vec<_>>().join(", "),
                 tensors.keys().take(4).cloned().collect::<Vec<_>>().join(", ")
             ))
         })?;
@@ -222,7 +273,7 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
             .load_from(
                 &mut PytorchStore::from_file(path)
                     .map_indices_contiguous(false)
-                    .remap(torch_to_owt(skip_fc8))
+                    .remap(torch_to_owt(&arch, skip_fc8))
                     .allow_partial(skip_fc8),
             )
             .map_err(|e| e.to_string()),
@@ -231,7 +282,7 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
                 &mut SafetensorsStore::from_file(path)
                     .map_indices_contiguous(false)
                     .with_from_adapter(PyTorchToBurnAdapter)
-                    .remap(torch_to_owt(skip_fc8))
+                    .remap(torch_to_owt(&arch, skip_fc8))
                     .allow_partial(skip_fc8),
             )
             .map_err(|e| e.to_string()),
@@ -248,7 +299,7 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
     let non_finite = crate::non_finite_parameters(&model);
     if !non_finite.is_empty() {
         let named: Vec<String> =
-            non_finite.iter().map(|p| format!("{} ({p})", torch_key(p).unwrap_or_else(|| p.clone()))).collect();
+            non_finite.iter().map(|p| format!("{} ({p})", torch_key(&arch, p).unwrap_or_else(|| p.clone()))).collect();
         return Err(error(format!(
             "{} holds NaN or infinite values in {}: refusing weights that cannot train or predict",
             path.display(),
@@ -256,7 +307,10 @@ pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet
         )));
     }
     let known: Vec<&String> = expected.iter().map(|(_, k, _)| k).collect();
-    let unused = tensors.keys().filter(|k| !known.contains(k)).cloned().collect();
+    // num_batches_tracked counts PyTorch's steps (for a momentum of None); owt's statistics
+    // use a fixed momentum, so the count has no reader and is not worth a warning.
+    let unused =
+        tensors.keys().filter(|k| !known.contains(k) && !k.ends_with(".num_batches_tracked")).cloned().collect();
     Ok((model, ImportReport { loaded: result.applied.len(), fresh_fc8, unused }))
 }
 
@@ -271,7 +325,9 @@ fn tensors_in<S: ModuleStore>(store: &mut S) -> Result<BTreeMap<String, (Vec<usi
 /// `AlexNet.load_state_dict`.
 pub fn export_safetensors<B: Backend>(model: &AlexNet<B>) -> Result<Vec<u8>, TorchvisionError> {
     check_layout(&model.architecture)?;
-    let mut store = SafetensorsStore::from_bytes(None).with_to_adapter(BurnToPyTorchAdapter).remap(owt_to_torch());
+    let mut store = SafetensorsStore::from_bytes(None)
+        .with_to_adapter(BurnToPyTorchAdapter)
+        .remap(owt_to_torch(&model.architecture));
     model.save_into(&mut store).map_err(|e| error(format!("cannot encode the weights: {e}")))?;
     store.get_bytes().map_err(|e| error(format!("cannot encode the weights: {e}")))
 }

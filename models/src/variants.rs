@@ -4,7 +4,7 @@
 use burn::prelude::*;
 
 use crate::alexnet::AlexNet;
-use crate::architecture::{Architecture, ConvLayer, InitScheme};
+use crate::architecture::{Architecture, ConvLayer, Family, InitScheme, PoolWindow};
 
 /// The 2012 two-tower network (Krizhevsky, Sutskever, Hinton), as one module whose tower-local
 /// layers are grouped convolutions. Same type as every family member.
@@ -37,16 +37,19 @@ impl AlexNet2012Config {
     pub fn architecture(&self) -> Architecture {
         Architecture {
             name: "alexnet-2012".into(),
+            family: Family::AlexNet,
             input: [self.channels, self.input, self.input],
-            convs: [
+            convs: vec![
                 ConvLayer { filters: 96, kernel: 11, stride: 4, padding: 0, groups: 1 },
                 ConvLayer::same(256, 5).grouped(2),
                 ConvLayer::same(384, 3),
                 ConvLayer::same(384, 3).grouped(2),
                 ConvLayer::same(256, 3).grouped(2),
             ],
-            lrn_after: [true, true, false, false, false],
-            pool_after: [true, true, false, false, true],
+            batch_norm: false,
+            lrn_after: [true, true, false, false, false].to_vec(),
+            pool_after: [true, true, false, false, true].to_vec(),
+            pool: PoolWindow::OVERLAPPING,
             adaptive_pool: None,
             hidden: [4096, 4096],
             classes: self.classes,
@@ -86,16 +89,19 @@ impl AlexNetOwtConfig {
     pub fn architecture(&self) -> Architecture {
         Architecture {
             name: "alexnet-owt".into(),
+            family: Family::AlexNet,
             input: [self.channels, self.input, self.input],
-            convs: [
+            convs: vec![
                 ConvLayer { filters: 64, kernel: 11, stride: 4, padding: 2, groups: 1 },
                 ConvLayer::same(192, 5),
                 ConvLayer::same(384, 3),
                 ConvLayer::same(256, 3),
                 ConvLayer::same(256, 3),
             ],
-            lrn_after: [false; 5],
-            pool_after: [true, true, false, false, true],
+            batch_norm: false,
+            lrn_after: [false; 5].to_vec(),
+            pool_after: [true, true, false, false, true].to_vec(),
+            pool: PoolWindow::OVERLAPPING,
             adaptive_pool: Some(6),
             hidden: [4096, 4096],
             classes: self.classes,
@@ -143,16 +149,19 @@ impl AlexNetSmallConfig {
         let g = self.towers;
         Architecture {
             name: "alexnet-small".into(),
+            family: Family::AlexNet,
             input: [self.channels, self.input, self.input],
-            convs: [
+            convs: vec![
                 ConvLayer::same(32, 5),
                 ConvLayer::same(64, 5).grouped(g),
                 ConvLayer::same(96, 3),
                 ConvLayer::same(96, 3).grouped(g),
                 ConvLayer::same(64, 3).grouped(g),
             ],
-            lrn_after: [true, true, false, false, false],
-            pool_after: [true, true, false, false, true],
+            batch_norm: false,
+            lrn_after: [true, true, false, false, false].to_vec(),
+            pool_after: [true, true, false, false, true].to_vec(),
+            pool: PoolWindow::OVERLAPPING,
             adaptive_pool: None,
             hidden: [256, 256],
             classes: self.classes,

@@ -1,4 +1,4 @@
-//! `owt import` and `owt export`: torchvision's AlexNet state dicts to and from owt
+//! `owt import` and `owt export`: torchvision's AlexNet and VGG state dicts to and from owt
 //! checkpoints, so PyTorch users start from the weights they have and take owt's back.
 
 use std::path::PathBuf;

@@ -25,7 +25,7 @@ use crate::train::FcUpdate;
 
 use crate::error::OwtError;
 
-/// owt: the AlexNet family on Burn, single-device and hybrid data/model-parallel.
+/// owt: the AlexNet family and VGG on Burn, single-device and hybrid data/model-parallel.
 #[derive(Debug, Parser)]
 #[command(name = "owt", version, about)]
 pub struct Cli {
@@ -47,9 +47,9 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Time synthetic training steps: steady-state images/s, step time, traffic per step.
     Bench(bench::BenchArgs),
-    /// Read a torchvision AlexNet state dict (.pth or .safetensors) into an owt checkpoint.
+    /// Read a torchvision AlexNet or VGG state dict (.pth or .safetensors) into an owt checkpoint.
     Import(import::ImportArgs),
-    /// Write a checkpoint's network as a torchvision AlexNet state dict (.safetensors).
+    /// Write a checkpoint's network as a torchvision AlexNet or VGG state dict (.safetensors).
     Export(import::ExportArgs),
     /// Draw a run's loss, accuracy, learning rate and traffic per layer as a PNG or SVG.
     Report(report::ReportArgs),
@@ -65,10 +65,10 @@ pub struct ModelArgs<const REQUIRED: bool = true> {
     /// Which network.
     #[arg(long, value_parser = parse_model, required = REQUIRED)]
     pub model: Option<ModelKind>,
-    /// Input side in pixels (default: 227, 224 or 28 by model).
+    /// Input side in pixels (default: 227 for alexnet-2012, 28 for alexnet-small, 224 else).
     #[arg(long)]
     pub input: Option<usize>,
-    /// Input channels (default: 3, 3 or 1 by model).
+    /// Input channels (default: 1 for alexnet-small, 3 else).
     #[arg(long)]
     pub channels: Option<usize>,
     /// Output classes (default: 1000, or 10 for alexnet-small).
@@ -77,6 +77,9 @@ pub struct ModelArgs<const REQUIRED: bool = true> {
     /// Towers of alexnet-small: 2 (grouped, as in 2012) or 1.
     #[arg(long)]
     pub towers: Option<usize>,
+    /// Width of fc6 and fc7 of a VGG (default 4096, torchvision's; 512 suits 32x32 images).
+    #[arg(long)]
+    pub hidden: Option<usize>,
     /// How pixels become the network's input: owt (x / 127.5 - 1) or imagenet (ImageNet's
     /// mean and std, what torchvision's weights expect). Default: owt, the checkpoint's when
     /// resuming, imagenet for `owt import --from torchvision`.
@@ -149,6 +152,7 @@ impl<const REQUIRED: bool> ModelArgs<REQUIRED> {
             channels: self.channels,
             classes: self.classes,
             towers: self.towers,
+            hidden: self.hidden,
             pixel_norm: self.input_norm.unwrap_or_default(),
             resize: self.resize,
             resize_filter: self.resize_filter.unwrap_or(ResizeFilter::Area),

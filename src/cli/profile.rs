@@ -233,7 +233,13 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
         };
         let formulation = formulation::<B>(stage, &model.architecture, &dims, backend);
         let (forward_ms, backward_ms, y) = time_op::<B>(&device, &x, i > 0, repeats, &run)?;
-        rows.push(ProfileRow { name: stage.name(), shape: y.per_image_shape(), forward_ms, backward_ms, formulation });
+        rows.push(ProfileRow {
+            name: model.architecture.stage_name(stage),
+            shape: y.per_image_shape(),
+            forward_ms,
+            backward_ms,
+            formulation,
+        });
         x = y;
     }
     let Act::Features(logits) = x else { unreachable!("the classifier ends in features") };

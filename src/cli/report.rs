@@ -96,17 +96,18 @@ fn filters(args: &ReportArgs) -> Result<(), OwtError> {
         return Err(OwtError::input(format!("--filters draws a PNG: give --out a .png path, got {}", out.display())));
     }
     let (model, _) = crate::train::load_model::<burn::backend::Flex>(&args.run, &Default::default())?;
-    let weight = model.conv1.weight.val();
+    let first = model.architecture.conv_name(1);
+    let weight = model.conv(1).weight.val();
     let dims = weight.dims();
     let values: Vec<f32> = weight
         .into_data()
         .convert::<f32>()
         .to_vec()
-        .map_err(|e| OwtError::checkpoint(format!("conv1's weights do not read as floats: {e:?}")))?;
+        .map_err(|e| OwtError::checkpoint(format!("{first}'s weights do not read as floats: {e:?}")))?;
     let towers = model.architecture.towers.max(1);
     crate::report::filters::draw(&values, dims, towers, &out)?;
     println!(
-        "conv1: {} filters of {} x {} x {}, in {towers} tower(s), drawn to {}",
+        "{first}: {} filters of {} x {} x {}, in {towers} tower(s), drawn to {}",
         dims[0],
         dims[1],
         dims[2],

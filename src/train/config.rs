@@ -64,13 +64,14 @@ pub struct TrainConfig {
 }
 
 /// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
-const MODEL_SETTINGS: [&str; 10] = [
+const MODEL_SETTINGS: [&str; 11] = [
     "--model",
     "model",
     "--input",
     "--channels",
     "--classes",
     "--towers",
+    "--hidden",
     "dropout",
     "--input-norm",
     "--resize",
@@ -208,6 +209,7 @@ impl TrainConfig {
                 out.push(("--channels", arch.input[0].to_string()));
                 out.push(("--classes", arch.classes.to_string()));
                 out.push(("--towers", arch.towers.to_string()));
+                out.push(("--hidden", arch.hidden[0].to_string()));
                 out.push(("dropout", arch.dropout.to_string()));
                 // Both resolved, so checkpoints from before they were stored compare equal.
                 out.push(("--input-norm", self.model.pixel_norm.name()));

@@ -69,7 +69,8 @@ pub fn check_model_record(
 ) -> Result<HashMap<String, (String, Vec<usize>)>, OwtError> {
     let bad = |what: String| OwtError::checkpoint(format!("{}: {what}", file.display()));
     let found = record_tensors(record).map_err(|e| bad(format!("its model record cannot be read: {e}")))?;
-    let expected = arch.parameters()?;
+    let mut expected = arch.parameters()?;
+    expected.extend(arch.buffers());
     let mut by_id = HashMap::new();
     for t in &found {
         let path = module_path(&t.path);
@@ -318,10 +319,11 @@ mod tests {
             ModelSpec::new(ModelKind::AlexNetSmall),
             ModelSpec { towers: Some(1), ..ModelSpec::new(ModelKind::AlexNetSmall) },
             ModelSpec { input: Some(67), classes: Some(16), ..ModelSpec::new(ModelKind::AlexNetOwt) },
+            ModelSpec { input: Some(32), hidden: Some(16), ..ModelSpec::new(ModelKind::Vgg11Bn) },
         ] {
             let arch = spec.architecture().unwrap();
             let record = record_of(&spec);
-            let found: Vec<(String, Vec<usize>)> = record_tensors(&record)
+            let mut found: Vec<(String, Vec<usize>)> = record_tensors(&record)
                 .unwrap()
                 .into_iter()
                 .map(|t| {
@@ -330,7 +332,13 @@ mod tests {
                     (module_path(&t.path).to_string(), t.shape)
                 })
                 .collect();
-            assert_eq!(found, arch.parameters().unwrap(), "{}", arch.name);
+            // The record holds the fields in the module's order, the parameters come in the
+            // forward pass's; batch normalisation's running statistics are in the record too.
+            let mut expected = arch.parameters().unwrap();
+            expected.extend(arch.buffers());
+            found.sort();
+            expected.sort();
+            assert_eq!(found, expected, "{}", arch.name);
             let ids = check_model_record(file, &record, &arch).unwrap();
             assert_eq!(ids.len(), found.len());
         }

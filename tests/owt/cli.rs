@@ -614,7 +614,7 @@ fn filters_are_drawn_per_tower_with_their_colour_specificity() {
     assert!(o.status.success(), "{}", stderr(&o));
     let ckpt = owt::train::Checkpoint::load(out.path()).unwrap();
     let (mut model, state) = owt::train::load_model::<Flex>(out.path(), &Default::default()).unwrap();
-    let w = model.conv1.weight.val();
+    let w = model.conv(1).weight.val();
     let [n, c, k, _] = w.dims();
     let mut v: Vec<f32> = w.into_data().to_vec().unwrap();
     let plane = k * k;
@@ -627,7 +627,7 @@ fn filters_are_drawn_per_tower_with_their_colour_specificity() {
         }
     }
     let device = Default::default();
-    model.conv1.weight =
+    model.conv1.as_mut().expect("an AlexNet has conv1").weight =
         burn::module::Param::from_tensor(Tensor::<Flex, 4>::from_data(TensorData::new(v, [n, c, k, k]), &device));
     let bytes = owt::train::checkpoint::record_to_bytes::<Flex, _>(model.into_record()).unwrap();
     owt::train::Checkpoint::save(out.path(), &state, &bytes, ckpt.optimizer_bytes()).unwrap();
@@ -950,8 +950,8 @@ fn torchvision_weights_import_evaluate_fine_tune_and_export() {
     let mut store = burn_store::SafetensorsStore::from_file(&back);
     use burn_store::ModuleStore;
     let conv1 = store.get_snapshot("features.0.weight").unwrap().unwrap().to_data().unwrap();
-    assert_eq!(conv1, tuned.conv1.weight.val().into_data());
-    assert_ne!(conv1, model.conv1.weight.val().into_data(), "fine-tuning changed nothing");
+    assert_eq!(conv1, tuned.conv(1).weight.val().into_data());
+    assert_ne!(conv1, model.conv(1).weight.val().into_data(), "fine-tuning changed nothing");
     let fc6 = store.get_snapshot("classifier.1.weight").unwrap().unwrap();
     assert_eq!(fc6.shape.to_vec(), [4096, 9216]);
     let o = owt(&["export", "--checkpoint", r, "--to", "torchvision", "--out", "x.pth"]);

@@ -28,6 +28,7 @@ mod plan_traffic;
 mod preprocessing;
 mod signals;
 mod torchvision;
+mod torchvision_vgg;
 mod val_labels;
 mod wgpu_mesh;
 mod writers;

@@ -20,6 +20,7 @@
 //! gradient, gone when the batch is scaled by 1 + 1e-4); in f64 such a tie needs 1e-16.
 
 mod accumulation;
+mod batch_norm;
 mod hybrid_step;
 mod overlap;
 mod short_batches;

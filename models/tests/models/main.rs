@@ -3,3 +3,4 @@
 
 mod lrn_and_heads;
 mod profile;
+mod vgg;

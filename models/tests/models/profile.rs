@@ -114,11 +114,11 @@ fn paper_initialisation_sets_biases_as_in_2012() {
         let values = b.as_ref().unwrap().val().into_data().to_vec::<f32>().unwrap();
         assert!(!values.is_empty() && values.iter().all(|v| *v == want), "{name}: expected every bias {want}");
     };
-    all(&model.conv1.bias, 0.0, "conv1");
-    all(&model.conv2.bias, 1.0, "conv2");
-    all(&model.conv3.bias, 0.0, "conv3");
-    all(&model.conv4.bias, 1.0, "conv4");
-    all(&model.conv5.bias, 1.0, "conv5");
+    all(&model.conv(1).bias, 0.0, "conv1");
+    all(&model.conv(2).bias, 1.0, "conv2");
+    all(&model.conv(3).bias, 0.0, "conv3");
+    all(&model.conv(4).bias, 1.0, "conv4");
+    all(&model.conv(5).bias, 1.0, "conv5");
     all(&model.fc6.bias, 1.0, "fc6");
     all(&model.fc7.bias, 1.0, "fc7");
     all(&model.fc8.bias, 0.0, "fc8");
