@@ -45,8 +45,19 @@ pub(crate) fn elementwise(lin: Linearity, specs: &[Spec], ctx: &Context) -> Stra
     if places.iter().all(|p| *p == Placement::Replicate) {
         return Strategy::local(places, Placement::Replicate);
     }
-    if let Some(out) = through_linear(lin, &places) {
-        return Strategy::local(places, out);
+    // A pending sum broadcast to a larger output is summed first, at its own size: carried
+    // through, it would be summed later at the output's (the backward pass of a mean over a
+    // split batch multiplies a per-channel pending gradient into the activations' shape).
+    let rank = specs.iter().map(|s| s.shape.len()).max().unwrap_or(0);
+    let out_elements: usize =
+        (0..rank).map(|i| specs.iter().filter_map(|s| s.shape.get(i)).copied().max().unwrap_or(1)).product();
+    let grows = specs
+        .iter()
+        .any(|s| matches!(s.placement, Placement::Partial(_)) && s.shape.iter().product::<usize>() < out_elements);
+    if !grows {
+        if let Some(out) = through_linear(lin, &places) {
+            return Strategy::local(places, out);
+        }
     }
     // Pending sums are made whole in the layout of a sharded partner (a reduce-scatter, half
     // an all-reduce's traffic) or all-reduced.
@@ -120,6 +131,11 @@ mod tests {
         assert_eq!(elementwise(Linearity::Additive, &[spec(&[4], SUM), spec(&[4], SUM)], &ctx).output, SUM);
         let s = elementwise(Linearity::Scaling, &[spec(&[4], SUM), spec(&[4], SUM)], &ctx);
         assert_eq!((s.inputs.clone(), s.output), (vec![R, R], R));
+        // A pending sum broadcast to a larger shape is summed at its own size first.
+        let s = elementwise(Linearity::Scaling, &[spec(&[4, 3], R), spec(&[1, 3], SUM)], &ctx);
+        assert_eq!((s.inputs.clone(), s.output), (vec![R, R], R));
+        let s = elementwise(Linearity::Scaling, &[spec(&[4, 3], S(0)), spec(&[1, 3], SUM)], &ctx);
+        assert_eq!((s.inputs.clone(), s.output), (vec![S(0), R], S(0)));
         // Shapes that cannot be aligned fall back.
         let s = elementwise(Linearity::None, &[spec(&[4, 3], S(0)), spec(&[4, 1], S(1))], &ctx);
         assert!(s.fallback);

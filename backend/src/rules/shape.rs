@@ -110,6 +110,9 @@ pub(crate) fn slice(spec: &Spec, slices: &[Slice], ctx: &Context) -> Strategy {
 }
 
 /// Expansion (broadcast to `shape`): local unless the sharded dimension is the one expanded.
+/// A pending sum that grows is summed first, at its own size: the backward pass of a mean
+/// over a split batch (batch normalisation's statistics) broadcasts a per-channel Partial
+/// gradient to the activations' shape, and summing it there would move the activations.
 pub(crate) fn expand(spec: &Spec, shape: &Shape) -> Strategy {
     let offset = shape.num_dims() - spec.shape.num_dims();
     match spec.placement {
@@ -117,6 +120,9 @@ pub(crate) fn expand(spec: &Spec, shape: &Shape) -> Strategy {
             Strategy::local(vec![spec.placement], Placement::Shard(d + offset))
         }
         Placement::Shard(_) => Strategy::gathered(1),
+        Placement::Partial(_) if shape.num_elements() > spec.shape.num_elements() => {
+            Strategy::local(vec![Placement::Replicate], Placement::Replicate)
+        }
         p => Strategy::local(vec![p], p),
     }
 }
