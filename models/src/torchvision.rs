@@ -35,7 +35,9 @@ use burn_store::{
 
 use crate::architecture::Family;
 use crate::stage::Stage;
-use crate::{AlexNet, Architecture, ConvNet};
+#[cfg(doc)]
+use crate::ConvNet;
+use crate::{AlexNet, Architecture};
 
 /// Each owt layer of `arch` (`conv1`, `bn1_1`, `fc6`) and the torchvision state-dict prefix
 /// of the same layer (`features.0`, `features.1`, `classifier.0`): torchvision numbers the

@@ -24,6 +24,7 @@ mod input_pipeline;
 mod jpeg_pipeline;
 mod learner;
 mod mixed_precision;
+mod own_cnn;
 mod plan_traffic;
 mod preprocessing;
 mod signals;
