@@ -155,7 +155,7 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
         DatasetKind::FashionMnist => {
             let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from(FASHION_MNIST_DIR));
             let hint = "Install it with `apt-get install dataset-fashion-mnist` (Debian) or pass --data DIR with the four IDX files.";
-            Arc::new(load_mnist_split(&dir, false, "Fashion-MNIST", hint)?)
+            Arc::new(load_mnist_split(&dir, false, "Fashion-MNIST", hint, req.model_input[1])?)
         }
         DatasetKind::Mnist => {
             let dir = req.dir.clone().ok_or_else(|| {
@@ -163,7 +163,7 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
                     "MNIST needs --data DIR with t10k-images-idx3-ubyte(.gz) and t10k-labels-idx1-ubyte(.gz)",
                 )
             })?;
-            Arc::new(load_mnist_split(&dir, false, "MNIST", "Pass --data DIR with the IDX files.")?)
+            Arc::new(load_mnist_split(&dir, false, "MNIST", "Pass --data DIR with the IDX files.", req.model_input[1])?)
         }
         DatasetKind::Folder => Arc::new(held_out_split(req)?),
         DatasetKind::Packed => open_splits(req)?.test,
@@ -199,13 +199,13 @@ pub fn open_splits(req: &DataRequest) -> Result<Splits, OwtError> {
         DatasetKind::FashionMnist => {
             let dir = req.dir.clone().unwrap_or_else(|| PathBuf::from(FASHION_MNIST_DIR));
             let hint = "Install it with `apt-get install dataset-fashion-mnist` (Debian) or pass --data DIR with the four IDX files.";
-            mnist_splits(&dir, "Fashion-MNIST", hint, req.limit)?
+            mnist_splits(&dir, "Fashion-MNIST", hint, req.limit, req.model_input[1])?
         }
         DatasetKind::Mnist => {
             let dir = req.dir.clone().ok_or_else(|| {
                 OwtError::data("MNIST needs --data DIR: a directory with train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz), t10k-images-idx3-ubyte(.gz), t10k-labels-idx1-ubyte(.gz)")
             })?;
-            mnist_splits(&dir, "MNIST", "Pass --data DIR with the four IDX files.", req.limit)?
+            mnist_splits(&dir, "MNIST", "Pass --data DIR with the four IDX files.", req.limit, req.model_input[1])?
         }
         DatasetKind::Folder => {
             let dir = req.dir.clone().ok_or_else(|| {
@@ -238,12 +238,12 @@ pub fn open_splits(req: &DataRequest) -> Result<Splits, OwtError> {
     Ok(splits)
 }
 
-fn mnist_splits(dir: &Path, name: &str, hint: &str, limit: Option<usize>) -> Result<Splits, OwtError> {
-    let mut train = load_mnist_split(dir, true, name, hint)?;
+fn mnist_splits(dir: &Path, name: &str, hint: &str, limit: Option<usize>, side: usize) -> Result<Splits, OwtError> {
+    let mut train = load_mnist_split(dir, true, name, hint, side)?;
     if let Some(n) = limit {
         train = train.truncated(n);
     }
-    let test = load_mnist_split(dir, false, name, hint)?;
+    let test = load_mnist_split(dir, false, name, hint, side)?;
     Ok(Splits { train: Arc::new(train), test: Arc::new(test) })
 }
 

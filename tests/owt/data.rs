@@ -60,7 +60,7 @@ fn mnist_directories_load_and_report_count_mismatch() {
     let dir = tempfile::tempdir().unwrap();
     write_mnist(dir.path(), "train", 7, 7, true);
     write_mnist(dir.path(), "t10k", 5, 4, false);
-    let train = load_mnist_split(dir.path(), true, "Test-MNIST", "hint").unwrap();
+    let train = load_mnist_split(dir.path(), true, "Test-MNIST", "hint", 0).unwrap();
     assert_eq!((train.len(), train.image_dims(), train.classes()), (7, [1, 4, 3], 10));
     let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     let b = train.batch(&[1], false, &mut rng);
@@ -68,7 +68,7 @@ fn mnist_directories_load_and_report_count_mismatch() {
     assert_eq!(b.labels, vec![1]);
     assert_eq!(b.images[0], 12);
     assert_eq!(b.normalised_data(&owt_models::PixelNorm::Symmetric).to_vec::<f32>().unwrap()[0], 12.0 / 127.5 - 1.0);
-    let e = load_mnist_split(dir.path(), false, "Test-MNIST", "hint").unwrap_err().to_string();
+    let e = load_mnist_split(dir.path(), false, "Test-MNIST", "hint", 0).unwrap_err().to_string();
     assert!(e.contains("mismatch") && e.contains("5 images") && e.contains("4 labels"), "{e}");
 }
 
@@ -76,7 +76,7 @@ fn mnist_directories_load_and_report_count_mismatch() {
 fn missing_dataset_says_how_to_get_it() {
     let dir = tempfile::tempdir().unwrap();
     let e =
-        load_mnist_split(dir.path(), true, "Fashion-MNIST", "Install it with apt-get install dataset-fashion-mnist")
+        load_mnist_split(dir.path(), true, "Fashion-MNIST", "Install it with apt-get install dataset-fashion-mnist", 0)
             .unwrap_err()
             .to_string();
     assert!(e.contains("Fashion-MNIST not found") && e.contains("apt-get install dataset-fashion-mnist"), "{e}");
@@ -86,7 +86,7 @@ fn missing_dataset_says_how_to_get_it() {
 fn empty_mnist_split_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     write_mnist(dir.path(), "train", 0, 0, false);
-    let e = load_mnist_split(dir.path(), true, "X", "").unwrap_err().to_string();
+    let e = load_mnist_split(dir.path(), true, "X", "", 0).unwrap_err().to_string();
     assert!(e.contains("empty"), "{e}");
 }
 
