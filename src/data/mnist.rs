@@ -25,9 +25,9 @@ fn split_files(dir: &Path, train: bool) -> (PathBuf, PathBuf) {
 
 /// Loads one split (`train`: 60k, else the 10k test split) of an MNIST-format dataset from
 /// `dir`, each image padded with background (0) to `side` x `side` where `side` is larger
-/// than its own (28 to 32, as LeNet-5 and CIFAR-sized networks such as VGG at 32 take MNIST);
-/// a smaller `side` leaves the images as they are (the network then refuses them, naming both
-/// shapes). `name` and `install_hint` go into the message when the files are missing.
+/// than its own by at most [`MAX_PAD`] (28 to 32, as LeNet-5 and CIFAR-sized networks such as
+/// VGG at 32 take MNIST); another `side` leaves the images as they are (the network then
+/// refuses them, naming both shapes: 227 is another network's input, not a margin). `name` and `install_hint` go into the message when the files are missing.
 pub fn load_mnist_split(
     dir: &Path,
     train: bool,
@@ -76,13 +76,16 @@ pub fn load_mnist_split(
         return Err(OwtError::data(format!("{}: labels must be 0..=9, found {bad}", labels_path.display())));
     }
     let [rows, cols] = [images.dims[1], images.dims[2]];
-    if side > rows || side > cols {
-        let side = side.max(rows).max(cols);
+    if side >= rows.max(cols) && side > rows.min(cols) && side <= rows.min(cols) + MAX_PAD {
         let pixels = padded(&images.data, [rows, cols], side);
         return Ok(InMemoryImages::new([1, side, side], 10, pixels, labels.data, false));
     }
     Ok(InMemoryImages::new([1, rows, cols], 10, images.data, labels.data, false))
 }
+
+/// The most an MNIST-format image's side grows by padding (28 to 36 at most): a margin, not
+/// another network's input.
+pub const MAX_PAD: usize = 8;
 
 /// Images of `rows` x `cols` (one after another in `pixels`) centred on `side` x `side` zeros
 /// (an odd margin puts the extra row and column after the image).

@@ -20,7 +20,7 @@ pub use folder::{class_names_in, ImageFolder};
 pub use idx::{encode_idx, parse_idx, read_idx, IdxArray};
 pub use images::{Batch, ImageSource, InMemoryImages};
 pub use lighting::{Lighting, LitImages};
-pub use mnist::{load_mnist_split, FASHION_MNIST_DIR};
+pub use mnist::{load_mnist_split, FASHION_MNIST_DIR, MAX_PAD};
 pub use packed::PackedImages;
 pub use synthetic::synthetic_images;
 pub use ten_crop::TenCrops;

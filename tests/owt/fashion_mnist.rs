@@ -32,6 +32,9 @@ fn fashion_mnist_pads_to_a_larger_input() {
     let padded = load_mnist_split(dir, false, "Fashion-MNIST", "", 32).unwrap();
     assert_eq!((padded.len(), padded.image_dims()), (10_000, [1, 32, 32]));
     assert_eq!(padded.labels(), plain.labels());
+    // Beyond a margin of 8 the images stay as they are, for the network to refuse by shape.
+    let far = load_mnist_split(dir, false, "Fashion-MNIST", "", 227).unwrap();
+    assert_eq!(far.image_dims(), [1, 28, 28]);
     let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     let (a, b) = (plain.batch(&[17], false, &mut rng), padded.batch(&[17], false, &mut rng));
     for r in 0..32 {
