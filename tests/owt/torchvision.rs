@@ -12,7 +12,7 @@ use burn_store::{ModuleStore, SafetensorsStore};
 use owt_models::torchvision::{export_safetensors, import};
 use owt_models::{AlexNet, AlexNetOwtConfig, Architecture};
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/torchvision").join(name)
 }
 
@@ -31,7 +31,7 @@ fn architecture() -> Architecture {
 }
 
 /// Every tensor of a safetensors file, as stored.
-fn tensors(path: &Path) -> BTreeMap<String, TensorData> {
+pub(crate) fn tensors(path: &Path) -> BTreeMap<String, TensorData> {
     let mut store = SafetensorsStore::from_file(path);
     store.get_all_snapshots().unwrap().iter().map(|(k, s)| (k.clone(), s.to_data().unwrap())).collect()
 }

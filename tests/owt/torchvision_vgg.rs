@@ -4,18 +4,12 @@
 //! features fc6 reads and the running statistics PyTorch's batch normalisation leaves; an
 //! export writes the same state dict back.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
-use burn_store::{ModuleStore, SafetensorsStore};
 use owt_models::torchvision::{export_safetensors, import, torch_key};
 use owt_models::{Architecture, ConvNet, VggConfig};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/torchvision").join(name)
-}
+use crate::torchvision::{fixture, tensors};
 
 /// The narrow VGG-11-BN the fixture was made with (vgg_architecture.json).
 fn architecture() -> Architecture {
@@ -32,11 +26,6 @@ fn architecture() -> Architecture {
         conv.filters = n(f);
     }
     arch
-}
-
-fn tensors(path: &Path) -> BTreeMap<String, TensorData> {
-    let mut store = SafetensorsStore::from_file(path);
-    store.get_all_snapshots().unwrap().iter().map(|(k, s)| (k.clone(), s.to_data().unwrap())).collect()
 }
 
 /// The largest difference of two lists relative to the largest magnitude of `want`.
