@@ -60,11 +60,16 @@ impl Architecture {
         match self.family {
             Family::AlexNet => n.to_string(),
             Family::Vgg => {
-                let block = 1 + self.pool_after[..n - 1].iter().filter(|&&p| p).count();
+                let block = self.block_of(n);
                 let first = self.pool_after[..n - 1].iter().rposition(|&p| p).map_or(1, |i| i + 2);
                 format!("{block}_{}", n - first + 1)
             }
         }
+    }
+
+    /// The block conv layer `n` is in: 1 + the poolings before it.
+    fn block_of(&self, n: usize) -> usize {
+        1 + self.pool_after[..n - 1].iter().filter(|&&p| p).count()
     }
 
     /// The name of conv layer `n` (1-based): `conv3`, or `conv3_2` in a VGG.
@@ -83,7 +88,7 @@ impl Architecture {
             Stage::Lrn(n) => format!("lrn{}", self.conv_suffix(n)),
             Stage::Pool(n) => match self.family {
                 Family::AlexNet => format!("pool{n}"),
-                Family::Vgg => format!("pool{}", 1 + self.pool_after[..n - 1].iter().filter(|&&p| p).count()),
+                Family::Vgg => format!("pool{}", self.block_of(n)),
             },
             Stage::AvgPool => "avgpool".into(),
             Stage::Flatten => "flatten".into(),
