@@ -11,7 +11,9 @@
 #      that GPU (the old crash): exit status, empty ops, losses against (b)'s;
 #   d. owt_cold, owt_warm: AlexNetOwt at batch 128 with fusion, on an empty kernel cache and then
 #      on the cache the first left (images/s, median and first step, utilisation);
-#   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works.
+#   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works;
+#   f. owt_profile: AlexNetOwt's step layer by layer (`owt bench --profile`, on the warm cache);
+#   g. owt_warm_bf16: AlexNetOwt in bf16 on f32 masters.
 # $OUT holds at most 6 files, none deeper than $OUT/x:
 #   summary.json      the checks and every case's JSON (rewritten after each step)
 #   environment.txt   step a's findings
@@ -29,6 +31,8 @@
 #   --budget S    seconds for all steps together (default 540)
 #   --cache DIR   kernel cache to start from and keep (default: an empty one, so step d's
 #                 first case is a cold start)
+#   --only REGEX  run only the cases whose names match (the others are recorded as not
+#                 selected), to split the run over two calls on one warm machine with one --cache
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +41,7 @@ backend=cuda
 out=${OUT:-./gpu-run-out}
 budget=540
 cache=
+only='.'
 while [ $# -gt 0 ]; do
     case "$1" in
         --owt) owt=$2; shift 2 ;;
@@ -44,7 +49,8 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --budget) budget=$2; shift 2 ;;
         --cache) cache=$2; shift 2 ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        --only) only=$2; shift 2 ;;
+        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
         *) echo "gpu-run: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -99,6 +105,10 @@ run_case() {
     local name=$1 limit=$2; shift 2
     local remaining; remaining=$(left)
     local t0; t0=$(date +%s.%N)
+    if ! [[ $name =~ $only ]]; then
+        printf '%s\t-1\t%s\t%s\tnot selected (--only %s)\n' "$name" "$t0" "$t0" "$only" >> "$work/cases.tsv"
+        return
+    fi
     if [ "$remaining" -lt 20 ]; then
         printf '%s\t-1\t%s\t%s\tout of budget (%ss left)\n' "$name" "$t0" "$t0" "$remaining" >> "$work/cases.tsv"
         log "$name: skipped, ${remaining}s of the budget left"
@@ -175,13 +185,17 @@ keep_caches
 run_case owt_warm 90 "$owt" bench --backend "$backend" --json $big $big_steps
 keep_caches
 # e. PyTorch on the same shapes.
-if timeout 60 python3 -c 'import torch' 2>/dev/null; then
+if ! [[ torch =~ $only ]]; then
+    printf '%s\t-1\t%s\t%s\tnot selected (--only %s)\n' torch "$(date +%s.%N)" "$(date +%s.%N)" "$only" >> "$work/cases.tsv"
+elif timeout 60 python3 -c 'import torch' 2>/dev/null; then
     run_case torch 90 python3 "$here/torch_alexnet.py" $torch_args
 else
     printf '%s\t-1\t%s\t%s\timport torch failed\n' torch "$(date +%s.%N)" "$(date +%s.%N)" >> "$work/cases.tsv"
     log "torch: import torch failed, skipped"
 fi
-# f. AlexNetOwt in bf16 on f32 masters (issue 42 point 3), if the budget allows.
+# f. Where the warm step's time goes, layer by layer (medians of 5 runs of each layer).
+run_case owt_profile 75 "$owt" bench --backend "$backend" --json $big --warmup 1 --steps 5 --profile
+# g. AlexNetOwt in bf16 on f32 masters (issue 42 point 3), if the budget allows.
 run_case owt_warm_bf16 75 "$owt" bench --backend "$backend" --json $big $big_steps --precision bf16
 kill $sampler 2>/dev/null
 summarise
