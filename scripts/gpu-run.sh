@@ -8,7 +8,8 @@
 #      GPU's utilisation;
 #   b. small_one_device: AlexNetSmall on one GPU, a few steps (preflight, NVRTC, the u8 upload);
 #   c. small_2ranks_data_parallel, small_2ranks_weird_trick_a: the same on 2 virtual ranks of
-#      that GPU (the old crash): exit status, empty ops, losses against (b)'s;
+#      that GPU (the old crash): exit status, empty ops, losses and each parameter's gradient
+#      norm on the first batch against (b)'s;
 #   d. owt_cold, owt_warm: AlexNetOwt at batch 128 with fusion, on an empty kernel cache and then
 #      on the cache the first left (images/s, median and first step, utilisation);
 #   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works;
@@ -172,12 +173,12 @@ trap 'kill $sampler 2>/dev/null' EXIT
 summarise
 
 # b. One device, a few steps (the plain backend: the kernels the meshes use).
-run_case small_one_device 150 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion
+run_case small_one_device 150 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion --gradient-norms
 # c. Two virtual ranks of the same device.
 run_case small_2ranks_data_parallel 90 "$owt" bench --backend "$backend" --json $small $small_steps \
-    --devices 2 --virtual-ranks --plan data-parallel
+    --devices 2 --virtual-ranks --plan data-parallel --gradient-norms
 run_case small_2ranks_weird_trick_a 90 "$owt" bench --backend "$backend" --json $small $small_steps \
-    --devices 2 --virtual-ranks --plan weird-trick --scheme a
+    --devices 2 --virtual-ranks --plan weird-trick --scheme a --gradient-norms
 keep_caches
 # d. AlexNetOwt at batch 128, fused: cold (nothing tuned for its shapes yet), then warm.
 run_case owt_cold 210 "$owt" bench --backend "$backend" --json $big $big_steps

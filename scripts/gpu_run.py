@@ -125,6 +125,11 @@ def summary(work, out, backend, tolerance):
         mesh[name] = {"losses": losses, "one_device_losses": reference,
                       "max_relative_gap": max(gaps) if gaps else None,
                       "within_tolerance": bool(gaps) and max(gaps) <= tolerance}
+        # The first batch's gradient norms, parameter by parameter, largest gap first.
+        norms = result(name).get("gradient_norms") or {}
+        ref_norms = result("small_one_device").get("gradient_norms") or {}
+        gaps = {p: abs(n - ref_norms[p]) / max(abs(ref_norms[p]), 1e-30) for p, n in norms.items() if p in ref_norms}
+        mesh[name]["gradient_norm_gaps"] = dict(sorted(gaps.items(), key=lambda kv: -kv[1]))
     checks["mesh_against_one_device"] = mesh
     checks["mesh_tolerance"] = tolerance
     for phase in ("cold", "warm"):

@@ -70,6 +70,11 @@ pub struct BenchArgs {
     /// loss, the optimizer, the upload; medians over --steps runs). Single device only.
     #[arg(long)]
     pub profile: bool,
+    /// Also report each parameter's gradient norm on the first batch, before any update (the
+    /// synced gradients, by parameter path): where a mesh's losses part from one device's,
+    /// the parameter whose norms part is where to look.
+    #[arg(long, conflicts_with_all = ["profile", "compare_schemes", "loader"])]
+    pub gradient_norms: bool,
     /// Run the mesh benchmark once under each exchange scheme (a, b, c; --scheme is ignored)
     /// and print their step times side by side.
     #[arg(long, conflicts_with = "profile")]
@@ -143,6 +148,9 @@ pub struct BenchReport {
     pub empty_ops: u64,
     /// Mean loss of every step, warmup included (before each update).
     pub losses: Vec<f64>,
+    /// With `--gradient-norms`: each parameter's gradient norm on the first batch (f32 passes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gradient_norms: Option<BTreeMap<String, f64>>,
     /// On CUDA, the GPU, the driver's CUDA version, the NVRTC library and its version, and
     /// how f32 matmuls round (what a figure is compared against depends on all four).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -282,6 +290,7 @@ impl BenchJob<'_> {
         let mut losses = Vec::with_capacity(total);
         let mut times = Vec::with_capacity(args.steps);
         let mut first_step_ms = 0.0;
+        let mut gradient_norms = None;
         let started = Instant::now();
         let mut timed_from = started;
         let mut mpi_from = crate::runtime::processes::mpi_bytes_sent();
@@ -292,6 +301,11 @@ impl BenchJob<'_> {
                 timed_from = Instant::now();
             }
             let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
+            if step == 0 && args.gradient_norms {
+                let (images, labels) = upload_batch(layout, &batch, norm);
+                let key = DropoutKey::new(config.seed, 0);
+                gradient_norms = Some(crate::train::gradient_norms(layout, &model, config.head, key, images, labels));
+            }
             let t0 = Instant::now();
             let (images, labels) = upload_batch(layout, &batch, norm);
             let key = DropoutKey::new(config.seed, step as u64);
@@ -349,6 +363,7 @@ impl BenchJob<'_> {
             fallbacks: ledger.total_fallbacks(),
             empty_ops: ledger.total_empty_ops(),
             losses,
+            gradient_norms,
             cuda: (args.backend == BackendKind::Cuda).then(|| {
                 use crate::runtime::cuda_preflight::{versions, HostSystem};
                 versions(&HostSystem, HostSystem.gpu_name(0))

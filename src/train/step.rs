@@ -312,6 +312,47 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
     }
 }
 
+/// Each parameter's gradient norm (L2 over the whole tensor, however the layout places it) for
+/// one batch before any update: the synced gradients [`train_step`] would apply, by parameter
+/// path (`conv1.weight`, ..., `fc8.bias`). A diagnostic: two layouts that compute the same step
+/// give the same norms up to rounding, so where a mesh's losses part from one device's, the
+/// parameter whose norms part is where to look (`owt bench --gradient-norms`).
+pub fn gradient_norms<B: AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    model: &AlexNet<B>,
+    head: Head,
+    key: DropoutKey,
+    images: Tensor<B, 4>,
+    labels: Tensor<B, 1, Int>,
+) -> std::collections::BTreeMap<String, f64> {
+    struct Norms<'a, B: AutodiffBackend> {
+        grads: &'a GradientsParams,
+        path: Vec<String>,
+        found: Vec<(String, Tensor<B::InnerBackend, 1>)>,
+    }
+    impl<B: AutodiffBackend> burn::module::ModuleVisitor<B> for Norms<'_, B> {
+        fn enter_module(&mut self, name: &str, _container_type: &str) {
+            self.path.push(name.to_string());
+        }
+        fn exit_module(&mut self, _name: &str, _container_type: &str) {
+            self.path.pop();
+        }
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<B, D>>) {
+            if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
+                self.found.push((self.path.join("."), g.square().sum()));
+            }
+        }
+    }
+    let mut step = AccumulatedStep::new(labels.dims()[0], head, key);
+    step.micro_batch(layout, model, images, labels);
+    let grads = layout.sync(model, step.grads.grads());
+    let mut norms = Norms::<B> { grads: &grads, path: Vec::new(), found: Vec::new() };
+    model.visit(&mut norms);
+    let (names, squares): (Vec<String>, Vec<_>) = norms.found.into_iter().unzip();
+    let read = squares.into_iter().fold(burn::tensor::Transaction::default(), |t, s| t.register(s)).execute();
+    names.into_iter().zip(read).map(|(name, d)| (name, d.iter::<f64>().next().unwrap_or(f64::NAN).sqrt())).collect()
+}
+
 /// The loss to differentiate and what it and the logits say about the batch (on the device).
 fn loss_and_outcome<B: AutodiffBackend>(
     head: Head,

@@ -759,6 +759,39 @@ fn bench_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `--gradient-norms`: every parameter's norm by its path, the same on a mesh under either plan
+/// as on one device (where they part is where a mesh's losses part from one device's).
+#[test]
+fn bench_gradient_norms_name_every_parameter_and_agree_on_a_mesh() {
+    let common = ["--batch", "8", "--warmup", "0", "--steps", "1", "--seed", "3", "--gradient-norms"];
+    let norms = |extra: &[&str]| -> std::collections::BTreeMap<String, f64> {
+        let report = bench_json(&[&common[..], extra].concat());
+        serde_json::from_value(report["gradient_norms"].clone()).unwrap()
+    };
+    let one = norms(&[]);
+    let expected: Vec<String> =
+        ["conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8"]
+            .iter()
+            .flat_map(|l| [format!("{l}.bias"), format!("{l}.weight")])
+            .collect();
+    let mut names: Vec<String> = one.keys().cloned().collect();
+    names.sort();
+    let mut want = expected.clone();
+    want.sort();
+    assert_eq!(names, want);
+    assert!(one.values().all(|n| n.is_finite() && *n > 0.0), "{one:?}");
+    for plan in ["data-parallel", "weird-trick"] {
+        let mesh = norms(&["--devices", "2", "--plan", plan]);
+        for (name, n) in &one {
+            let m = mesh[name];
+            assert!((m - n).abs() <= 1e-5 * n, "{plan}: {name} {m} on 2 ranks, {n} on one device");
+        }
+    }
+    // Reported only when asked for.
+    let plain = bench_json(&["--batch", "4", "--warmup", "0", "--steps", "1"]);
+    assert!(plain.get("gradient_norms").is_none(), "{plain}");
+}
+
 #[test]
 fn bench_reports_steady_state_speed_traffic_and_losses() {
     let single = bench_json(&["--batch", "8", "--warmup", "1", "--steps", "3", "--seed", "4"]);
