@@ -87,7 +87,9 @@ def summary(work, out, backend, tolerance):
             for line in f:
                 name, rc, t0, t1, *args = line.rstrip("\n").split("\t")
                 t0, t1 = float(t0), float(t1)
-                case = {"rc": int(rc), "wall_s": round(t1 - t0, 2), "args": " ".join(args)}
+                # Paths inside the checkout as the repository names them (the summary is kept there).
+                shown = " ".join(args).replace(os.getcwd().rstrip("/") + "/", "")
+                case = {"rc": int(rc), "wall_s": round(t1 - t0, 2), "args": shown}
                 if int(rc) == 124 or int(rc) == 137:
                     case["timed_out"] = True
                 if rc == "-1":
