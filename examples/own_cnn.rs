@@ -164,6 +164,7 @@ pub fn my_plan() -> Plan {
         input: Placement::Shard(0),
         ranks: None,
         towers: None,
+        batch_stats: Default::default(),
     }
 }
 

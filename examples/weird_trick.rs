@@ -21,6 +21,7 @@ fn main() -> Result<(), owt::OwtError> {
         input: Placement::Shard(0),
         ranks: None,
         towers: None,
+        batch_stats: Default::default(),
     };
     let config = TrainConfig {
         limit: Some(6400),

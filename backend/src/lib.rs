@@ -43,7 +43,7 @@ pub use parallel::layout::{
     Feed, GradientSync, MeshLayout, ModulePlacement, NoLabels, SingleDevice, StepLabels, StepLayout, StepMesh,
 };
 pub use parallel::params::{gradient_values, parameter_paths, parameter_values, place_parameters};
-pub use parallel::plan::{pattern_matches, Plan, PlanError, PlanKind, PlanRule};
+pub use parallel::plan::{pattern_matches, BatchStats, Plan, PlanError, PlanKind, PlanRule};
 pub use parallel::scheme::Exchange;
 pub use tensor::distributed::{partial_from_summands, Distributed};
 pub use tensor::dtensor::DTensor;

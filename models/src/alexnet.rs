@@ -393,7 +393,13 @@ impl<B: Backend> ConvNet<B> {
                     features => features,
                 };
             }
-            x = self.run_stage(stage, x, DropoutKey::default());
+            x = match (stage, x) {
+                (Stage::BatchNorm(n), Activation::Maps(maps)) => {
+                    let groups = hook.batch_stat_groups(&arch.stage_name(stage));
+                    Activation::Maps(crate::batch_norm::batch_norm_in_groups(self.norm(n), maps, groups))
+                }
+                (stage, x) => self.run_stage(stage, x, DropoutKey::default()),
+            };
             if stage.profiled() {
                 hook.observe(&arch.stage_name(stage), &x.per_image_shape());
             }
@@ -486,6 +492,14 @@ pub trait LayerHook<B: Backend> {
 
     /// The per-image output shape of a layer the profile lists, after it ran.
     fn observe(&mut self, _layer: &str, _per_image_shape: &[usize]) {}
+
+    /// Into how many groups of rows the batch normalisation `layer` ("bn1_1", ...) splits the
+    /// batch for its statistics ([`crate::batch_norm_in_groups`]): 1, the whole batch's. A mesh
+    /// whose plan keeps each rank's own statistics (as DDP's `BatchNorm2d`) answers its rank
+    /// count, so that each group is one rank's batch shard.
+    fn batch_stat_groups(&mut self, _layer: &str) -> usize {
+        1
+    }
 }
 
 /// The hook that does nothing.

@@ -20,7 +20,7 @@ pub use alexnet::{AlexNet, ConvNet, KeyedDropout, LayerHook};
 pub use architecture::{
     Architecture, ArchitectureError, ConvLayer, Family, InitScheme, PoolWindow, POOL_KERNEL, POOL_STRIDE,
 };
-pub use batch_norm::{batch_norm, BatchNorm};
+pub use batch_norm::{batch_norm, batch_norm_in_groups, BatchNorm};
 pub use dropout::{keeps_element, CounterDropout, DropoutKey, PassCounter};
 pub use finite::non_finite_parameters;
 pub use head::Head;

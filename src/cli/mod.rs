@@ -222,6 +222,11 @@ pub struct ParallelArgs {
     /// PyTorch DDP's buckets), instead of after the whole pass: the same sums and results.
     #[arg(long)]
     pub overlap_sync: bool,
+    /// Whose statistics batch normalisation takes on a mesh that splits the batch: sync (the
+    /// whole batch's, equal to one device; the default) or local (each rank's own, as DDP's
+    /// BatchNorm2d). Overrides a --plan-file's `batch_stats`. 1-D meshes only.
+    #[arg(long, value_parser = |s: &str| s.parse::<owt_hybrid::BatchStats>())]
+    pub batch_stats: Option<owt_hybrid::BatchStats>,
 }
 
 impl ParallelArgs {
@@ -234,15 +239,25 @@ impl ParallelArgs {
     /// built-in `--plan`. A file is refused in one line, naming it, when it does not read or
     /// parse, or asks for what a 2-D mesh does not run.
     pub fn layout_plan(&self) -> Result<owt_hybrid::Plan, OwtError> {
-        match &self.plan_file {
-            Some(path) => read_plan_file(path, self.mesh.is_some()),
-            None => Ok(self.plan().plan()),
+        let mut plan = match &self.plan_file {
+            Some(path) => read_plan_file(path, self.mesh.is_some())?,
+            None => self.plan().plan(),
+        };
+        if let Some(stats) = self.batch_stats {
+            plan.batch_stats = stats;
         }
+        if self.mesh.is_some() && plan.batch_stats == owt_hybrid::BatchStats::Local {
+            return Err(local_stats_on_a_grid());
+        }
+        Ok(plan)
     }
 
     /// The plan per dimension `--mesh N,L` runs: `--plan-file`'s (a 1-D plan's inside each
     /// node, data-parallel across), else the built-in `--plan`'s, data-parallel across.
     pub fn grid_plan(&self) -> Result<owt_hybrid::GridPlan, OwtError> {
+        if self.batch_stats == Some(owt_hybrid::BatchStats::Local) {
+            return Err(local_stats_on_a_grid());
+        }
         match &self.plan_file {
             Some(path) => read_grid_plan_file(path),
             None => Ok(owt_hybrid::GridPlan::data_parallel_across(&self.plan().plan())),
@@ -407,8 +422,20 @@ pub(crate) fn read_plan_file(path: &std::path::Path, grid: bool) -> Result<owt_h
 /// The plan per dimension in the JSON file at `path` for `--mesh N,L`: a `GridPlan` as
 /// written, or a 1-D `Plan` inside each node and data-parallel across. Refused as
 /// [`read_plan_file`] refuses.
+/// Why a 2-D mesh refuses each rank's own batch statistics.
+const LOCAL_STATS_ON_A_GRID: &str =
+    "batch statistics \"local\" run on a 1-D mesh (--devices K): a 2-D mesh (--mesh N,L) takes the whole batch's (sync)";
+
+fn local_stats_on_a_grid() -> OwtError {
+    OwtError::input(LOCAL_STATS_ON_A_GRID)
+}
+
 pub(crate) fn read_grid_plan_file(path: &std::path::Path) -> Result<owt_hybrid::GridPlan, OwtError> {
     match parse_plan_file(path)? {
+        PlanFile::Flat(plan) if plan.batch_stats == owt_hybrid::BatchStats::Local => Err(OwtError::input(format!(
+            "--plan-file {}: {LOCAL_STATS_ON_A_GRID}",
+            path.display()
+        ))),
         PlanFile::Flat(plan) => Ok(owt_hybrid::GridPlan::data_parallel_across(&plan)),
         PlanFile::PerDimension(plan) => {
             plan.local_plan().map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))?;

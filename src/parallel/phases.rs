@@ -47,4 +47,8 @@ impl<B: Backend, L: StepLabels<B>> LayerHook<B> for LayerPhases<B, L> {
     fn dropout_key(&mut self) -> Option<DropoutKey> {
         self.dropout
     }
+
+    fn batch_stat_groups(&mut self, _layer: &str) -> usize {
+        self.labels.batch_stat_groups()
+    }
 }

@@ -481,6 +481,7 @@ fn fc7_only() -> Plan {
         input: Placement::Shard(0),
         ranks: None,
         towers: None,
+        batch_stats: Default::default(),
     }
 }
 

@@ -137,3 +137,176 @@ fn running_statistics_stay_replicated_on_a_split_batch() {
         }
     }
 }
+
+/// The local form by hand on one device: each rank's rows through the conv trunk on their own
+/// (so each batch normalisation takes that shard's statistics, as DDP's `BatchNorm2d` does on
+/// each rank), the features joined for the classifier and one loss over the whole batch, whose
+/// gradient is the sum of the ranks' (weighted by their share of the batch, as the mesh's mean
+/// loss is); the running statistics the mean over the shards of each shard's update from the
+/// same start.
+fn local_steps_by_hand(
+    config: &owt::train::TrainConfig,
+    weights: &[u8],
+    count: usize,
+    ranks: usize,
+) -> (Vec<(String, Vec<f64>)>, Vec<(String, Vec<f64>)>, Vec<f64>) {
+    use burn::optim::{GradientsParams, Optimizer};
+    let arch = config.model.architecture().unwrap();
+    let layout = SingleDevice::<Ref>::new(Default::default());
+    let device = layout.device().clone();
+    let mut model: ConvNet<Ref> = placed_model(&layout, config, weights);
+    let mut optim = sgd::<Ref>(config);
+    let mut losses = Vec::new();
+    for step in 0..count {
+        let (x, y) = batch(step, config.batch, arch.input, arch.classes);
+        let (x, y) = (Tensor::<Ref, 4>::from_data(x, &device), Tensor::<Ref, 1, Int>::from_data(y, &device));
+        let norms: Vec<_> = (1..=arch.convs.len()).map(|n| model.norm(n).clone()).collect();
+        let start: Vec<_> = norms.iter().map(|bn| (bn.running_mean.value_sync(), bn.running_var.value_sync())).collect();
+        let mut sums: Vec<Option<(Tensor<Ref, 1>, Tensor<Ref, 1>)>> = vec![None; norms.len()];
+        let mut features = Vec::new();
+        let shards: Vec<_> = owt_hybrid::shard_ranges(config.batch, ranks).into_iter().filter(|r| !r.is_empty()).collect();
+        for rows in &shards {
+            for (bn, (mean, var)) in norms.iter().zip(&start) {
+                bn.running_mean.update(mean.clone());
+                bn.running_var.update(var.clone());
+            }
+            features.push(model.forward_features(x.clone().slice([rows.clone()])));
+            for (sum, bn) in sums.iter_mut().zip(&norms) {
+                let (mean, var) = (bn.running_mean.value_sync(), bn.running_var.value_sync());
+                *sum = Some(match sum.take() {
+                    Some((m, v)) => (m + mean, v + var),
+                    None => (mean, var),
+                });
+            }
+        }
+        for (bn, sum) in norms.iter().zip(sums) {
+            let (mean, var) = sum.unwrap();
+            bn.running_mean.update(mean.div_scalar(shards.len() as f64));
+            bn.running_var.update(var.div_scalar(shards.len() as f64));
+        }
+        let key = DropoutKey::new(config.seed, step as u64);
+        let logits =
+            model.forward_classifier_hooked(Tensor::cat(features, 0), &mut owt_models::KeyedDropout(key));
+        let loss = config.head.loss(logits, y);
+        losses.push(loss.clone().into_data().convert::<f64>().to_vec::<f64>().unwrap()[0]);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(config.lr, model, grads);
+    }
+    (parameter_values(&model), running_statistics(&model), losses)
+}
+
+/// A plan with `batch_stats: local`: each rank's own statistics (DDP's default), on even and
+/// uneven shards (8 images on 3 ranks: 3, 3, 2), equal to the hand-computed per-rank reference
+/// within 1e-10 and, so that the test could fail, away from the synchronised form's weights.
+#[test]
+fn local_batch_statistics_equal_each_ranks_own_computed_by_hand() {
+    let spec = vgg11_bn();
+    let config = config(spec.clone(), 8, FcUpdate::PerStep);
+    let weights = initial_weights(&spec);
+    let (synced, _, _) = steps::<Ref, _>(&SingleDevice::<Ref>::new(Default::default()), &config, &weights, 3);
+    // Conv biases in front of batch norm get only rounding (see above); the running
+    // statistics are compared by `running_statistics` (which reads them synchronised: the
+    // reference moves them several times a step, and a module visit reads a lagging value).
+    let free = |name: &str| (name.starts_with("conv") && name.ends_with(".bias")) || name.contains(".running_");
+    let without_free = |v: Vec<(String, Vec<f64>)>| v.into_iter().filter(|(n, _)| !free(n)).collect::<Vec<_>>();
+    let synced = without_free(synced);
+    for (k, plans) in [
+        (2, &[PlanKind::DataParallel, PlanKind::WeirdTrick][..]),
+        (3, &[PlanKind::DataParallel][..]),
+        (4, &[PlanKind::DataParallel, PlanKind::WeirdTrick][..]),
+    ] {
+        let (want, want_stats, want_losses) = local_steps_by_hand(&config, &weights, 3, k);
+        let want = without_free(want);
+        let (apart, _) = relative_gap(&want, &synced);
+        assert!(apart > 1e-6, "K={k}: each rank's statistics should train elsewhere than the batch's ({apart:e})");
+        for &plan in plans {
+            let mesh = MeshDevice::virtual_ranks(Default::default(), k);
+            use_f64::<H>(&mesh);
+            let plan_local = owt_hybrid::Plan { batch_stats: owt_hybrid::BatchStats::Local, ..plan.plan() };
+            let layout = MeshLayout::<burn::backend::Flex>::new(mesh, plan_local, Exchange::AllGather);
+            let (got, stats, losses) = steps::<H, _>(&layout, &config, &weights, 3);
+            let got = without_free(got);
+            let (gap, worst) = relative_gap(&got, &want);
+            let (stats_gap, stats_worst) = relative_gap(&stats, &want_stats);
+            eprintln!(
+                "vgg11-bn local K={k} {}: weights {gap:.2e} ({worst}), statistics {stats_gap:.2e} ({stats_worst}), {apart:.1e} from the synchronised form",
+                plan.name()
+            );
+            assert!(gap <= 1e-10, "K={k} {}: {worst} differs by {gap:e}", plan.name());
+            assert!(stats_gap <= 1e-10, "K={k} {}: {stats_worst} differs by {stats_gap:e}", plan.name());
+            for (a, b) in losses.iter().zip(&want_losses) {
+                assert!((a - b).abs() <= 1e-10 * b.abs(), "K={k} {}: losses {losses:?} vs {want_losses:?}", plan.name());
+            }
+        }
+    }
+}
+
+/// What the statistics move, counted by the ledger and priced by the dry run: on a
+/// data-parallel mesh the conv trunk moves nothing else, so each conv layer's forward and
+/// backward traffic is its batch normalisation's. Synchronised: two all-reduces of C values
+/// forward (the mean and the variance, each reduced once however many ops read it) and two
+/// backward; local: the two of the running statistics' mean forward (detached), none backward.
+/// An all-reduce of C values on K ranks is a ring: 2 (K - 1) C elements in 2 K (K - 1) messages.
+#[test]
+fn the_statistics_traffic_is_two_all_reduces_of_the_channels_each_way() {
+    let spec = vgg11_bn();
+    let config = config(spec.clone(), 8, FcUpdate::PerStep);
+    let weights = initial_weights(&spec);
+    let arch = config.model.architecture().unwrap();
+    for k in [2, 4] {
+        for stats in [owt_hybrid::BatchStats::Sync, owt_hybrid::BatchStats::Local] {
+            let plan = owt_hybrid::Plan { batch_stats: stats, ..PlanKind::DataParallel.plan() };
+            let mesh = MeshDevice::virtual_ranks(Default::default(), k);
+            use_f64::<H>(&mesh);
+            let layout = MeshLayout::<burn::backend::Flex>::new(mesh.clone(), plan.clone(), Exchange::AllGather);
+            let model = placed_model(&layout, &config, &weights);
+            let (x, y) = batch(0, 8, arch.input, arch.classes);
+            let device = layout.device();
+            let (x, y) =
+                (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
+            let mut optim = sgd::<H>(&config);
+            let key = DropoutKey::new(config.seed, 0);
+            mesh.reset_ledger();
+            let _ = train_step(&layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
+            let ledger = mesh.ledger_snapshot();
+            assert_eq!(ledger.total_fallbacks(), 0, "{:?}", ledger.fallbacks);
+            // The same step priced on shape-only ranks (f32: 4 bytes an element).
+            let priced = owt::parallel::PlanDryRun {
+                arch: &arch,
+                plan: &plan,
+                ranks: k,
+                batch: 8,
+                scheme: Exchange::AllGather,
+                head: config.head,
+                fc_update: FcUpdate::PerStep,
+                wire: owt_hybrid::WirePrecision::Native,
+            }
+            .run()
+            .unwrap()
+            .comm;
+            for n in 1..=arch.convs.len() {
+                let (conv, c) = (arch.conv_name(n), arch.convs[n - 1].filters as u64);
+                let rings = |count: u64, element: u64| {
+                    (count * 2 * (k as u64 - 1) * c * element, count * 2 * (k * (k - 1)) as u64)
+                };
+                let backward_rings = if stats == owt_hybrid::BatchStats::Sync { 2 } else { 0 };
+                for (phase, count) in [("forward", 2), ("backward", backward_rings)] {
+                    let moved = ledger.by_phase(&format!("{conv}:{phase}"));
+                    assert_eq!(
+                        (moved.bytes, moved.messages),
+                        rings(count, 8),
+                        "K={k} {stats:?} {conv}:{phase}: {} bytes in {} messages",
+                        moved.bytes,
+                        moved.messages
+                    );
+                    let dry: (u64, u64) = priced
+                        .layers
+                        .iter()
+                        .filter(|t| t.layer == conv && t.phase == phase)
+                        .fold((0, 0), |(b, m), t| (b + t.bytes, m + t.messages));
+                    assert_eq!(dry, rings(count, 4), "K={k} {stats:?} {conv}:{phase} priced by the dry run");
+                }
+            }
+        }
+    }
+}

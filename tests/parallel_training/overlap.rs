@@ -96,6 +96,7 @@ fn the_ledger_sees_each_layers_sync_right_after_its_backward() {
         input: Placement::Shard(0),
         ranks: None,
         towers: None,
+        batch_stats: Default::default(),
     };
     let spec = small(2);
     let config = config(spec.clone(), 8, FcUpdate::PerStep);

@@ -523,7 +523,17 @@ fn redistribute_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Plac
         (Placement::Shard(e), Placement::Replicate) => all_gather_view(t, e),
         (Placement::Shard(e), Placement::Shard(d)) => shard_locally_view(all_gather_view(t, e), d),
         (Placement::Shard(e), Placement::Partial(op)) => partial_locally_view(all_gather_view(t, e), op),
-        (Placement::Partial(_), Placement::Replicate) => all_reduce_view(t),
+        (Placement::Partial(_), Placement::Replicate) => {
+            // The sum is kept with the pending tensor and its clones, so each of its uses after
+            // the first finds it (a batch normalisation's statistics feed several ops): one
+            // all-reduce per pending tensor, however many ops read it whole.
+            let pending = t.outer.is_empty().then(|| t.clone());
+            let whole = all_reduce_view(t);
+            if let Some(pending) = pending {
+                pending.keep_whole(whole.shards.clone());
+            }
+            whole
+        }
         (Placement::Partial(_), Placement::Shard(d)) => reduce_scatter_view(t, d),
         (Placement::Partial(_), Placement::Partial(op)) => partial_locally_view(all_reduce_view(t), op),
         (from, to) => unreachable!("redistribute {from} -> {to}"),

@@ -23,9 +23,16 @@ use crate::tensor::dtensor::DTensor;
 use crate::tensor::kind::ShardKind;
 use crate::tensor::placement::{can_shard, shard_sizes, Placement};
 
-/// The spec a rule sees of `t` along the mesh's own ranks: this process's view.
+/// The spec a rule sees of `t` along the mesh's own ranks: this process's view. A pending sum
+/// whose total is kept (an earlier op reduced it: see `DTensor::kept`) is the total, on every
+/// rank, for free: rules see it `Replicate`, so it is reduced once however many ops read it.
 pub(crate) fn spec<B: Backend, K: ShardKind<B>>(t: &DTensor<B, K>) -> Spec {
-    Spec { shape: t.shape.clone(), placement: t.placement, kept_whole: t.is_kept_whole() }
+    let kept = t.is_kept_whole();
+    let placement = match t.placement {
+        Placement::Partial(_) if kept && t.outer.is_empty() => Placement::Replicate,
+        p => p,
+    };
+    Spec { shape: t.shape.clone(), placement, kept_whole: kept }
 }
 
 /// The shape of `t` as outer dimension `j` sees it: the global shape cut by the dimensions

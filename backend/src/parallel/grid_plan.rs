@@ -175,6 +175,7 @@ impl GridPlan {
             input: self.input[1],
             ranks: self.ranks,
             towers: self.towers,
+            batch_stats: Default::default(),
         })
     }
 

@@ -53,12 +53,25 @@ pub struct LayerLabels<IB: Backend> {
     previous: Option<String>,
     /// Per layer, the parameters to sync as soon as the backward pass leaves the layer.
     ready: HashMap<String, Vec<ReadyParam<IB>>>,
+    /// Into how many groups of rows batch normalisation takes its statistics (1: the batch's).
+    stat_groups: usize,
 }
 
 impl<IB: Backend> LayerLabels<IB> {
     /// Labels on `mesh`, starting a new run of layers.
     pub fn new(mesh: &MeshDevice<IB::Device>) -> Self {
-        Self { mesh: mesh.clone(), previous: None, ready: HashMap::new() }
+        Self { mesh: mesh.clone(), previous: None, ready: HashMap::new(), stat_groups: 1 }
+    }
+
+    /// These labels with batch normalisation taking its statistics in `groups` groups of rows
+    /// (the ranks of a plan with [`crate::BatchStats::Local`]; 1: the whole batch's).
+    pub fn with_batch_stat_groups(self, groups: usize) -> Self {
+        Self { stat_groups: groups.max(1), ..self }
+    }
+
+    /// Into how many groups of rows batch normalisation takes its statistics.
+    pub fn batch_stat_groups(&self) -> usize {
+        self.stat_groups
     }
 
     /// Labels that also start each layer's gradient sums as soon as the backward pass leaves

@@ -32,6 +32,13 @@ pub trait StepLabels<B: Backend> {
     fn enter<const D: usize>(&mut self, layer: &str, x: Tensor<B, D>) -> Tensor<B, D>;
     /// Ends a run of layers at `x`.
     fn close<const D: usize>(&mut self, x: Tensor<B, D>) -> Tensor<B, D>;
+
+    /// Into how many groups of rows batch normalisation takes its statistics on this layout:
+    /// 1 (the whole batch's, equal to one device), or the ranks of a plan with
+    /// [`crate::BatchStats::Local`] (each rank's batch shard on its own, as DDP's default).
+    fn batch_stat_groups(&self) -> usize {
+        1
+    }
 }
 
 /// The labels of a layout that records nothing.
@@ -59,6 +66,10 @@ impl<IB: Backend> StepLabels<Autodiff<Hybrid<IB>>> for LayerLabels<IB> {
 
     fn close<const D: usize>(&mut self, x: Tensor<Autodiff<Hybrid<IB>>, D>) -> Tensor<Autodiff<Hybrid<IB>>, D> {
         LayerLabels::close(self, x)
+    }
+
+    fn batch_stat_groups(&self) -> usize {
+        LayerLabels::batch_stat_groups(self)
     }
 }
 
@@ -411,12 +422,13 @@ impl<IB: Backend> GradientSync<AH<IB>> for MeshLayout<IB> {
     type Labels = LayerLabels<IB>;
 
     fn labels(&self) -> LayerLabels<IB> {
-        LayerLabels::new(&self.mesh)
+        LayerLabels::new(&self.mesh).with_batch_stat_groups(self.plan.batch_stat_groups(self.mesh.size()))
     }
 
     fn labels_syncing<M: AutodiffModule<AH<IB>>>(&self, module: &M) -> LayerLabels<IB> {
         if self.overlap {
             LayerLabels::syncing(&self.mesh, module)
+                .with_batch_stat_groups(self.plan.batch_stat_groups(self.mesh.size()))
         } else {
             self.labels()
         }

@@ -95,6 +95,7 @@ impl PlanKind {
                 input: Shard(0),
                 ranks: None,
                 towers: None,
+                batch_stats: Default::default(),
             },
             PlanKind::TwoTower => Plan {
                 name: self.name().into(),
@@ -103,6 +104,7 @@ impl PlanKind {
                 input: Replicate,
                 ranks: Some(2),
                 towers: Some(2),
+                batch_stats: Default::default(),
             },
             PlanKind::DataParallel => Plan {
                 name: self.name().into(),
@@ -111,6 +113,7 @@ impl PlanKind {
                 input: Shard(0),
                 ranks: None,
                 towers: None,
+                batch_stats: Default::default(),
             },
             PlanKind::ModelParallel => Plan {
                 name: self.name().into(),
@@ -119,6 +122,7 @@ impl PlanKind {
                 input: Replicate,
                 ranks: None,
                 towers: None,
+                batch_stats: Default::default(),
             },
         }
     }
@@ -160,6 +164,7 @@ pub struct PlanRule {
 ///     input: Placement::Shard(0),
 ///     ranks: None,
 ///     towers: None,
+///     batch_stats: Default::default(),
 /// };
 /// assert_eq!(plan.placement_of("fc6.weight"), Placement::Shard(1));
 /// assert_eq!(plan.placement_of("conv1.weight"), Placement::Replicate);
@@ -181,6 +186,49 @@ pub struct Plan {
     /// module's towers in its parameters: whoever builds the model checks it (owt checks the
     /// AlexNet family's architecture).
     pub towers: Option<usize>,
+    /// Whose statistics batch normalisation takes on batch-sharded inputs: the whole batch's
+    /// (the default) or each rank's own. Absent from a plan file: the whole batch's.
+    #[serde(default, skip_serializing_if = "BatchStats::is_sync")]
+    pub batch_stats: BatchStats,
+}
+
+/// Whose statistics batch normalisation takes where a plan shards the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BatchStats {
+    /// The whole batch's (as PyTorch's `SyncBatchNorm`): each layer's statistics summed over
+    /// the ranks, 2 x channels values each way per layer, and the step equal to one device's.
+    #[default]
+    Sync,
+    /// Each rank's batch shard's own (as DDP's default `BatchNorm2d`): no traffic for the
+    /// statistics but the running ones' mean (detached), and a step that depends on the rank
+    /// count. The running statistics are the mean over the ranks, equal on every rank.
+    Local,
+}
+
+impl BatchStats {
+    /// CLI spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            BatchStats::Sync => "sync",
+            BatchStats::Local => "local",
+        }
+    }
+
+    /// Whether this is the default, [`BatchStats::Sync`].
+    pub fn is_sync(&self) -> bool {
+        *self == BatchStats::Sync
+    }
+}
+
+impl std::str::FromStr for BatchStats {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [BatchStats::Sync, BatchStats::Local]
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| format!("unknown batch statistics {s:?}: expected sync or local"))
+    }
 }
 
 /// Whether `path` matches `pattern`, where `*` matches any run of characters.
@@ -202,6 +250,15 @@ pub fn pattern_matches(pattern: &str, path: &str) -> bool {
 }
 
 impl Plan {
+    /// Into how many groups of rows batch normalisation takes its statistics on `ranks` ranks:
+    /// 1 unless the plan keeps each rank's own ([`BatchStats::Local`]) on a batch it shards.
+    pub fn batch_stat_groups(&self, ranks: usize) -> usize {
+        match (self.batch_stats, self.input) {
+            (BatchStats::Local, Placement::Shard(0)) => ranks.max(1),
+            _ => 1,
+        }
+    }
+
     /// Where the parameter at `path` lives under this plan.
     pub fn placement_of(&self, path: &str) -> Placement {
         self.rules.iter().find(|r| pattern_matches(&r.pattern, path)).map(|r| r.placement).unwrap_or(self.default)

@@ -196,11 +196,11 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
         Some(whole.placed_outer(self.outer.clone(), self.global.clone()))
     }
 
-    /// Keeps `whole` (this tensor whole on every rank) with this tensor and its clones; a
-    /// copy kept before stays.
+    /// Keeps `whole` (this tensor whole on every rank: a sharded tensor gathered, a pending
+    /// sum reduced) with this tensor and its clones; a copy kept before stays.
     pub(crate) fn keep_whole(&self, whole: Vec<K::Prim>) {
         debug_assert!(whole.iter().all(|p| p.shape() == self.shape), "a kept copy is the whole tensor");
-        if matches!(self.placement, Placement::Shard(_)) {
+        if matches!(self.placement, Placement::Shard(_) | Placement::Partial(_)) {
             let _ = self.kept.set(whole);
         }
     }
