@@ -426,7 +426,8 @@ pub(crate) fn read_plan_file(path: &std::path::Path, grid: bool) -> Result<owt_h
 const LOCAL_STATS_ON_A_GRID: &str =
     "batch statistics \"local\" run on a 1-D mesh (--devices K): a 2-D mesh (--mesh N,L) takes the whole batch's (sync)";
 
-fn local_stats_on_a_grid() -> OwtError {
+/// The refusal of `local` batch statistics on a 2-D mesh.
+pub(crate) fn local_stats_on_a_grid() -> OwtError {
     OwtError::input(LOCAL_STATS_ON_A_GRID)
 }
 

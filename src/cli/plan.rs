@@ -51,6 +51,9 @@ pub struct PlanArgs {
     /// f16 halve the bytes.
     #[arg(long, default_value = "f32", value_parser = wire_parser())]
     pub wire: WirePrecision,
+    /// Whose statistics batch normalisation takes, as `owt train --batch-stats`: sync or local.
+    #[arg(long, value_parser = |s: &str| s.parse::<owt_hybrid::BatchStats>())]
+    pub batch_stats: Option<owt_hybrid::BatchStats>,
     /// Device profile for predicted times: gtx580-pcie, gtx580-pcie-10gbe, h200-nvlink,
     /// h200-nvlink-ib or cpu.
     #[arg(long)]
@@ -236,6 +239,9 @@ fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
 /// `owt plan --mesh N,L`: placements per dimension and the step's traffic on the 2-D mesh.
 fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>) -> Result<(), OwtError> {
     let arch = args.model.spec().architecture()?;
+    if args.batch_stats == Some(owt_hybrid::BatchStats::Local) {
+        return Err(crate::cli::local_stats_on_a_grid());
+    }
     let grid = match &args.plan_file {
         Some(path) => crate::cli::read_grid_plan_file(path)?,
         None => owt_hybrid::GridPlan::data_parallel_across(&args.plan.plan()),
@@ -306,8 +312,12 @@ fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>)
 
 /// `--plan-file`'s plan, else the built-in `--plan`.
 fn plan_of(args: &PlanArgs) -> Result<Plan, OwtError> {
-    match &args.plan_file {
-        Some(path) => crate::cli::read_plan_file(path, args.mesh.is_some()),
-        None => Ok(args.plan.plan()),
+    let mut plan = match &args.plan_file {
+        Some(path) => crate::cli::read_plan_file(path, args.mesh.is_some())?,
+        None => args.plan.plan(),
+    };
+    if let Some(stats) = args.batch_stats {
+        plan.batch_stats = stats;
     }
+    Ok(plan)
 }

@@ -759,6 +759,40 @@ fn bench_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `--batch-stats`: the dry run prices what each form moves (the synchronised form's two
+/// all-reduces of C values per batch normalisation backward are the difference: 2 rings of
+/// 2 (K - 1) C f32 values each over VGG-11's 2,752 channels at K = 2), and a 2-D mesh or an
+/// unknown form is refused in one line naming what it got.
+#[test]
+fn batch_statistics_are_priced_and_refused_where_they_do_not_run() {
+    let bytes = |extra: &[&str]| -> u64 {
+        let mut all = vec!["plan", "--model", "vgg11-bn", "--input", "32", "--devices", "2", "--batch", "8"];
+        all.extend_from_slice(&["--plan", "data-parallel", "--json"]);
+        all.extend_from_slice(extra);
+        let o = owt(&all);
+        assert!(o.status.success(), "owt {all:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["total_bytes"].as_u64().unwrap()
+    };
+    let (sync, local) = (bytes(&[]), bytes(&["--batch-stats", "local"]));
+    assert_eq!(bytes(&["--batch-stats", "sync"]), sync, "sync is the default");
+    let channels: u64 = [64, 128, 256, 256, 512, 512, 512, 512].iter().sum();
+    assert_eq!(sync - local, 2 * 2 * channels * 4, "sync {sync}, local {local}");
+    for args in [
+        &["plan", "--model", "vgg11-bn", "--input", "32", "--mesh", "2,2", "--batch", "8", "--batch-stats", "local"][..],
+        &["bench", "--model", "vgg11-bn", "--input", "32", "--mesh", "2,2", "--batch", "8", "--batch-stats", "local"][..],
+    ] {
+        let o = owt(args);
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert!(e.contains("local") && e.contains("1-D mesh") && e.trim().lines().count() == 1, "{e}");
+    }
+    let o = owt(&["bench", "--model", "vgg11-bn", "--batch-stats", "ranks"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("\"ranks\"") && e.contains("sync or local"), "{e}");
+}
+
 /// `--gradient-norms`: every parameter's norm by its path, the same on a mesh under either plan
 /// as on one device (where they part is where a mesh's losses part from one device's).
 #[test]
