@@ -171,13 +171,36 @@ pub fn my_plan() -> Plan {
 /// The traffic of one step of this network under [`my_plan`] on `ranks` shape-only devices,
 /// by layer, phase and collective (a dry run: no data, the step's very code).
 pub fn dry_run(ranks: usize, batch_size: usize) -> owt_hybrid::DryRunReport {
+    dry_run_of(my_plan(), Exchange::AllGather, ranks, batch_size).expect("my plan fits")
+}
+
+/// [`dry_run`] under any plan and scheme (an error where the plan does not fit the network).
+pub fn dry_run_of(
+    plan: Plan,
+    scheme: Exchange,
+    ranks: usize,
+    batch_size: usize,
+) -> Result<owt_hybrid::DryRunReport, owt_hybrid::PlanError> {
     type M = Autodiff<Hybrid<owt_meta::Meta>>;
     let dry = owt_hybrid::DryRun::new(ranks);
-    let layout = MeshLayout::<owt_meta::Meta>::new(dry.mesh().clone(), my_plan(), Exchange::AllGather);
-    let model = layout.place_module(SmallResNetConfig::new().init::<M>(dry.mesh())).expect("the plan fits");
+    let layout = MeshLayout::<owt_meta::Meta>::new(dry.mesh().clone(), plan, scheme);
+    let model = layout.place_module(SmallResNetConfig::new().init::<M>(dry.mesh()))?;
     dry.begin_step();
     let _ = train(model, dry.mesh(), 1, batch_size);
-    dry.report()
+    Ok(dry.report())
+}
+
+/// The plan the cost model predicts fastest for this network on `ranks` devices of `profile`:
+/// owt_hybrid's search over its conv and linear layers (replicated or split) and the three
+/// schemes, each candidate a dry run of the step above priced on the profile.
+pub fn auto_plan(ranks: usize, batch_size: usize, profile: &owt_hybrid::DeviceProfile) -> owt_hybrid::auto_plan::AutoPlan {
+    use owt_hybrid::auto_plan::{parameter_shapes, search, splittable_layers};
+    let shapes = parameter_shapes(&SmallResNetConfig::new().init::<Autodiff<Flex>>(&FlexDevice));
+    let schemes = [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices];
+    search(&splittable_layers(shapes), &schemes, |plan, scheme| {
+        Some(dry_run_of(plan.clone(), scheme, ranks, batch_size).ok()?.predict(profile).serial_s)
+    })
+    .expect("data parallelism runs")
 }
 
 fn main() {

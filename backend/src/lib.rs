@@ -23,7 +23,7 @@ mod tensor;
 pub use analysis::cost_model::{predict_on_mesh, DeviceProfile, LayerOrder, PhaseTime, StepPrediction};
 pub use analysis::dry_run::{CommPlan, DryRun, DryRunReport, LayerTraffic};
 pub use analysis::topology::{Pattern, Uplink};
-pub use analysis::{cost_model, topology};
+pub use analysis::{auto_plan, cost_model, topology};
 pub use autodiff::phase_marker::mark_backward_phase;
 pub use backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 pub use comm::ledger::{LedgerSnapshot, Traffic, UNLABELLED};

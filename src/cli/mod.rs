@@ -7,6 +7,7 @@ pub mod eval;
 pub mod import;
 pub mod info;
 pub mod plan;
+pub mod plan_auto;
 pub mod plan_cost;
 pub mod prepare;
 pub mod profile;

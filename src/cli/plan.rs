@@ -75,9 +75,16 @@ pub struct PlanArgs {
     #[arg(long, value_parser = parse_uplink)]
     pub uplink: Vec<Uplink>,
     /// Print JSON: {"total_bytes":..,"total_messages":..,"layers":[..]}, with --profile also
-    /// "cost" (the profile, the prediction per layer phase and the speedup tables).
+    /// "cost" (the profile, the prediction per layer phase and the speedup tables); with
+    /// --auto, the search's report.
     #[arg(long)]
     pub json: bool,
+    /// Choose the plan instead: per conv and FC layer replicated or split by outputs, and the
+    /// scheme, minimising the step predicted on the profile (every candidate where they are
+    /// few, else coordinate descent from data parallelism and the weird trick). Prints the
+    /// plan as JSON for --plan-file, the prediction and speedups on stderr.
+    #[arg(long, conflicts_with_all = ["plan", "plan_file"])]
+    pub auto: bool,
 }
 
 /// Prints the plan's bytes and messages per layer, phase and collective, and the totals.
@@ -112,6 +119,12 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         [args.tflops, args.mem_gbps, args.link_gbps, args.latency_us],
         &args.uplink,
     )?;
+    if args.auto {
+        let profile = profile.ok_or_else(|| {
+            OwtError::input("--auto prices every candidate on a device profile: give --profile P (or --tflops, --mem-gbps, --link-gbps and --latency-us)")
+        })?;
+        return crate::cli::plan_auto::run(args, devices, &profile);
+    }
     if let Some(shape) = args.mesh {
         return run_grid(args, shape, profile.as_ref());
     }

@@ -3,6 +3,7 @@
 //! pattern on them (`topology`), and the step's time priced on a device profile
 //! (`cost_model`).
 
+pub mod auto_plan;
 pub mod cost_model;
 pub(crate) mod dry_run;
 pub mod topology;

@@ -207,7 +207,14 @@ fn reduce_scatter<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, op: R
 /// others hold zeros (a sum), or every node keeps it (a maximum). Local.
 fn partial<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, j: usize, op: ReduceOp) -> DTensor<B, K> {
     let keeps = op == ReduceOp::Max || t.mesh.outer_dims()[j].index() == 0;
-    let mut t = if keeps { t } else { t.map_same(|p| K::zeros_like(&p)) };
+    let mut t = if keeps {
+        t
+    } else {
+        // Zeros now: a whole copy kept with the value (`DTensor::kept`) is not this one's.
+        let mut zeros = t.map_same(|p| K::zeros_like(&p));
+        zeros.kept = Default::default();
+        zeros
+    };
     t.outer[j] = Placement::Partial(op);
     t
 }

@@ -527,11 +527,9 @@ fn redistribute_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, target: Plac
             // The sum is kept with the pending tensor and its clones, so each of its uses after
             // the first finds it (a batch normalisation's statistics feed several ops): one
             // all-reduce per pending tensor, however many ops read it whole.
-            let pending = t.outer.is_empty().then(|| t.clone());
+            let pending = t.clone();
             let whole = all_reduce_view(t);
-            if let Some(pending) = pending {
-                pending.keep_whole(whole.shards.clone());
-            }
+            pending.keep_whole(whole.shards.clone());
             whole
         }
         (Placement::Partial(_), Placement::Shard(d)) => reduce_scatter_view(t, d),

@@ -29,7 +29,7 @@ use crate::tensor::placement::{can_shard, shard_sizes, Placement};
 pub(crate) fn spec<B: Backend, K: ShardKind<B>>(t: &DTensor<B, K>) -> Spec {
     let kept = t.is_kept_whole();
     let placement = match t.placement {
-        Placement::Partial(_) if kept && t.outer.is_empty() => Placement::Replicate,
+        Placement::Partial(_) if kept => Placement::Replicate,
         p => p,
     };
     Spec { shape: t.shape.clone(), placement, kept_whole: kept }
