@@ -837,6 +837,35 @@ fn plan_auto_finds_the_weird_trick_or_better_for_alexnet_owt_on_eight_gtx580s() 
     assert!(e.contains("--profile") && e.trim().lines().count() == 1, "{e}");
 }
 
+/// `--auto` on a 2-D mesh: the candidates are the plan inside each node, data-parallel across
+/// the nodes; the plan it prints, given back with the same `--mesh`, is priced the same.
+#[test]
+fn plan_auto_on_a_two_dimensional_mesh_prints_a_plan_that_prices_the_same() {
+    let args = ["plan", "--model", "alexnet-small", "--mesh", "2,2", "--batch", "32", "--profile", "h200-nvlink-ib"];
+    let o = owt(&[&args[..], &["--auto", "--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(report["speedup_vs_data_parallel"].as_f64().unwrap() >= 1.0 - 1e-12, "{report}");
+    assert!(report["speedup_vs_weird_trick"].as_f64().unwrap() >= 1.0 - 1e-12, "{report}");
+    let o = owt(&[&args[..], &["--auto"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2x2 mesh"), "{}", stderr(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("auto.json");
+    std::fs::write(&path, &o.stdout).unwrap();
+    let scheme = match report["scheme"].as_str().unwrap() {
+        "AllGather" => "a",
+        "Broadcast" => "b",
+        _ => "c",
+    };
+    let again = owt(&[&args[..], &["--plan-file", path.to_str().unwrap(), "--scheme", scheme, "--json"]].concat());
+    assert!(again.status.success(), "{}", stderr(&again));
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let serial = again["cost"]["prediction"]["serial_s"].as_f64().unwrap();
+    let step = report["step_s"].as_f64().unwrap();
+    assert!((serial - step).abs() <= 1e-12 * step, "{serial} vs {step}");
+}
+
 /// `--gradient-norms`: every parameter's norm by its path, the same on a mesh under either plan
 /// as on one device (where they part is where a mesh's losses part from one device's).
 #[test]
