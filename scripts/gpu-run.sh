@@ -13,6 +13,7 @@
 #   d. owt_cold, owt_warm: AlexNetOwt at batch 128 with fusion, on an empty kernel cache and then
 #      on the cache the first left (images/s, median and first step, utilisation);
 #   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works;
+#   d'. owt_warm_resident: the warm case with the batches kept on the GPU (`--resident`);
 #   f. owt_profile: AlexNetOwt's step layer by layer (`owt bench --profile`, on the warm cache);
 #   g. owt_warm_bf16: AlexNetOwt in bf16 on f32 masters.
 # $OUT holds at most 6 files, none deeper than $OUT/x:
@@ -185,6 +186,8 @@ run_case owt_cold 210 "$owt" bench --backend "$backend" --json $big $big_steps
 keep_caches
 run_case owt_warm 90 "$owt" bench --backend "$backend" --json $big $big_steps
 keep_caches
+# d'. The same with the batches kept on the GPU (compute alone, as PyTorch's resident figure).
+run_case owt_warm_resident 60 "$owt" bench --backend "$backend" --json $big $big_steps --resident
 # e. PyTorch on the same shapes.
 if ! [[ torch =~ $only ]]; then
     printf '%s\t-1\t%s\t%s\tnot selected (--only %s)\n' torch "$(date +%s.%N)" "$(date +%s.%N)" "$only" >> "$work/cases.tsv"
@@ -204,7 +207,8 @@ python3 - "$out/summary.json" <<'PY'
 import json, sys
 checks = json.load(open(sys.argv[1]))["checks"]
 print(json.dumps({k: checks[k] for k in ("failed", "cases_skipped", "empty_ops", "owt_cold", "owt_warm",
-                                         "owt_warm_over_torch_tf32", "owt_warm_over_torch_fp32_strict")}, indent=1))
+                                         "owt_warm_over_torch_tf32", "owt_warm_over_torch_fp32_strict",
+                                         "owt_warm_resident_over_torch_tf32")}, indent=1))
 for name, m in checks["mesh_against_one_device"].items():
     print(name, "max relative gap", m["max_relative_gap"], "within", checks["mesh_tolerance"], m["within_tolerance"])
 PY

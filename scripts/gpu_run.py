@@ -145,6 +145,10 @@ def summary(work, out, backend, tolerance):
         ref = (torch.get(key) or {}).get("images_per_s")
         checks[f"torch_{label}_images_per_s"] = ref
         checks[f"owt_warm_over_torch_{label}"] = round(warm / ref, 3) if warm and ref else None
+    resident = result("owt_warm_resident").get("images_per_s")
+    ref = (torch.get("tf32_device_resident") or {}).get("images_per_s")
+    checks["owt_warm_resident_images_per_s"] = resident
+    checks["owt_warm_resident_over_torch_tf32"] = round(resident / ref, 3) if resident and ref else None
     versions = result("owt_warm").get("cuda") or result("small_one_device").get("cuda")
     report = {"backend": backend, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "versions": versions, "checks": checks, "cases": cases, "utilisation_samples": len(rows)}

@@ -866,6 +866,20 @@ fn plan_auto_on_a_two_dimensional_mesh_prints_a_plan_that_prices_the_same() {
     assert!((serial - step).abs() <= 1e-12 * step, "{serial} vs {step}");
 }
 
+/// `--resident`: the same batches in the same order, uploaded once, so the same losses on one
+/// device and on a mesh; the report says so.
+#[test]
+fn bench_resident_batches_give_the_same_losses_as_uploading_each_step() {
+    for mesh in [&[][..], &["--devices", "2"][..]] {
+        let args = [&["--batch", "8", "--warmup", "1", "--steps", "5", "--seed", "2"][..], mesh].concat();
+        let uploaded = bench_json(&args);
+        let resident = bench_json(&[&args[..], &["--resident"]].concat());
+        assert_eq!((&uploaded["resident"], &resident["resident"]), (&serde_json::json!(false), &serde_json::json!(true)));
+        assert_eq!(resident["losses"].as_array().unwrap().len(), 6, "6 steps cycle through 4 batches");
+        assert_eq!(uploaded["losses"], resident["losses"], "{mesh:?}");
+    }
+}
+
 /// `--gradient-norms`: every parameter's norm by its path, the same on a mesh under either plan
 /// as on one device (where they part is where a mesh's losses part from one device's).
 #[test]
