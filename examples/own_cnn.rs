@@ -194,8 +194,8 @@ pub fn dry_run_of(
 /// owt_hybrid's search over its conv and linear layers (replicated or split) and the three
 /// schemes, each candidate a dry run of the step above priced on the profile.
 pub fn auto_plan(ranks: usize, batch_size: usize, profile: &owt_hybrid::DeviceProfile) -> owt_hybrid::auto_plan::AutoPlan {
-    use owt_hybrid::auto_plan::{parameter_shapes, search, splittable_layers};
-    let shapes = parameter_shapes(&SmallResNetConfig::new().init::<Autodiff<Flex>>(&FlexDevice));
+    use owt_hybrid::auto_plan::{search, splittable_layers};
+    let shapes = owt_hybrid::parameter_paths(&SmallResNetConfig::new().init::<Autodiff<Flex>>(&FlexDevice));
     let schemes = [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices];
     search(&splittable_layers(shapes), &schemes, |plan, scheme| {
         Some(dry_run_of(plan.clone(), scheme, ranks, batch_size).ok()?.predict(profile).serial_s)

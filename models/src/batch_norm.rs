@@ -74,8 +74,8 @@ pub fn batch_norm_in_groups<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, grou
         let var = bn.running_var.value_sync().reshape([1, c, 1, 1]);
         return normalise(bn, x, mean, var);
     }
-    let sizes: Vec<usize> = (0..groups.max(1)).map(|g| n / groups.max(1) + usize::from(g < n % groups.max(1))).collect();
-    let sizes: Vec<usize> = sizes.into_iter().filter(|&s| s > 0).collect();
+    let groups = groups.max(1);
+    let sizes: Vec<usize> = (0..groups).map(|g| n / groups + usize::from(g < n % groups)).filter(|&s| s > 0).collect();
     // PyTorch's running variance is the unbiased estimate (of one value: the biased one).
     let unbiased = |rows: usize| {
         let count = rows * h * w;
@@ -116,8 +116,8 @@ pub fn batch_norm_in_groups<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, grou
             vars.push(var.clone().detach().reshape([c]).mul_scalar(unbiased(rows)));
             pieces.push(normalise(bn, piece, mean, var));
         }
-        let groups = sizes.len() as f64;
-        let mean_of = |v: Vec<Tensor<B, 1>>| v.into_iter().reduce(|a, b| a + b).expect("a group").div_scalar(groups);
+        let count = sizes.len() as f64;
+        let mean_of = |v: Vec<Tensor<B, 1>>| v.into_iter().reduce(|a, b| a + b).expect("a group").div_scalar(count);
         (Tensor::cat(pieces, 0), mean_of(means), mean_of(vars))
     };
     let momentum = bn.momentum;

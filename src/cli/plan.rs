@@ -119,6 +119,9 @@ pub fn run(args: &PlanArgs) -> Result<(), OwtError> {
         [args.tflops, args.mem_gbps, args.link_gbps, args.latency_us],
         &args.uplink,
     )?;
+    if args.mesh.is_some() && args.batch_stats == Some(owt_hybrid::BatchStats::Local) {
+        return Err(crate::cli::local_stats_on_a_grid());
+    }
     if args.auto {
         let profile = profile.ok_or_else(|| {
             OwtError::input("--auto prices every candidate on a device profile: give --profile P (or --tflops, --mem-gbps, --link-gbps and --latency-us)")
@@ -252,9 +255,6 @@ fn print_nodes(shape: &StepShape, profile: &DeviceProfile) {
 /// `owt plan --mesh N,L`: placements per dimension and the step's traffic on the 2-D mesh.
 fn run_grid(args: &PlanArgs, shape: [usize; 2], profile: Option<&DeviceProfile>) -> Result<(), OwtError> {
     let arch = args.model.spec().architecture()?;
-    if args.batch_stats == Some(owt_hybrid::BatchStats::Local) {
-        return Err(crate::cli::local_stats_on_a_grid());
-    }
     let grid = match &args.plan_file {
         Some(path) => crate::cli::read_grid_plan_file(path)?,
         None => owt_hybrid::GridPlan::data_parallel_across(&args.plan.plan()),

@@ -59,9 +59,6 @@ pub fn run(args: &PlanArgs, ranks: usize, profile: &DeviceProfile) -> Result<(),
             None => dry.run_on_processes(args.processes)?.predict(profile).serial_s,
         })
     };
-    if args.mesh.is_some() && args.batch_stats == Some(owt_hybrid::BatchStats::Local) {
-        return Err(crate::cli::local_stats_on_a_grid());
-    }
     let schemes = [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices];
     let mut first_error = None;
     let found = search(&layers, &schemes, |plan, scheme| match predict(plan, scheme) {

@@ -325,32 +325,13 @@ pub fn gradient_norms<B: AutodiffBackend, L: StepLayout<B>>(
     images: Tensor<B, 4>,
     labels: Tensor<B, 1, Int>,
 ) -> std::collections::BTreeMap<String, f64> {
-    struct Norms<'a, B: AutodiffBackend> {
-        grads: &'a GradientsParams,
-        path: Vec<String>,
-        found: Vec<(String, Tensor<B::InnerBackend, 1>)>,
-    }
-    impl<B: AutodiffBackend> burn::module::ModuleVisitor<B> for Norms<'_, B> {
-        fn enter_module(&mut self, name: &str, _container_type: &str) {
-            self.path.push(name.to_string());
-        }
-        fn exit_module(&mut self, _name: &str, _container_type: &str) {
-            self.path.pop();
-        }
-        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<B, D>>) {
-            if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
-                self.found.push((self.path.join("."), g.square().sum()));
-            }
-        }
-    }
     let mut step = AccumulatedStep::new(labels.dims()[0], head, key);
     step.micro_batch(layout, model, images, labels);
     let grads = layout.sync(model, step.grads.grads());
-    let mut norms = Norms::<B> { grads: &grads, path: Vec::new(), found: Vec::new() };
-    model.visit(&mut norms);
-    let (names, squares): (Vec<String>, Vec<_>) = norms.found.into_iter().unzip();
-    let read = squares.into_iter().fold(burn::tensor::Transaction::default(), |t, s| t.register(s)).execute();
-    names.into_iter().zip(read).map(|(name, d)| (name, d.iter::<f64>().next().unwrap_or(f64::NAN).sqrt())).collect()
+    owt_hybrid::gradient_values(model, &grads)
+        .into_iter()
+        .filter_map(|(path, g)| Some((path, g?.iter().map(|v| v * v).sum::<f64>().sqrt())))
+        .collect()
 }
 
 /// The loss to differentiate and what it and the logits say about the batch (on the device).

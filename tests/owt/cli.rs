@@ -794,6 +794,25 @@ fn batch_statistics_are_priced_and_refused_where_they_do_not_run() {
     assert!(e.contains("\"ranks\"") && e.contains("sync or local"), "{e}");
 }
 
+/// The plan `owt plan ARGS --auto` printed (`plan_json`), given back to `owt plan ARGS` as a
+/// plan file with the scheme the search `report` chose, is priced at the step it reported.
+fn assert_auto_plan_prices_the_same(args: &[&str], report: &serde_json::Value, plan_json: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("auto.json");
+    std::fs::write(&path, plan_json).unwrap();
+    let scheme = match report["scheme"].as_str().unwrap() {
+        "AllGather" => "a",
+        "Broadcast" => "b",
+        _ => "c",
+    };
+    let again = owt(&[args, &["--plan-file", path.to_str().unwrap(), "--scheme", scheme, "--json"]].concat());
+    assert!(again.status.success(), "{}", stderr(&again));
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let serial = again["cost"]["prediction"]["serial_s"].as_f64().unwrap();
+    let step = report["step_s"].as_f64().unwrap();
+    assert!((serial - step).abs() <= 1e-12 * step, "{serial} vs {step}");
+}
+
 /// `owt plan --auto` on AlexNetOwt, 8 devices of the 2014 paper's kind (gtx580-pcie), 128
 /// images each: the heuristic finds the weird trick or a plan predicted faster, and faster
 /// than data parallelism; the plan it prints is a plan file that, priced again through
@@ -816,20 +835,7 @@ fn plan_auto_finds_the_weird_trick_or_better_for_alexnet_owt_on_eight_gtx580s() 
     assert!(words.contains("--plan-file") && words.contains("faster than data parallelism"), "{words}");
     let plan: owt_hybrid::Plan = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(serde_json::to_value(&plan).unwrap(), report["plan"]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("auto.json");
-    std::fs::write(&path, &o.stdout).unwrap();
-    let scheme = match report["scheme"].as_str().unwrap() {
-        "AllGather" => "a",
-        "Broadcast" => "b",
-        _ => "c",
-    };
-    let again = owt(&[&args[..], &["--plan-file", path.to_str().unwrap(), "--scheme", scheme, "--json"]].concat());
-    assert!(again.status.success(), "{}", stderr(&again));
-    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
-    let serial = again["cost"]["prediction"]["serial_s"].as_f64().unwrap();
-    let step = report["step_s"].as_f64().unwrap();
-    assert!((serial - step).abs() <= 1e-12 * step, "{serial} vs {step}");
+    assert_auto_plan_prices_the_same(&args, &report, &o.stdout);
     // Without a profile there is nothing to price: one line.
     let o = owt(&["plan", "--model", "alexnet-owt", "--devices", "8", "--batch", "1024", "--auto"]);
     assert!(!o.status.success());
@@ -850,20 +856,7 @@ fn plan_auto_on_a_two_dimensional_mesh_prints_a_plan_that_prices_the_same() {
     let o = owt(&[&args[..], &["--auto"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("2x2 mesh"), "{}", stderr(&o));
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("auto.json");
-    std::fs::write(&path, &o.stdout).unwrap();
-    let scheme = match report["scheme"].as_str().unwrap() {
-        "AllGather" => "a",
-        "Broadcast" => "b",
-        _ => "c",
-    };
-    let again = owt(&[&args[..], &["--plan-file", path.to_str().unwrap(), "--scheme", scheme, "--json"]].concat());
-    assert!(again.status.success(), "{}", stderr(&again));
-    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
-    let serial = again["cost"]["prediction"]["serial_s"].as_f64().unwrap();
-    let step = report["step_s"].as_f64().unwrap();
-    assert!((serial - step).abs() <= 1e-12 * step, "{serial} vs {step}");
+    assert_auto_plan_prices_the_same(&args, &report, &o.stdout);
 }
 
 /// `--resident`: the same batches in the same order, uploaded once, so the same losses on one

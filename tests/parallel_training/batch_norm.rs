@@ -106,6 +106,24 @@ fn vgg11_bn_trains_to_one_devices_weights_and_statistics_under_data_parallelism_
     }
 }
 
+/// The model from `weights` after the first step on `layout`, the mesh's ledger holding that
+/// step's traffic alone (reset after the model is placed and its batch uploaded).
+fn first_step(
+    layout: &MeshLayout<burn::backend::Flex>,
+    config: &owt::train::TrainConfig,
+    weights: &[u8],
+) -> ConvNet<H> {
+    let model = placed_model(layout, config, weights);
+    let arch = config.model.architecture().unwrap();
+    let (x, y) = batch(0, config.batch, arch.input, arch.classes);
+    let device = layout.device();
+    let (x, y) = (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
+    let mut optim = sgd::<H>(config);
+    let key = DropoutKey::new(config.seed, 0);
+    layout.mesh().reset_ledger();
+    train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y).0
+}
+
 /// The running statistics after a step on a split batch are replicated (every rank holds the
 /// whole, equal, values), not left pending or split.
 #[test]
@@ -116,14 +134,8 @@ fn running_statistics_stay_replicated_on_a_split_batch() {
     let mesh = MeshDevice::virtual_ranks(Default::default(), 2);
     use_f64::<H>(&mesh);
     let layout = MeshLayout::<burn::backend::Flex>::new(mesh, PlanKind::DataParallel.plan(), Exchange::AllGather);
-    let model = placed_model(&layout, &config, &weights);
+    let model = first_step(&layout, &config, &weights);
     let arch = config.model.architecture().unwrap();
-    let (x, y) = batch(0, 8, arch.input, arch.classes);
-    let device = layout.device();
-    let (x, y) = (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
-    let mut optim = sgd::<H>(&config);
-    let key = DropoutKey::new(config.seed, 0);
-    let (model, _) = train_step(&layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
     for n in 1..=arch.convs.len() {
         let bn = model.norm(n);
         for state in [&bn.running_mean, &bn.running_var] {
@@ -259,15 +271,7 @@ fn the_statistics_traffic_is_two_all_reduces_of_the_channels_each_way() {
             let mesh = MeshDevice::virtual_ranks(Default::default(), k);
             use_f64::<H>(&mesh);
             let layout = MeshLayout::<burn::backend::Flex>::new(mesh.clone(), plan.clone(), Exchange::AllGather);
-            let model = placed_model(&layout, &config, &weights);
-            let (x, y) = batch(0, 8, arch.input, arch.classes);
-            let device = layout.device();
-            let (x, y) =
-                (layout.place_input(Tensor::from_data(x, device)), layout.place_labels(Tensor::from_data(y, device)));
-            let mut optim = sgd::<H>(&config);
-            let key = DropoutKey::new(config.seed, 0);
-            mesh.reset_ledger();
-            let _ = train_step(&layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
+            let _ = first_step(&layout, &config, &weights);
             let ledger = mesh.ledger_snapshot();
             assert_eq!(ledger.total_fallbacks(), 0, "{:?}", ledger.fallbacks);
             // The same step priced on shape-only ranks (f32: 4 bytes an element).

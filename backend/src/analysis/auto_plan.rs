@@ -8,7 +8,8 @@
 //! where FC layers are split) while the prediction improves.
 //!
 //! Knows nothing of any model: the layers come from parameter paths and shapes
-//! ([`splittable_layers`]), the prediction from the caller.
+//! ([`splittable_layers`], from `crate::parameter_paths` for any module), the prediction
+//! from the caller.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -67,30 +68,6 @@ pub fn splittable_layers(params: impl IntoIterator<Item = (String, Vec<usize>)>)
         layers.push(SplittableLayer { name: module.to_string(), split_dim, has_bias });
     }
     layers
-}
-
-/// Every float parameter of `module` by path with its shape (what [`splittable_layers`] reads).
-pub fn parameter_shapes<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>(
-    module: &M,
-) -> Vec<(String, Vec<usize>)> {
-    struct Shapes {
-        path: Vec<String>,
-        found: Vec<(String, Vec<usize>)>,
-    }
-    impl<B: burn::tensor::backend::Backend> burn::module::ModuleVisitor<B> for Shapes {
-        fn enter_module(&mut self, name: &str, _container_type: &str) {
-            self.path.push(name.to_string());
-        }
-        fn exit_module(&mut self, _name: &str, _container_type: &str) {
-            self.path.pop();
-        }
-        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<B, D>>) {
-            self.found.push((self.path.join("."), param.val().dims().to_vec()));
-        }
-    }
-    let mut shapes = Shapes { path: Vec::new(), found: Vec::new() };
-    module.visit(&mut shapes);
-    shapes.found
 }
 
 /// One candidate: which layers are split, and the scheme.
