@@ -193,7 +193,11 @@ pub fn dry_run_of(
 /// The plan the cost model predicts fastest for this network on `ranks` devices of `profile`:
 /// owt_hybrid's search over its conv and linear layers (replicated or split) and the three
 /// schemes, each candidate a dry run of the step above priced on the profile.
-pub fn auto_plan(ranks: usize, batch_size: usize, profile: &owt_hybrid::DeviceProfile) -> owt_hybrid::auto_plan::AutoPlan {
+pub fn auto_plan(
+    ranks: usize,
+    batch_size: usize,
+    profile: &owt_hybrid::DeviceProfile,
+) -> owt_hybrid::auto_plan::AutoPlan {
     use owt_hybrid::auto_plan::{search, splittable_layers};
     let shapes = owt_hybrid::parameter_paths(&SmallResNetConfig::new().init::<Autodiff<Flex>>(&FlexDevice));
     let schemes = [Exchange::AllGather, Exchange::Broadcast, Exchange::Slices];

@@ -121,8 +121,7 @@ pub fn batch_norm_in_groups<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, grou
         (Tensor::cat(pieces, 0), mean_of(means), mean_of(vars))
     };
     let momentum = bn.momentum;
-    let running_mean =
-        bn.running_mean.value_sync().mul_scalar(1.0 - momentum) + batch_mean.mul_scalar(momentum);
+    let running_mean = bn.running_mean.value_sync().mul_scalar(1.0 - momentum) + batch_mean.mul_scalar(momentum);
     let running_var = bn.running_var.value_sync().mul_scalar(1.0 - momentum) + batch_var.mul_scalar(momentum);
     bn.running_mean.update(running_mean.detach());
     bn.running_var.update(running_var.detach());

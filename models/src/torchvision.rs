@@ -35,9 +35,7 @@ use burn_store::{
 
 use crate::architecture::Family;
 use crate::stage::Stage;
-#[cfg(doc)]
-use crate::ConvNet;
-use crate::{AlexNet, Architecture};
+use crate::{Architecture, ConvNet};
 
 /// Each owt layer of `arch` (`conv1`, `bn1_1`, `fc6`) and the torchvision state-dict prefix
 /// of the same layer (`features.0`, `features.1`, `classifier.0`): torchvision numbers the
@@ -222,7 +220,7 @@ fn format_of(path: &Path) -> Result<Format, TorchvisionError> {
 /// the class count differs, fc8 keeps its initial weights (reported in [`ImportReport`]), so a
 /// network can be fine-tuned to other classes. A missing key or a wrong shape is an error
 /// naming the key and both shapes; nothing is loaded then.
-pub fn import<B: Backend>(mut model: AlexNet<B>, path: &Path) -> Result<(AlexNet<B>, ImportReport), TorchvisionError> {
+pub fn import<B: Backend>(mut model: ConvNet<B>, path: &Path) -> Result<(ConvNet<B>, ImportReport), TorchvisionError> {
     let arch = model.architecture.clone();
     check_layout(&arch)?;
     let format = format_of(path)?;
@@ -325,7 +323,7 @@ fn tensors_in<S: ModuleStore>(store: &mut S) -> Result<BTreeMap<String, (Vec<usi
 /// `model` as a torchvision state dict in safetensors format (keys `features.N.weight`, ...,
 /// Linear weights `[out, in]`): PyTorch reads it with `safetensors.torch.load_file` and
 /// `AlexNet.load_state_dict`.
-pub fn export_safetensors<B: Backend>(model: &AlexNet<B>) -> Result<Vec<u8>, TorchvisionError> {
+pub fn export_safetensors<B: Backend>(model: &ConvNet<B>) -> Result<Vec<u8>, TorchvisionError> {
     check_layout(&model.architecture)?;
     let mut store = SafetensorsStore::from_bytes(None)
         .with_to_adapter(BurnToPyTorchAdapter)

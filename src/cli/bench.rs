@@ -16,7 +16,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use owt_hybrid::{Exchange, MeshDevice, MeshLayout, SingleDevice, StepLayout};
-use owt_models::{AlexNet, DropoutKey, Head};
+use owt_models::{ConvNet, DropoutKey, Head};
 
 use crate::cli::profile::{profile_step, StepProfile};
 use crate::cli::{parse_head, ModelArgs, ParallelArgs, WorkersArg};
@@ -278,7 +278,7 @@ impl BenchJob<'_> {
         config.precision.check::<B>(device)?;
         let mut scaler = config.precision.scales_loss().then(crate::train::precision::LossScale::default);
         let norm = &config.model.pixel_norm;
-        let model: AlexNet<B> = crate::train::trainer::init_model(&arch, device, config.seed)?;
+        let model: ConvNet<B> = crate::train::trainer::init_model(&arch, device, config.seed)?;
         let mut model = layout.place_module(model)?;
         let mut optim = sgd::<B>(&config);
         // Four batches of distinct images, cycled.
@@ -300,8 +300,7 @@ impl BenchJob<'_> {
         let mut resident = Vec::new();
         if args.resident {
             for _ in 0..total.min(4) {
-                let batch =
-                    batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
+                let batch = batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?;
                 resident.push(upload_batch(layout, &batch, norm));
             }
         }
@@ -418,7 +417,7 @@ impl BackendJob for ProfileJob<'_> {
         let arch = config.model.architecture()?;
         let layout = SingleDevice::<B>::new(device.clone());
         B::seed(&device, config.seed);
-        let model: AlexNet<B> = arch.try_init(&device)?;
+        let model: ConvNet<B> = arch.try_init(&device)?;
         let mut optim = sgd::<B>(&config);
         let source: Arc<dyn ImageSource> =
             Arc::new(synthetic_images(arch.input, arch.classes, config.batch, config.seed));

@@ -434,10 +434,9 @@ pub(crate) fn local_stats_on_a_grid() -> OwtError {
 
 pub(crate) fn read_grid_plan_file(path: &std::path::Path) -> Result<owt_hybrid::GridPlan, OwtError> {
     match parse_plan_file(path)? {
-        PlanFile::Flat(plan) if plan.batch_stats == owt_hybrid::BatchStats::Local => Err(OwtError::input(format!(
-            "--plan-file {}: {LOCAL_STATS_ON_A_GRID}",
-            path.display()
-        ))),
+        PlanFile::Flat(plan) if plan.batch_stats == owt_hybrid::BatchStats::Local => {
+            Err(OwtError::input(format!("--plan-file {}: {LOCAL_STATS_ON_A_GRID}", path.display())))
+        }
         PlanFile::Flat(plan) => Ok(owt_hybrid::GridPlan::data_parallel_across(&plan)),
         PlanFile::PerDimension(plan) => {
             plan.local_plan().map_err(|e| OwtError::input(format!("--plan-file {}: {e}", path.display())))?;

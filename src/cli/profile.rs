@@ -14,7 +14,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Distribution;
 use serde::Serialize;
 
-use owt_models::{Activation, AlexNet, Architecture, DropoutKey, Head, Stage};
+use owt_models::{Activation, Architecture, ConvNet, DropoutKey, Head, Stage};
 
 use crate::cli::bench::median;
 use crate::error::OwtError;
@@ -210,8 +210,8 @@ fn time_op<B: AutodiffBackend>(
 /// (`upload` times the trainer's own upload and normalisation of this batch), and the whole
 /// step as training runs it. The model is updated by the whole-step runs.
 #[allow(clippy::too_many_arguments)]
-pub fn profile_step<B: AutodiffBackend, O: Optimizer<AlexNet<B>, B>>(
-    mut model: AlexNet<B>,
+pub fn profile_step<B: AutodiffBackend, O: Optimizer<ConvNet<B>, B>>(
+    mut model: ConvNet<B>,
     optim: &mut O,
     lr: f64,
     head: Head,

@@ -8,7 +8,7 @@ use burn::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use owt_models::{AlexNet, Head, PixelNorm};
+use owt_models::{ConvNet, Head, PixelNorm};
 
 use crate::data::{Batch, ImageSource};
 use crate::error::OwtError;
@@ -38,7 +38,7 @@ pub struct Evaluation {
 /// Loss and accuracy of `model` on `source` (deterministic view, no augmentation) on one
 /// device, its pixels normalised as `norm` says, prepared as `how` says.
 pub fn evaluate<B: Backend>(
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     head: Head,
     norm: &PixelNorm,
     source: &Arc<dyn ImageSource>,
@@ -52,7 +52,7 @@ pub fn evaluate<B: Backend>(
 /// view: centre crops), pixels normalised as `norm` says: what a comparison with another
 /// framework's predictions, image by image, needs.
 pub fn predictions<B: Backend>(
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     norm: &PixelNorm,
     source: &Arc<dyn ImageSource>,
     device: &B::Device,
@@ -74,7 +74,7 @@ pub fn predictions<B: Backend>(
 /// Batches are prepared ahead on worker threads as `how` says; the sums stay on the device
 /// and are read once at the end.
 pub fn evaluate_with<B: Backend>(
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     head: Head,
     source: &Arc<dyn ImageSource>,
     batch: usize,
@@ -88,7 +88,7 @@ pub fn evaluate_with<B: Backend>(
 /// node's share; `upload` makes the whole batch's tensor of them, so the loss and counts are
 /// the whole batch's).
 pub fn evaluate_rows<B: Backend>(
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     head: Head,
     source: &Arc<dyn ImageSource>,
     batch: usize,

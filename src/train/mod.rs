@@ -28,5 +28,7 @@ pub use input::{batch_tensors, upload_batch, upload_eval};
 pub use metrics::{Communication, EpochMetrics, TrafficPerStep, METRICS_FILE};
 pub use run_dir::{prepare as prepare_run_dir, Existing, RunDir};
 pub use schedule::{LrScaling, LrSchedule};
-pub use step::{classifier, correct_count, features, gradient_norms, train_step, AccumulatedStep, FcUpdate, StepOutcome};
+pub use step::{
+    classifier, correct_count, features, gradient_norms, train_step, AccumulatedStep, FcUpdate, StepOutcome,
+};
 pub use trainer::{load_model, sgd, train, RunOptions};

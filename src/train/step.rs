@@ -1,4 +1,4 @@
-//! One SGD step of the AlexNet family on a batch, for any [`StepLayout`]: synchronous (every weight updated once from
+//! One SGD step of a `ConvNet` (the AlexNet family, VGG) on a batch, for any [`StepLayout`]: synchronous (every weight updated once from
 //! the whole batch) or with the FC layers updated per chunk (Krizhevsky 2014, section 4: the
 //! FC weights are updated after each worker's chunk, the conv weights once per step).
 
@@ -10,7 +10,7 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use owt_hybrid::{shard_ranges, StepLabels, StepLayout};
-use owt_models::{AlexNet, DropoutKey, Head};
+use owt_models::{ConvNet, DropoutKey, Head};
 
 use crate::parallel::LayerPhases;
 use crate::train::precision::{LossScale, Precision};
@@ -71,7 +71,7 @@ pub const TOP_K: usize = 5;
 /// labels start here).
 pub fn features<B: AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     images: Tensor<B, 4>,
 ) -> Tensor<B, 2> {
     features_labelled(layout.labels(), model, images)
@@ -80,7 +80,7 @@ pub fn features<B: AutodiffBackend, L: StepLayout<B>>(
 /// [`features`] labelled by `labels`.
 fn features_labelled<B: AutodiffBackend, S: StepLabels<B>>(
     labels: S,
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     images: Tensor<B, 4>,
 ) -> Tensor<B, 2> {
     let mut phases = LayerPhases::new(labels, None);
@@ -92,7 +92,7 @@ fn features_labelled<B: AutodiffBackend, S: StepLabels<B>>(
 /// dropout masks `key` names.
 pub fn classifier<B: AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     features: Tensor<B, 2>,
     key: DropoutKey,
 ) -> Tensor<B, 2> {
@@ -102,7 +102,7 @@ pub fn classifier<B: AutodiffBackend, L: StepLayout<B>>(
 /// [`classifier`] labelled by `labels`.
 fn classifier_labelled<B: AutodiffBackend, S: StepLabels<B>>(
     labels: S,
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     features: Tensor<B, 2>,
     key: DropoutKey,
 ) -> Tensor<B, 2> {
@@ -138,9 +138,9 @@ impl<B: Backend> StepOutcome<B> {
 /// named by `key`), loss, backward, gradient sync and `optim` at rate `lr`. Nothing is read
 /// back from the device.
 #[allow(clippy::too_many_arguments)]
-pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<ConvNet<B>, B>>(
     layout: &L,
-    model: AlexNet<B>,
+    model: ConvNet<B>,
     optim: &mut O,
     lr: f64,
     head: Head,
@@ -148,7 +148,7 @@ pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
     key: DropoutKey,
     images: Tensor<B, 4>,
     labels: Tensor<B, 1, Int>,
-) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+) -> (ConvNet<B>, StepOutcome<B::InnerBackend>) {
     match fc_update {
         FcUpdate::PerStep => {
             let mut step = AccumulatedStep::new(labels.dims()[0], head, key);
@@ -166,7 +166,7 @@ pub fn train_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>,
 /// of the step's images and each dropout mask keyed by its rows, so the step equals one batch
 /// of them all (up to the order of float sums) with one micro-batch's activations in memory.
 pub struct AccumulatedStep<B: AutodiffBackend> {
-    grads: GradientsAccumulator<AlexNet<B>>,
+    grads: GradientsAccumulator<ConvNet<B>>,
     head: Head,
     key: DropoutKey,
     /// What the passes compute in, and the factor the loss is scaled by (1 unless f16).
@@ -210,7 +210,7 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
     pub fn micro_batch<L: StepLayout<B>>(
         &mut self,
         layout: &L,
-        model: &AlexNet<B>,
+        model: &ConvNet<B>,
         images: Tensor<B, 4>,
         labels: Tensor<B, 1, Int>,
     ) {
@@ -254,13 +254,13 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
 
     /// The one gradient sync and update of the step; what it measured (before the update).
     /// Panics when the micro-batches did not cover the step's images.
-    pub fn finish<L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+    pub fn finish<L: StepLayout<B>, O: Optimizer<ConvNet<B>, B>>(
         mut self,
         layout: &L,
-        model: AlexNet<B>,
+        model: ConvNet<B>,
         optim: &mut O,
         lr: f64,
-    ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+    ) -> (ConvNet<B>, StepOutcome<B::InnerBackend>) {
         assert_eq!(self.scale, 1.0, "a step with a loss scale finishes with finish_scaled");
         let grads = layout.sync(&model, self.grads.grads());
         let outcome = self.outcome();
@@ -270,14 +270,14 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
     /// [`AccumulatedStep::finish`] for a step whose loss was scaled by `scaler`'s scale: the
     /// synced gradients divided by it, then the update only if all of them are finite (a
     /// skipped step leaves the weights and the momentum as they were); `scaler` learns which.
-    pub fn finish_scaled<L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+    pub fn finish_scaled<L: StepLayout<B>, O: Optimizer<ConvNet<B>, B>>(
         mut self,
         layout: &L,
-        model: AlexNet<B>,
+        model: ConvNet<B>,
         optim: &mut O,
         lr: f64,
         scaler: &mut LossScale,
-    ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+    ) -> (ConvNet<B>, StepOutcome<B::InnerBackend>) {
         let grads = layout.sync(&model, self.grads.grads());
         let (grads, finite) = crate::train::precision::unscale(&model, grads, self.scale);
         scaler.update(finite);
@@ -287,14 +287,14 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
 
     /// [`AccumulatedStep::finish_scaled`] with `scaler` where the step's loss was scaled,
     /// [`AccumulatedStep::finish`] otherwise.
-    pub fn finish_with<L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+    pub fn finish_with<L: StepLayout<B>, O: Optimizer<ConvNet<B>, B>>(
         self,
         layout: &L,
-        model: AlexNet<B>,
+        model: ConvNet<B>,
         optim: &mut O,
         lr: f64,
         scaler: Option<&mut LossScale>,
-    ) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+    ) -> (ConvNet<B>, StepOutcome<B::InnerBackend>) {
         match scaler {
             Some(scaler) => self.finish_scaled(layout, model, optim, lr, scaler),
             None => self.finish(layout, model, optim, lr),
@@ -319,7 +319,7 @@ impl<B: AutodiffBackend> AccumulatedStep<B> {
 /// parameter whose norms part is where to look (`owt bench --gradient-norms`).
 pub fn gradient_norms<B: AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     head: Head,
     key: DropoutKey,
     images: Tensor<B, 4>,
@@ -352,16 +352,16 @@ pub fn chunks(n: usize, ranks: usize) -> Vec<Range<usize>> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn per_chunk_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<AlexNet<B>, B>>(
+fn per_chunk_step<B: AutodiffBackend, L: StepLayout<B>, O: Optimizer<ConvNet<B>, B>>(
     layout: &L,
-    mut model: AlexNet<B>,
+    mut model: ConvNet<B>,
     optim: &mut O,
     lr: f64,
     head: Head,
     key: DropoutKey,
     images: Tensor<B, 4>,
     labels: Tensor<B, 1, Int>,
-) -> (AlexNet<B>, StepOutcome<B::InnerBackend>) {
+) -> (ConvNet<B>, StepOutcome<B::InnerBackend>) {
     let n = labels.dims()[0];
     let features = features(layout, &model, images);
     let detached = features.clone().detach();

@@ -7,7 +7,7 @@ use burn::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use owt_models::{AlexNet, Head, PixelNorm};
+use owt_models::{ConvNet, Head, PixelNorm};
 
 use crate::data::images::ImageSource;
 use crate::data::ten_crop::PATCHES;
@@ -33,7 +33,7 @@ pub fn patch_average<B: Backend>(head: Head, logits: Tensor<B, 2>) -> Tensor<B, 
 /// the averages ([`Head::loss_of_probabilities`]); pixels normalised as `norm` says, batches
 /// prepared as `how` says.
 pub fn evaluate_ten_crop<B: Backend>(
-    model: &AlexNet<B>,
+    model: &ConvNet<B>,
     head: Head,
     norm: &PixelNorm,
     source: Arc<TenCrops>,

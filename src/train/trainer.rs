@@ -17,7 +17,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use owt_hybrid::StepLayout;
-use owt_models::{AlexNet, Architecture, DropoutKey};
+use owt_models::{Architecture, ConvNet, DropoutKey};
 
 use crate::data::{Batch, Splits};
 use crate::error::OwtError;
@@ -38,7 +38,7 @@ use crate::train::step::{train_step, AccumulatedStep, FcUpdate};
 /// `arch`'s initial weights on `device` from `seed`, drawn alone: the nodes of a 2-D mesh run
 /// as threads of one process share the backend's generator where it is process-wide
 /// (Flex's), so each seeds and draws by itself, exactly what a process of its own would draw.
-pub fn init_model<B: Backend>(arch: &Architecture, device: &B::Device, seed: u64) -> Result<AlexNet<B>, OwtError> {
+pub fn init_model<B: Backend>(arch: &Architecture, device: &B::Device, seed: u64) -> Result<ConvNet<B>, OwtError> {
     let _alone = INIT.lock().unwrap_or_else(|e| e.into_inner());
     B::seed(device, seed);
     Ok(arch.try_init(device)?)
@@ -237,8 +237,8 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
 /// A run as it stands between epochs: the model as the layout stores it, its optimizer, and
 /// what the run did so far.
 struct Run<B: AutodiffBackend> {
-    model: AlexNet<B>,
-    optim: OptimizerAdaptor<Sgd<B::InnerBackend>, AlexNet<B>, B>,
+    model: ConvNet<B>,
+    optim: OptimizerAdaptor<Sgd<B::InnerBackend>, ConvNet<B>, B>,
     metrics: Vec<EpochMetrics>,
     start_epoch: usize,
     imported_from: Option<String>,
@@ -310,15 +310,15 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
     arch: &Architecture,
     splits: &Splits,
     layout: &L,
-    mut model: AlexNet<B>,
-    optim: &mut OptimizerAdaptor<Sgd<B::InnerBackend>, AlexNet<B>, B>,
+    mut model: ConvNet<B>,
+    optim: &mut OptimizerAdaptor<Sgd<B::InnerBackend>, ConvNet<B>, B>,
     epoch: usize,
     lr: f64,
     how: Preparation,
     opts: &RunOptions,
     verbose: bool,
     mut loss_scale: Option<LossScale>,
-) -> Result<(AlexNet<B>, Trained), OwtError> {
+) -> Result<(ConvNet<B>, Trained), OwtError> {
     let started = Instant::now();
     let draws = EpochDraws::new(config.seed, epoch);
     {
@@ -403,7 +403,7 @@ fn checkpoint<B: AutodiffBackend>(
     primary: bool,
     data: &crate::train::DatasetIdentity,
     run: &Run<B>,
-    gathered: AlexNet<B>,
+    gathered: ConvNet<B>,
     epoch: usize,
 ) -> Result<(), OwtError> {
     let state = CheckpointState {
@@ -440,18 +440,18 @@ pub fn check_classes(dataset_classes: usize, arch: &Architecture, advice: &str) 
 }
 
 /// The run's optimizer: SGD with the config's momentum (dampening 0) and weight decay.
-pub fn sgd<B: AutodiffBackend>(config: &TrainConfig) -> OptimizerAdaptor<Sgd<B::InnerBackend>, AlexNet<B>, B> {
+pub fn sgd<B: AutodiffBackend>(config: &TrainConfig) -> OptimizerAdaptor<Sgd<B::InnerBackend>, ConvNet<B>, B> {
     SgdConfig::new()
         .with_momentum(Some(MomentumConfig { momentum: config.momentum, dampening: 0.0, nesterov: false }))
         .with_weight_decay((config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32)))
-        .init::<B, AlexNet<B>>()
+        .init::<B, ConvNet<B>>()
 }
 
 /// Rebuilds the network stored in the checkpoint in `dir` on `device`.
-pub fn load_model<B: Backend>(dir: &Path, device: &B::Device) -> Result<(AlexNet<B>, CheckpointState), OwtError> {
+pub fn load_model<B: Backend>(dir: &Path, device: &B::Device) -> Result<(ConvNet<B>, CheckpointState), OwtError> {
     let ckpt = Checkpoint::load(dir)?;
     let arch = ckpt.state.config.model.architecture()?;
-    let model: AlexNet<B> = arch.try_init(device)?;
+    let model: ConvNet<B> = arch.try_init(device)?;
     let model = model.load_record(record_from_bytes::<B, _>(ckpt.model_bytes(), device)?);
     check_finite(&model, dir)?;
     Ok((model, ckpt.state))
@@ -459,7 +459,7 @@ pub fn load_model<B: Backend>(dir: &Path, device: &B::Device) -> Result<(AlexNet
 
 /// Refuses a checkpoint whose weights hold NaN or infinities (written before the divergence
 /// check, or edited): resuming would only spread them, and an evaluation would print NaN.
-fn check_finite<B: Backend>(model: &AlexNet<B>, dir: &Path) -> Result<(), OwtError> {
+fn check_finite<B: Backend>(model: &ConvNet<B>, dir: &Path) -> Result<(), OwtError> {
     let bad = owt_models::non_finite_parameters(model);
     if bad.is_empty() {
         return Ok(());

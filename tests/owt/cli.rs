@@ -867,7 +867,10 @@ fn bench_resident_batches_give_the_same_losses_as_uploading_each_step() {
         let args = [&["--batch", "8", "--warmup", "1", "--steps", "5", "--seed", "2"][..], mesh].concat();
         let uploaded = bench_json(&args);
         let resident = bench_json(&[&args[..], &["--resident"]].concat());
-        assert_eq!((&uploaded["resident"], &resident["resident"]), (&serde_json::json!(false), &serde_json::json!(true)));
+        assert_eq!(
+            (&uploaded["resident"], &resident["resident"]),
+            (&serde_json::json!(false), &serde_json::json!(true))
+        );
         assert_eq!(resident["losses"].as_array().unwrap().len(), 6, "6 steps cycle through 4 batches");
         assert_eq!(uploaded["losses"], resident["losses"], "{mesh:?}");
     }
@@ -883,11 +886,10 @@ fn bench_gradient_norms_name_every_parameter_and_agree_on_a_mesh() {
         serde_json::from_value(report["gradient_norms"].clone()).unwrap()
     };
     let one = norms(&[]);
-    let expected: Vec<String> =
-        ["conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8"]
-            .iter()
-            .flat_map(|l| [format!("{l}.bias"), format!("{l}.weight")])
-            .collect();
+    let expected: Vec<String> = ["conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8"]
+        .iter()
+        .flat_map(|l| [format!("{l}.bias"), format!("{l}.weight")])
+        .collect();
     let mut names: Vec<String> = one.keys().cloned().collect();
     names.sort();
     let mut want = expected.clone();

@@ -112,6 +112,10 @@ fn the_cost_model_chooses_data_parallelism_for_the_residual_network_where_comput
         }
         let price = |plan| example::dry_run_of(plan, Exchange::AllGather, 2, batch).unwrap().predict(&profile).serial_s;
         let (data_parallel, mine) = (price(dp.clone()), price(example::my_plan()));
-        assert!(found.step_s <= data_parallel && found.step_s <= mine, "{name}: {} s, {data_parallel} s, {mine} s", found.step_s);
+        assert!(
+            found.step_s <= data_parallel && found.step_s <= mine,
+            "{name}: {} s, {data_parallel} s, {mine} s",
+            found.step_s
+        );
     }
 }

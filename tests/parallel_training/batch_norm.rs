@@ -173,10 +173,12 @@ fn local_steps_by_hand(
         let (x, y) = batch(step, config.batch, arch.input, arch.classes);
         let (x, y) = (Tensor::<Ref, 4>::from_data(x, &device), Tensor::<Ref, 1, Int>::from_data(y, &device));
         let norms: Vec<_> = (1..=arch.convs.len()).map(|n| model.norm(n).clone()).collect();
-        let start: Vec<_> = norms.iter().map(|bn| (bn.running_mean.value_sync(), bn.running_var.value_sync())).collect();
+        let start: Vec<_> =
+            norms.iter().map(|bn| (bn.running_mean.value_sync(), bn.running_var.value_sync())).collect();
         let mut sums: Vec<Option<(Tensor<Ref, 1>, Tensor<Ref, 1>)>> = vec![None; norms.len()];
         let mut features = Vec::new();
-        let shards: Vec<_> = owt_hybrid::shard_ranges(config.batch, ranks).into_iter().filter(|r| !r.is_empty()).collect();
+        let shards: Vec<_> =
+            owt_hybrid::shard_ranges(config.batch, ranks).into_iter().filter(|r| !r.is_empty()).collect();
         for rows in &shards {
             for (bn, (mean, var)) in norms.iter().zip(&start) {
                 bn.running_mean.update(mean.clone());
@@ -197,8 +199,7 @@ fn local_steps_by_hand(
             bn.running_var.update(var.div_scalar(shards.len() as f64));
         }
         let key = DropoutKey::new(config.seed, step as u64);
-        let logits =
-            model.forward_classifier_hooked(Tensor::cat(features, 0), &mut owt_models::KeyedDropout(key));
+        let logits = model.forward_classifier_hooked(Tensor::cat(features, 0), &mut owt_models::KeyedDropout(key));
         let loss = config.head.loss(logits, y);
         losses.push(loss.clone().into_data().convert::<f64>().to_vec::<f64>().unwrap()[0]);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
@@ -247,7 +248,11 @@ fn local_batch_statistics_equal_each_ranks_own_computed_by_hand() {
             assert!(gap <= 1e-10, "K={k} {}: {worst} differs by {gap:e}", plan.name());
             assert!(stats_gap <= 1e-10, "K={k} {}: {stats_worst} differs by {stats_gap:e}", plan.name());
             for (a, b) in losses.iter().zip(&want_losses) {
-                assert!((a - b).abs() <= 1e-10 * b.abs(), "K={k} {}: losses {losses:?} vs {want_losses:?}", plan.name());
+                assert!(
+                    (a - b).abs() <= 1e-10 * b.abs(),
+                    "K={k} {}: losses {losses:?} vs {want_losses:?}",
+                    plan.name()
+                );
             }
         }
     }

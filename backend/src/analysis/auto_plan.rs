@@ -81,7 +81,8 @@ struct Candidate {
 pub fn plan_splitting(layers: &[SplittableLayer], split: &[bool], name: &str) -> Plan {
     let mut rules = Vec::new();
     for (layer, _) in layers.iter().zip(split).filter(|(_, s)| **s) {
-        rules.push(PlanRule { pattern: format!("{}.weight", layer.name), placement: Placement::Shard(layer.split_dim) });
+        rules
+            .push(PlanRule { pattern: format!("{}.weight", layer.name), placement: Placement::Shard(layer.split_dim) });
         if layer.has_bias {
             rules.push(PlanRule { pattern: format!("{}.bias", layer.name), placement: Placement::Shard(0) });
         }
@@ -151,12 +152,13 @@ pub fn search(
         _ => false,
     };
     let mut best: Option<(Candidate, f64)> = None;
-    let consider = |c: Candidate, best: &mut Option<(Candidate, f64)>, price: &mut dyn FnMut(&Candidate) -> Option<f64>| {
-        let p = price(&c);
-        if better(p, best.as_ref().map(|b| b.1)) {
-            *best = Some((c, p.expect("better than something is something")));
-        }
-    };
+    let consider =
+        |c: Candidate, best: &mut Option<(Candidate, f64)>, price: &mut dyn FnMut(&Candidate) -> Option<f64>| {
+            let p = price(&c);
+            if better(p, best.as_ref().map(|b| b.1)) {
+                *best = Some((c, p.expect("better than something is something")));
+            }
+        };
     if exhaustive {
         // Fewest splits first, so that a tie keeps the simpler plan.
         let mut splits: Vec<Vec<bool>> = (0..1usize << n).map(|m| (0..n).map(|i| m >> i & 1 == 1).collect()).collect();
@@ -210,9 +212,14 @@ mod tests {
 
     fn layers() -> Vec<SplittableLayer> {
         splittable_layers(
-            [("conv1.weight", vec![8, 3, 3, 3]), ("conv1.bias", vec![8]), ("fc1.weight", vec![32, 16]), ("fc2.weight", vec![16, 4])]
-                .iter()
-                .map(|(p, d)| (p.to_string(), d.clone())),
+            [
+                ("conv1.weight", vec![8, 3, 3, 3]),
+                ("conv1.bias", vec![8]),
+                ("fc1.weight", vec![32, 16]),
+                ("fc2.weight", vec![16, 4]),
+            ]
+            .iter()
+            .map(|(p, d)| (p.to_string(), d.clone())),
         )
     }
 
