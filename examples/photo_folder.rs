@@ -31,7 +31,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         noise: num(6, 8.0)?,
         seed: num(7, 0.0)? as u64,
     };
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/photos");
+    // The checkout `cargo run` names at run time: the compiled-in path is the one that built
+    // the example, which a target dir shared between clones may have built elsewhere.
+    let root: PathBuf =
+        std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into).unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+    let dir = root.join("tests/fixtures/photos");
     let mut photos: Vec<PathBuf> = std::fs::read_dir(&dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jpg"))

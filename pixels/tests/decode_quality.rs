@@ -1,12 +1,19 @@
 //! owt-pixels against slow exact references on photographs of several sizes
 //! (tests/fixtures/photos: shorter sides 300 to 1411).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use owt_pixels::{self as decode, Filter, Rgb};
 
+/// owt-pixels' directory, read when the test runs (cargo sets `CARGO_MANIFEST_DIR` for the
+/// test process): the path compiled in is that of the checkout that built the binary, and a
+/// target dir shared between clones at other paths reuses a binary built in another clone.
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into).unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+}
+
 fn photos() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/photos");
+    let dir = manifest_dir().join("../tests/fixtures/photos");
     let mut all: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     all.retain(|p| p.extension().is_some_and(|x| x == "jpg"));
     all.sort();

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::repository()
 }
 
 fn read(path: &str) -> String {

@@ -18,7 +18,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 fn photos() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/photos");
+    let dir = crate::repository().join("tests/fixtures/photos");
     let mut all: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     all.retain(|p| p.extension().is_some_and(|x| x == "jpg"));
     all.sort();

@@ -33,3 +33,10 @@ mod torchvision_vgg;
 mod val_labels;
 mod wgpu_mesh;
 mod writers;
+
+/// The repository's root, read when the test runs (cargo sets `CARGO_MANIFEST_DIR` for the
+/// test process): the path compiled in is that of the checkout that built the binary, and a
+/// target dir shared between clones at other paths reuses a binary built in another clone.
+fn repository() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into).unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+}

@@ -5,7 +5,7 @@
 //! records) predicts what PyTorch predicted for at least 99% of the images, and its accuracy
 //! is PyTorch's within half a point.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use burn::backend::Flex;
@@ -15,7 +15,7 @@ use owt::train::{evaluate, predictions};
 use owt_models::{AlexNet, AlexNetOwtConfig, Architecture, Head, PixelNorm, ResizeFilter};
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/preprocessing")
+    crate::repository().join("tests/fixtures/preprocessing")
 }
 
 fn json() -> serde_json::Value {

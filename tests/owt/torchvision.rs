@@ -13,7 +13,7 @@ use owt_models::torchvision::{export_safetensors, import};
 use owt_models::{AlexNet, AlexNetOwtConfig, Architecture};
 
 pub(crate) fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/torchvision").join(name)
+    crate::repository().join("tests/fixtures/torchvision").join(name)
 }
 
 /// The narrow torchvision-layout network the fixture was made with (architecture.json).
