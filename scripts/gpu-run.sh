@@ -7,9 +7,12 @@
 #   a. environment: nvidia-smi, NVRTC and the CUDA headers (paths, versions); starts sampling the
 #      GPU's utilisation;
 #   b. small_one_device: AlexNetSmall on one GPU, a few steps (preflight, NVRTC, the u8 upload);
-#   c. small_2ranks_data_parallel, small_2ranks_weird_trick_a: the same on 2 virtual ranks of
-#      that GPU (the old crash): exit status, empty ops, losses and each parameter's gradient
-#      norm on the first batch against (b)'s;
+#   c. small_1rank_mesh: the same on a mesh of one rank (the mesh's code, no split batch), then
+#      small_2ranks_data_parallel, small_2ranks_weird_trick_a: on 2 virtual ranks of that GPU
+#      (the old crash): exit status, empty ops, losses and each parameter's gradient norm on
+#      the first batch against (b)'s. The 2026-12-04 run found both 2-rank meshes 1.03% from
+#      one device's losses from the second step; the one-rank mesh says whether the mesh's code
+#      or the split batch parts them;
 #   d. owt_cold, owt_warm: AlexNetOwt at batch 128 with fusion, on an empty kernel cache and then
 #      on the cache the first left (images/s, median and first step, utilisation);
 #   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works;
@@ -175,7 +178,10 @@ summarise
 
 # b. One device, a few steps (the plain backend: the kernels the meshes use).
 run_case small_one_device 150 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion --gradient-norms
-# c. Two virtual ranks of the same device.
+# c. A mesh of one rank (the mesh's code path on the whole batch), then two virtual ranks of
+#    the same device.
+run_case small_1rank_mesh 90 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 1 --virtual-ranks --plan data-parallel --gradient-norms
 run_case small_2ranks_data_parallel 90 "$owt" bench --backend "$backend" --json $small $small_steps \
     --devices 2 --virtual-ranks --plan data-parallel --gradient-norms
 run_case small_2ranks_weird_trick_a 90 "$owt" bench --backend "$backend" --json $small $small_steps \

@@ -120,7 +120,7 @@ def summary(work, out, backend, tolerance):
     reference = result("small_one_device").get("losses") or []
     mesh = {}
     for name in order:
-        if not name.startswith("small_2ranks_"):
+        if not name.startswith(("small_1rank_", "small_2ranks_")):
             continue
         losses = result(name).get("losses") or []
         gaps = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses, reference)]
