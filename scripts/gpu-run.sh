@@ -12,7 +12,8 @@
 #      (the old crash): exit status, empty ops, losses and each parameter's gradient norm on
 #      the first batch against (b)'s. The 2026-12-04 run found both 2-rank meshes 1.03% from
 #      one device's losses from the second step; the one-rank mesh says whether the mesh's code
-#      or the split batch parts them;
+#      or the split batch parts them, small_2ranks_data_parallel_resident (batches uploaded once)
+#      whether the uploads of later batches do;
 #   d. owt_cold, owt_warm: AlexNetOwt at batch 128 with fusion, on an empty kernel cache and then
 #      on the cache the first left (images/s, median and first step, utilisation);
 #   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works;
@@ -186,6 +187,10 @@ run_case small_2ranks_data_parallel 90 "$owt" bench --backend "$backend" --json 
     --devices 2 --virtual-ranks --plan data-parallel --gradient-norms
 run_case small_2ranks_weird_trick_a 90 "$owt" bench --backend "$backend" --json $small $small_steps \
     --devices 2 --virtual-ranks --plan weird-trick --scheme a --gradient-norms
+# The same data-parallel mesh with its batches uploaded once before the first step: on a
+# 1.03% gap that starts at the second step, whether the uploads of later batches part them.
+run_case small_2ranks_data_parallel_resident 90 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan data-parallel --resident --gradient-norms
 keep_caches
 # d. AlexNetOwt at batch 128, fused: cold (nothing tuned for its shapes yet), then warm.
 run_case owt_cold 210 "$owt" bench --backend "$backend" --json $big $big_steps
