@@ -27,7 +27,7 @@ pub use head::Head;
 pub use input_transform::{default_resize, PixelNorm, ResizeFilter};
 pub use lrn::{TowerLrn, TowerLrnConfig};
 pub use profile::{LayerProfile, ModelProfile};
-pub use spec::{ModelKind, ModelSpec, MAX_RESIZE};
+pub use spec::{AdaptivePool, ModelKind, ModelSpec, MAX_RESIZE};
 pub use stage::{Activation, Stage};
 pub use variants::{AlexNet2012, AlexNet2012Config, AlexNetOwt, AlexNetOwtConfig, AlexNetSmall, AlexNetSmallConfig};
 pub use vgg::{Vgg, VggConfig, VGG_DEPTHS};

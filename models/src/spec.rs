@@ -73,6 +73,66 @@ impl std::str::FromStr for ModelKind {
     }
 }
 
+/// What a VGG's fc6 reads (`--adaptive-pool`): the last maps averaged to a fixed side by an
+/// adaptive pool (torchvision's 7 whatever the input, so ImageNet weights fit any input), or
+/// the maps as they are (the VGGs sized for CIFAR's 32x32 images, whose fc6 then reads 512
+/// values an image instead of 25,088 copies of them).
+///
+/// ```
+/// use owt_models::{AdaptivePool, ModelKind, ModelSpec};
+///
+/// let spec = ModelSpec { input: Some(32), hidden: Some(512), ..ModelSpec::new(ModelKind::Vgg11Bn) };
+/// let pooled = spec.architecture().unwrap().profile().unwrap();
+/// let bare = ModelSpec { adaptive_pool: Some(AdaptivePool::Off), ..spec }.architecture().unwrap().profile().unwrap();
+/// // fc6 reads 512 x 7 x 7 values under torchvision's pool, 512 x 1 x 1 without it.
+/// assert_eq!(pooled.total_params - bare.total_params, (512 * 49 - 512) * 512);
+/// assert_eq!("none".parse::<AdaptivePool>(), Ok(AdaptivePool::Off));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdaptivePool {
+    /// The maps averaged to `side` x `side` (at least 1).
+    To(usize),
+    /// No pool: fc6 reads the last pooling's maps.
+    Off,
+}
+
+impl AdaptivePool {
+    /// The architecture's value: the pooled side, or `None` for no pool.
+    pub fn side(self) -> Option<usize> {
+        match self {
+            AdaptivePool::To(side) => Some(side),
+            AdaptivePool::Off => None,
+        }
+    }
+
+    /// The command line's word for it: the side, or `none`.
+    pub fn name(self) -> String {
+        match self {
+            AdaptivePool::To(side) => side.to_string(),
+            AdaptivePool::Off => "none".to_string(),
+        }
+    }
+
+    /// The word for an architecture's pool (`Option<usize>`, as [`Architecture`] holds it).
+    pub fn name_of(side: Option<usize>) -> String {
+        side.map_or(AdaptivePool::Off, AdaptivePool::To).name()
+    }
+}
+
+impl std::str::FromStr for AdaptivePool {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(AdaptivePool::Off),
+            _ => match s.parse::<usize>() {
+                Ok(side) if side >= 1 => Ok(AdaptivePool::To(side)),
+                _ => Err(format!("an adaptive pool is a side of at least 1 (7 is torchvision's) or none, got '{s}'")),
+            },
+        }
+    }
+}
+
 /// A member plus the geometry it is built for; `None` fields take the member's defaults.
 /// This is what a checkpoint stores to rebuild its network.
 ///
@@ -102,6 +162,9 @@ pub struct ModelSpec {
     /// Width of fc6 and fc7 (VGG only; `None`: 4096, torchvision's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<usize>,
+    /// What fc6 reads (VGG only; `None`: torchvision's adaptive pool to 7x7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_pool: Option<AdaptivePool>,
     /// How pixels become the network's input (owt's own `x / 127.5 - 1` unless the weights
     /// came from elsewhere or the run said otherwise; absent from older checkpoints).
     #[serde(default, skip_serializing_if = "PixelNorm::is_symmetric")]
@@ -131,6 +194,7 @@ impl ModelSpec {
             towers: None,
             dropout: None,
             hidden: None,
+            adaptive_pool: None,
             pixel_norm: PixelNorm::Symmetric,
             resize: None,
             resize_filter: ResizeFilter::Area,
@@ -198,6 +262,7 @@ impl ModelSpec {
                     input: self.input.unwrap_or(d.input),
                     channels: self.channels.unwrap_or(d.channels),
                     hidden: self.hidden.unwrap_or(d.hidden),
+                    adaptive_pool: self.adaptive_pool.map_or(d.adaptive_pool, AdaptivePool::side),
                     dropout: self.dropout.unwrap_or(d.dropout),
                     ..d
                 }
@@ -209,6 +274,16 @@ impl ModelSpec {
                 "{} has fixed FC widths; --hidden is for the VGG networks",
                 self.kind.name()
             )));
+        }
+        if let Some(pool) = self.adaptive_pool.filter(|_| self.kind.vgg().is_none()) {
+            return Err(ArchitectureError(format!(
+                "{} has a fixed classifier input; --adaptive-pool {} is for the VGG networks",
+                self.kind.name(),
+                pool.name()
+            )));
+        }
+        if self.adaptive_pool == Some(AdaptivePool::To(0)) {
+            return Err(ArchitectureError(format!("{}: --adaptive-pool must be at least 1, got 0", arch.name)));
         }
         let [c, side, _] = arch.input;
         if c == 0 || side == 0 || arch.classes == 0 {

@@ -19,7 +19,7 @@ use clap::{Args, Parser, Subcommand};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use owt_hybrid::{Exchange, PlanKind, WirePrecision};
-use owt_models::{Head, ModelKind, ModelSpec, PixelNorm, ResizeFilter};
+use owt_models::{AdaptivePool, Head, ModelKind, ModelSpec, PixelNorm, ResizeFilter};
 
 use crate::runtime::backends::MeshRequest;
 use crate::train::FcUpdate;
@@ -81,6 +81,11 @@ pub struct ModelArgs<const REQUIRED: bool = true> {
     /// Width of fc6 and fc7 of a VGG (default 4096, torchvision's; 512 suits 32x32 images).
     #[arg(long)]
     pub hidden: Option<usize>,
+    /// What a VGG's fc6 reads: the last maps averaged to this side (default 7, torchvision's,
+    /// whatever the input) or none (the maps as they are, as VGGs for 32x32 images do: fc6
+    /// reads 512 values an image instead of 25,088).
+    #[arg(long, value_parser = |s: &str| s.parse::<AdaptivePool>())]
+    pub adaptive_pool: Option<AdaptivePool>,
     /// How pixels become the network's input: owt (x / 127.5 - 1) or imagenet (ImageNet's
     /// mean and std, what torchvision's weights expect). Default: owt, the checkpoint's when
     /// resuming, imagenet for `owt import --from torchvision`.
@@ -154,6 +159,7 @@ impl<const REQUIRED: bool> ModelArgs<REQUIRED> {
             classes: self.classes,
             towers: self.towers,
             hidden: self.hidden,
+            adaptive_pool: self.adaptive_pool,
             pixel_norm: self.input_norm.unwrap_or_default(),
             resize: self.resize,
             resize_filter: self.resize_filter.unwrap_or(ResizeFilter::Area),

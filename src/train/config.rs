@@ -64,7 +64,7 @@ pub struct TrainConfig {
 }
 
 /// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
-const MODEL_SETTINGS: [&str; 11] = [
+const MODEL_SETTINGS: [&str; 12] = [
     "--model",
     "model",
     "--input",
@@ -72,6 +72,7 @@ const MODEL_SETTINGS: [&str; 11] = [
     "--classes",
     "--towers",
     "--hidden",
+    "--adaptive-pool",
     "dropout",
     "--input-norm",
     "--resize",
@@ -210,6 +211,7 @@ impl TrainConfig {
                 out.push(("--classes", arch.classes.to_string()));
                 out.push(("--towers", arch.towers.to_string()));
                 out.push(("--hidden", arch.hidden[0].to_string()));
+                out.push(("--adaptive-pool", owt_models::AdaptivePool::name_of(arch.adaptive_pool)));
                 out.push(("dropout", arch.dropout.to_string()));
                 // Both resolved, so checkpoints from before they were stored compare equal.
                 out.push(("--input-norm", self.model.pixel_norm.name()));

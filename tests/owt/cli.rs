@@ -794,6 +794,75 @@ fn batch_statistics_are_priced_and_refused_where_they_do_not_run() {
     assert!(e.contains("\"ranks\"") && e.contains("sync or local"), "{e}");
 }
 
+/// `--adaptive-pool none`: a VGG's fc6 reads the last maps as they are (512 values an image
+/// at 32x32 instead of torchvision's 7x7 copies), in the profile, the plan's traffic and the
+/// trained network; the choice is part of the run, and refused where it means nothing.
+#[test]
+fn adaptive_pool_none_feeds_fc6_the_maps_as_they_are_and_is_part_of_the_run() {
+    let info = |extra: &[&str]| -> serde_json::Value {
+        let mut all = vec!["info", "--model", "vgg11-bn", "--input", "32", "--hidden", "64", "--json"];
+        all.extend_from_slice(extra);
+        let o = owt(&all);
+        assert!(o.status.success(), "owt {all:?}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let fc6 = |v: &serde_json::Value| {
+        let layers = v["layers"].as_array().unwrap();
+        layers.iter().find(|l| l["name"] == "fc6").unwrap()["params"].as_u64().unwrap()
+    };
+    let (pooled, bare) = (info(&[]), info(&["--adaptive-pool", "none"]));
+    assert_eq!(info(&["--adaptive-pool", "7"]), pooled, "7 is the default");
+    assert_eq!((fc6(&pooled), fc6(&bare)), (512 * 49 * 64 + 64, 512 * 64 + 64));
+    let total = |v: &serde_json::Value| v["total_params"].as_u64().unwrap();
+    assert_eq!(total(&pooled) - total(&bare), 512 * 48 * 64);
+    // Pooled to 1x1 the maps are what they are already: the same network.
+    assert_eq!(fc6(&info(&["--adaptive-pool", "1"])), fc6(&bare));
+    // The weird trick's fc6 forward all-gathers its input: 49 times fewer values without the pool.
+    let gathered = |extra: &[&str]| -> u64 {
+        let mut all = vec!["plan", "--model", "vgg11-bn", "--input", "32", "--hidden", "64", "--devices", "2"];
+        all.extend_from_slice(&["--batch", "8", "--plan", "weird-trick", "--scheme", "a", "--json"]);
+        all.extend_from_slice(extra);
+        let o = owt(&all);
+        assert!(o.status.success(), "owt {all:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let rows = v["layers"].as_array().unwrap_or_else(|| panic!("no rows: {v}"));
+        rows.iter()
+            .filter(|r| r["layer"] == "fc6" && r["phase"] == "forward")
+            .map(|r| r["bytes"].as_u64().unwrap())
+            .sum()
+    };
+    // Scheme a: each of the 2 ranks sends its 4 images' fc6 input to the other, 4 bytes a value.
+    assert_eq!(gathered(&[]), 2 * 4 * 512 * 49 * 4);
+    assert_eq!(gathered(&["--adaptive-pool", "none"]), 2 * 4 * 512 * 4);
+
+    // Trained without the pool, resumed with it: refused, naming both.
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 16, 8);
+    let out = tempfile::tempdir().unwrap();
+    let (d, o_) = (data.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let base =
+        ["train", "--model", "vgg11-bn", "--input", "32", "--channels", "1", "--hidden", "16", "--classes", "10"];
+    let run = ["--dataset", "mnist", "--data", d, "--batch", "8", "--out", o_];
+    let o = owt(&[&base[..], &run[..], &["--epochs", "1", "--adaptive-pool", "none"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = owt(&[&base[..], &run[..], &["--epochs", "2", "--resume"]].concat());
+    assert_one_line_error(&o, &["cannot resume", "--adaptive-pool none", "--adaptive-pool 7"]);
+    let o = owt(&[&base[..], &run[..], &["--epochs", "2", "--adaptive-pool", "none", "--resume"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = owt(&["eval", "--checkpoint", o_, "--dataset", "mnist", "--data", d]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    assert_one_line_error(
+        &owt(&["info", "--model", "alexnet-owt", "--adaptive-pool", "none"]),
+        &["alexnet-owt", "--adaptive-pool none", "VGG"],
+    );
+    for (bad, needle) in [("0", "at least 1"), ("seven", "or none")] {
+        let o = owt(&["info", "--model", "vgg11", "--adaptive-pool", bad]);
+        let e = stderr(&o);
+        assert!(!o.status.success() && e.contains(needle) && e.contains(&format!("'{bad}'")), "{e}");
+    }
+}
+
 /// The plan `owt plan ARGS --auto` printed (`plan_json`), given back to `owt plan ARGS` as a
 /// plan file with the scheme the search `report` chose, is priced at the step it reported.
 fn assert_auto_plan_prices_the_same(args: &[&str], report: &serde_json::Value, plan_json: &[u8]) {

@@ -7,7 +7,7 @@ use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
 use burn::nn::BatchNormConfig;
 use burn::prelude::*;
 use burn::tensor::Distribution;
-use owt_models::{batch_norm, Architecture, ModelKind, ModelSpec, VggConfig};
+use owt_models::{batch_norm, AdaptivePool, Architecture, ModelKind, ModelSpec, VggConfig};
 
 type B = Flex;
 
@@ -123,6 +123,46 @@ fn every_vgg_at_a_small_side_matches_its_profile() {
     let e = ModelSpec { hidden: Some(64), ..ModelSpec::new(ModelKind::AlexNetOwt) }.architecture().unwrap_err();
     assert!(e.0.contains("--hidden"), "{e}");
     assert!(VggConfig::new(19).try_architecture().unwrap_err().0.contains("11, 13 or 16"));
+}
+
+/// Without the adaptive pool (`AdaptivePool::Off`) fc6 reads the last pooling's maps: the
+/// built module has the profile's tensors and activations at 32 and 64, fc6's input is
+/// 512 x side² of pool5, and a spec that says nothing keeps torchvision's 7.
+#[test]
+fn without_the_adaptive_pool_fc6_reads_the_maps_as_they_are() {
+    for (input, pool5) in [(32, 1), (64, 2)] {
+        let spec = ModelSpec {
+            input: Some(input),
+            channels: Some(1),
+            classes: Some(10),
+            hidden: Some(32),
+            adaptive_pool: Some(AdaptivePool::Off),
+            ..ModelSpec::new(ModelKind::Vgg11Bn)
+        };
+        let arch = spec.architecture().unwrap();
+        assert_eq!(arch.adaptive_pool, None);
+        assert_module_matches(&arch, 2);
+        let profile = arch.profile().unwrap();
+        assert!(profile.layer("avgpool").is_none(), "no pool in the profile");
+        assert_eq!(profile.layer("fc6").unwrap().params, 512 * pool5 * pool5 * 32 + 32);
+        let default = ModelSpec { adaptive_pool: None, ..spec.clone() }.architecture().unwrap();
+        assert_eq!(default.adaptive_pool, Some(7));
+        assert_eq!(default.profile().unwrap().layer("fc6").unwrap().params, 512 * 49 * 32 + 32);
+    }
+    let to = |side| ModelSpec { adaptive_pool: Some(AdaptivePool::To(side)), ..ModelSpec::new(ModelKind::Vgg11) };
+    assert_eq!(to(3).architecture().unwrap().profile().unwrap().layer("fc6").unwrap().params, 512 * 9 * 4096 + 4096);
+    assert!(to(0).architecture().unwrap_err().0.contains("at least 1"));
+    let e = ModelSpec { adaptive_pool: Some(AdaptivePool::Off), ..ModelSpec::new(ModelKind::AlexNetOwt) }
+        .architecture()
+        .unwrap_err();
+    assert!(e.0.contains("--adaptive-pool none") && e.0.contains("VGG"), "{e}");
+    for (word, pool) in [("none", AdaptivePool::Off), ("7", AdaptivePool::To(7)), ("1", AdaptivePool::To(1))] {
+        assert_eq!(word.parse::<AdaptivePool>(), Ok(pool));
+        assert_eq!(pool.name(), word);
+    }
+    for bad in ["0", "-1", "off", ""] {
+        assert!(bad.parse::<AdaptivePool>().unwrap_err().contains(&format!("'{bad}'")), "{bad}");
+    }
 }
 
 /// Batch normalisation by its formula in f64, per channel over images and positions.
