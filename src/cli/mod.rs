@@ -231,7 +231,8 @@ pub struct ParallelArgs {
     pub overlap_sync: bool,
     /// Whose statistics batch normalisation takes on a mesh that splits the batch: sync (the
     /// whole batch's, equal to one device; the default) or local (each rank's own, as DDP's
-    /// BatchNorm2d). Overrides a --plan-file's `batch_stats`. 1-D meshes only.
+    /// BatchNorm2d). Overrides a --plan-file's `batch_stats`. 1-D meshes only. Part of a
+    /// training run: a resume takes the same.
     #[arg(long, value_parser = |s: &str| s.parse::<owt_hybrid::BatchStats>())]
     pub batch_stats: Option<owt_hybrid::BatchStats>,
 }
@@ -257,6 +258,16 @@ impl ParallelArgs {
             return Err(local_stats_on_a_grid());
         }
         Ok(plan)
+    }
+
+    /// Whose statistics the run's batch normalisation takes: `--batch-stats`, else the plan
+    /// file's, else the whole batch's (a 2-D mesh takes no other).
+    pub fn run_batch_stats(&self) -> Result<owt_hybrid::BatchStats, OwtError> {
+        match (self.batch_stats, self.mesh) {
+            (Some(stats), _) => Ok(stats),
+            (None, Some(_)) => Ok(owt_hybrid::BatchStats::Sync),
+            (None, None) => Ok(self.layout_plan()?.batch_stats),
+        }
     }
 
     /// The plan per dimension `--mesh N,L` runs: `--plan-file`'s (a 1-D plan's inside each

@@ -131,6 +131,7 @@ impl TrainArgs {
             lighting: self.lighting.unwrap_or_else(|| self.default_lighting()),
             wire: self.parallel.wire,
             precision: self.precision,
+            batch_stats: self.parallel.batch_stats.unwrap_or_default(),
         }
     }
 
@@ -332,6 +333,8 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     let processes = crate::runtime::processes::Processes::join()?;
     processes.check_same(&args.settings())?;
     let mut config = args.config();
+    // A plan file's batch statistics, where no flag overrides them.
+    config.batch_stats = args.parallel.run_batch_stats()?;
     config.validate()?;
     // A batch that does not split into the micro-batches asked for is refused before anything.
     RunOptions { accum_steps: args.accum_steps, ..RunOptions::default() }.micro_batch(&config)?;

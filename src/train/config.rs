@@ -61,6 +61,11 @@ pub struct TrainConfig {
     /// in runs from before it). Part of the run: it changes the numbers.
     #[serde(default)]
     pub precision: crate::train::precision::Precision,
+    /// Whose statistics batch normalisation takes on a mesh that splits the batch (the
+    /// whole batch's in runs from before it). Part of the run: each rank's own change the
+    /// numbers, where the whole batch's keep one device's.
+    #[serde(default)]
+    pub batch_stats: owt_hybrid::BatchStats,
 }
 
 /// The settings of [`TrainConfig::effective_settings`] that describe the network itself.
@@ -117,6 +122,7 @@ impl TrainConfig {
             lighting: 0.0,
             wire: owt_hybrid::WirePrecision::Native,
             precision: crate::train::precision::Precision::F32,
+            batch_stats: owt_hybrid::BatchStats::Sync,
         }
     }
 
@@ -237,6 +243,7 @@ impl TrainConfig {
             ("--fc-update", self.fc_update.name().to_string()),
             ("--wire", self.wire.name().to_string()),
             ("--precision", self.precision.name().to_string()),
+            ("--batch-stats", self.batch_stats.name().to_string()),
             ("--lr-schedule", self.lr_schedule.to_string()),
             ("--lr-scaling", self.lr_scaling.name().to_string()),
         ]);

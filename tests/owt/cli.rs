@@ -863,6 +863,34 @@ fn adaptive_pool_none_feeds_fc6_the_maps_as_they_are_and_is_part_of_the_run() {
     }
 }
 
+/// `--batch-stats` is part of a run (each rank's own statistics change the numbers): a run
+/// trained with local statistics resumes with them, from the flag or a plan file's
+/// `batch_stats`, and is refused in one line naming both when resumed with the default.
+#[test]
+fn batch_statistics_are_part_of_the_run() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 16, 8);
+    let out = tempfile::tempdir().unwrap();
+    let (d, o_) = (data.path().to_str().unwrap(), out.path().to_str().unwrap());
+    let base = ["train", "--model", "vgg11-bn", "--input", "32", "--channels", "1", "--hidden", "16", "--devices", "2"];
+    let run = ["--dataset", "mnist", "--data", d, "--batch", "8", "--out", o_];
+    let o = owt(&[&base[..], &run[..], &["--epochs", "1", "--batch-stats", "local"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = owt(&[&base[..], &run[..], &["--epochs", "2", "--resume"]].concat());
+    assert_one_line_error(&o, &["cannot resume", "--batch-stats local", "--batch-stats sync"]);
+    // The same statistics from a plan file: the run goes on.
+    let plan = data.path().join("local.json");
+    std::fs::write(
+        &plan,
+        r#"{"name": "dp-local", "rules": [], "default": "Replicate", "input": {"Shard": 0},
+            "ranks": null, "towers": null, "batch_stats": "local"}"#,
+    )
+    .unwrap();
+    let p = plan.to_str().unwrap();
+    let o = owt(&[&base[..], &run[..], &["--epochs", "2", "--plan-file", p, "--resume"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// The plan `owt plan ARGS --auto` printed (`plan_json`), given back to `owt plan ARGS` as a
 /// plan file with the scheme the search `report` chose, is priced at the step it reported.
 fn assert_auto_plan_prices_the_same(args: &[&str], report: &serde_json::Value, plan_json: &[u8]) {
