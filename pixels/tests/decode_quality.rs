@@ -5,15 +5,10 @@ use std::path::PathBuf;
 
 use owt_pixels::{self as decode, Filter, Rgb};
 
-/// owt-pixels' directory, read when the test runs (cargo sets `CARGO_MANIFEST_DIR` for the
-/// test process): the path compiled in is that of the checkout that built the binary, and a
-/// target dir shared between clones at other paths reuses a binary built in another clone.
-fn manifest_dir() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into).unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
-}
+mod common;
 
 fn photos() -> Vec<PathBuf> {
-    let dir = manifest_dir().join("../tests/fixtures/photos");
+    let dir = common::photos();
     let mut all: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     all.retain(|p| p.extension().is_some_and(|x| x == "jpg"));
     all.sort();

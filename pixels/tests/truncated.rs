@@ -3,19 +3,13 @@
 //! (jpeg-decoder) and PNGs, each cut at several points. Whole files still decode.
 
 use std::io::Cursor;
-use std::path::PathBuf;
 
 use owt_pixels::{check_complete_jpeg, decode};
 
-/// owt-pixels' directory, read when the test runs (cargo sets `CARGO_MANIFEST_DIR` for the
-/// test process): the path compiled in is that of the checkout that built the binary, and a
-/// target dir shared between clones at other paths reuses a binary built in another clone.
-fn manifest_dir() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into).unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
-}
+mod common;
 
 fn photo() -> Vec<u8> {
-    std::fs::read(manifest_dir().join("../tests/fixtures/photos/coffee.jpg")).unwrap()
+    std::fs::read(common::photos().join("coffee.jpg")).unwrap()
 }
 
 /// Where the first scan's data starts (after the SOS segment).
