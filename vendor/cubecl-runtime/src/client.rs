@@ -28,6 +28,10 @@ use cubecl_zspace::Shape;
 use cubecl_common::profile::TimingMethod;
 use cubecl_common::stream_id::StreamId;
 
+// Patched for owt (vendor/README.md): see `do_create`.
+/// Host data of at least this many bytes is staged into pinned memory before an upload.
+pub const PINNED_STAGING_MIN_BYTES: usize = 1 << 20;
+
 /// The `ComputeClient` is the entry point to require tasks from the `ComputeServer`.
 /// It should be obtained for a specific device via the Compute struct.
 pub struct ComputeClient<R: Runtime> {
@@ -248,7 +252,15 @@ impl<R: Runtime> ComputeClient<R> {
         descriptors: Vec<MemoryLayoutDescriptor>,
         mut data: Vec<Bytes>,
     ) -> Result<Vec<MemoryLayout>, IoError> {
-        self.staging(data.iter_mut(), true);
+        // Patched for owt (vendor/README.md): host data of a large upload is staged into the
+        // server's pinned memory (where it has any), and kept there, so the copy to the device
+        // is asynchronous; from pageable memory the CUDA driver may drain the stream first,
+        // leaving the device idle while the host copies. Small uploads go as they did.
+        let pinned_worthy = |b: &Bytes| {
+            !matches!(b.property(), AllocationProperty::Native | AllocationProperty::Other)
+                || b.len() >= PINNED_STAGING_MIN_BYTES
+        };
+        self.staging(data.iter_mut().filter(|b| pinned_worthy(b)), false);
 
         let stream_id = self.stream_id();
         let (handle_base, layouts) = self.utilities.layout_policy.apply(stream_id, &descriptors);
@@ -265,7 +277,12 @@ impl<R: Runtime> ComputeClient<R> {
                         layout.strides.clone(),
                         desc.elem_size,
                     ),
-                    Bytes::from_bytes_vec(data.to_vec()),
+                    // Patched for owt (vendor/README.md): staged (pinned) bytes as they are;
+                    // a copy into a fresh vector would make them pageable again.
+                    match data.property() {
+                        AllocationProperty::Pinned => data,
+                        _ => Bytes::from_bytes_vec(data.to_vec()),
+                    },
                 )
             })
             .collect::<Vec<_>>();
@@ -798,6 +815,18 @@ impl<R: Runtime> ComputeClient<R> {
                 self.stream_id(),
             )
         }
+    }
+
+    // Patched for owt (vendor/README.md): work of a library outside CubeCL (cuDNN, cuBLASLt)
+    // queued on the server in this client's stream order, as `launch` queues a kernel.
+    /// Queues `task` on the server after everything this client has queued before, with the
+    /// stream this client works on; returns without waiting for it.
+    pub fn submit_to_server<F>(&self, task: F)
+    where
+        F: FnOnce(&mut R::Server, StreamId) + Send + 'static,
+    {
+        let stream_id = self.stream_id();
+        self.device.submit(move |server| task(server, stream_id));
     }
 
     /// Flush all outstanding commands.
