@@ -100,4 +100,28 @@ fn main() {
             "{name:<6} {fwd:>8.2} {xb:>9.2} {xo:>9.2} {wb:>9.2} {wp:>10.2} {wc:>13.2} {bb:>9.2} {bo:>9.2}  {chosen}"
         );
     }
+    strided(&device);
+}
+
+/// The strided conv1 of AlexNetOwt (224, 11x11, stride 4, padding 2) and of the 2012 AlexNet
+/// (227, stride 4, no padding), at batch 16: the weight gradient by Flex (burn-backend's
+/// generic formulation) and by owt's unfolded GEMM (`conv_grad::unfolded`).
+fn strided(device: &burn::tensor::Device<B>) {
+    let n = 16;
+    println!("\n{:<11} {:>9} {:>12}   (weight gradient, ms, batch {n})", "layer", "w flex", "w unfolded");
+    let normal = Distribution::Normal(0.0, 1.0);
+    for (name, side, o, p) in [("owt conv1", 224, 64, 2), ("2012 conv1", 227, 96, 0)] {
+        let opts = ConvOptions::new([4, 4], [p, p], [1, 1], 1);
+        let x = Tensor::<B, 4>::random([n, 3, side, side], normal, device);
+        let w = Tensor::<B, 4>::random([o, 3, 11, 11], normal, device);
+        let geo = conv_grad::Unfolded::of(x.dims(), w.dims(), &opts).expect("a strided convolution");
+        let gy = Tensor::<B, 4>::random([n, o, geo.out[0], geo.out[1]], normal, device);
+        let wb = time(&|| {
+            let _ = B::conv2d_weight_backward(prim(x.clone()), prim(w.clone()), prim(gy.clone()), opts.clone());
+        });
+        let wu = time(&|| {
+            let _ = conv_grad::unfolded::weight_grad::<B>(x.clone(), gy.clone(), &geo);
+        });
+        println!("{name:<11} {wb:>9.2} {wu:>12.2}");
+    }
 }

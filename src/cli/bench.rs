@@ -24,7 +24,7 @@ use crate::data::{synthetic_images, DatasetKind, ImageSource};
 use crate::error::OwtError;
 use crate::parallel::check_run;
 use crate::runtime::backends::{run_on, run_on_mesh, BackendJob, BackendKind, MeshJob};
-use crate::train::input::{Prefetch, Preparation};
+use crate::train::input::{Prefetch, Preparation, UploadAhead};
 use crate::train::metrics::TrafficPerStep;
 use crate::train::trainer::PREFETCH;
 use crate::train::{sgd, train_step, upload_batch, AccumulatedStep, TrainConfig};
@@ -41,6 +41,9 @@ pub struct BenchArgs {
     /// Compute backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Flex)]
     pub backend: BackendKind,
+    /// Which kernels run convolutions and matmuls on CUDA.
+    #[command(flatten)]
+    pub kernels: crate::cli::CudaKernelArgs,
     /// The precision the steps compute in, as `owt train --precision`.
     #[arg(long, default_value = "f32", value_parser = |s: &str| s.parse::<crate::train::precision::Precision>())]
     pub precision: crate::train::precision::Precision,
@@ -135,6 +138,9 @@ pub struct BenchReport {
     pub median_step_ms: f64,
     /// Wall time of the first step: kernel compilation and autotuning on GPUs (the cold start).
     pub first_step_ms: f64,
+    /// When the timed steps began and ended, in seconds since the Unix epoch (a GPU's
+    /// utilisation sampled elsewhere is read over this window only).
+    pub timed_window_unix_s: [f64; 2],
     /// Bytes moved between ranks per timed step.
     pub bytes_per_step: f64,
     /// Messages between ranks per timed step.
@@ -164,6 +170,10 @@ pub struct BenchReport {
     /// how f32 matmuls round (what a figure is compared against depends on all four).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cuda: Option<crate::runtime::cuda_preflight::CudaVersions>,
+    /// On CUDA, who ran convolutions and matmuls (cuDNN, cuBLASLt or CubeCL's kernels), in
+    /// which math, and the calls each took over the timed steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda_kernels: Option<crate::runtime::cuda_kernels::CudaKernelReport>,
 }
 
 impl BenchReport {
@@ -216,6 +226,11 @@ fn scheme_table(reports: &[BenchReport]) -> String {
         );
     }
     out
+}
+
+/// Seconds since the Unix epoch, now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The median of `xs` (not empty).
@@ -304,34 +319,43 @@ impl BenchJob<'_> {
                 resident.push(upload_batch(layout, &batch, norm));
             }
         }
+        let mut uploads = UploadAhead::new(layout, norm);
+        let mut first_upload = None;
         let mut losses = Vec::with_capacity(total);
         let mut times = Vec::with_capacity(args.steps);
         let mut first_step_ms = 0.0;
         let mut gradient_norms = None;
         let started = Instant::now();
         let mut timed_from = started;
+        let mut timed_from_unix = unix_now();
         let mut mpi_from = crate::runtime::processes::mpi_bytes_sent();
+        let mut kernels_from = owt_hybrid::cuda_libraries::Usage::now();
         for step in 0..total {
             if step == args.warmup {
                 layout.reset_traffic();
                 mpi_from = crate::runtime::processes::mpi_bytes_sent();
+                kernels_from = owt_hybrid::cuda_libraries::Usage::now();
                 timed_from = Instant::now();
+                timed_from_unix = unix_now();
             }
-            let batch = match resident.is_empty() {
-                true => Some(batches.next_batch()?.ok_or_else(|| OwtError::input("the benchmark ran out of batches"))?),
-                false => None,
-            };
-            let upload = || match &batch {
-                Some(batch) => upload_batch(layout, batch, norm),
-                None => resident[step % resident.len()].clone(),
-            };
+            let ran_out = || OwtError::input("the benchmark ran out of batches");
             if step == 0 && args.gradient_norms {
-                let (images, labels) = upload();
+                let (images, labels) = match resident.first() {
+                    Some(first) => first.clone(),
+                    None => uploads.take(&mut batches)?.ok_or_else(ran_out)?,
+                };
+                // The same tensors go on to the first step.
+                first_upload = Some((images.clone(), labels.clone()));
                 let key = DropoutKey::new(config.seed, 0);
                 gradient_norms = Some(crate::train::gradient_norms(layout, &model, config.head, key, images, labels));
             }
             let t0 = Instant::now();
-            let (images, labels) = upload();
+            // Each step's batch was uploaded while the step before it ran (as training does).
+            let (images, labels) = match (first_upload.take(), resident.is_empty()) {
+                (Some(first), _) => first,
+                (None, true) => uploads.take(&mut batches)?.ok_or_else(ran_out)?,
+                (None, false) => resident[step % resident.len()].clone(),
+            };
             let key = DropoutKey::new(config.seed, step as u64);
             let (next, outcome) = if config.precision == crate::train::precision::Precision::F32 {
                 train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, images, labels)
@@ -344,6 +368,9 @@ impl BenchJob<'_> {
             };
             model = next;
             losses.push(outcome.loss);
+            if resident.is_empty() && step + 1 < total {
+                uploads.refill(&mut batches)?;
+            }
             B::sync(device).map_err(|e| OwtError::backend(format!("the device failed during step {step}: {e:?}")))?;
             let ms = t0.elapsed().as_secs_f64() * 1e3;
             if step == 0 {
@@ -354,6 +381,7 @@ impl BenchJob<'_> {
             }
         }
         let timed_s = timed_from.elapsed().as_secs_f64();
+        let timed_to_unix = unix_now();
         let mpi_bytes_per_step = crate::runtime::processes::mpi_bytes_sent()
             .zip(mpi_from)
             .map(|(now, from)| (now - from) as f64 / args.steps.max(1) as f64);
@@ -366,6 +394,8 @@ impl BenchJob<'_> {
             .map(|d| d.iter::<f64>().next().unwrap_or(f64::NAN))
             .collect();
         let communication = crate::train::Communication::per_step(&ledger, args.steps);
+        let kernels =
+            (args.backend == BackendKind::Cuda).then(|| crate::runtime::cuda_kernels::report(&kernels_from)).flatten();
         Ok(BenchReport {
             model: arch.name.to_string(),
             backend: args.backend.name().to_string(),
@@ -379,6 +409,7 @@ impl BenchJob<'_> {
             images_per_s: (args.steps * config.batch) as f64 / timed_s,
             median_step_ms: median(times),
             first_step_ms,
+            timed_window_unix_s: [timed_from_unix, timed_to_unix],
             bytes_per_step: communication.bytes_per_step,
             messages_per_step: communication.messages_per_step,
             cross_process_bytes_per_step: communication.cross_process_bytes_per_step,
@@ -391,8 +422,13 @@ impl BenchJob<'_> {
             gradient_norms,
             cuda: (args.backend == BackendKind::Cuda).then(|| {
                 use crate::runtime::cuda_preflight::{versions, HostSystem};
-                versions(&HostSystem, HostSystem.gpu_name(0))
+                let mut v = versions(&HostSystem, HostSystem.gpu_name(0));
+                if let Some(k) = &kernels {
+                    v.f32_matmul = crate::runtime::cuda_kernels::f32_matmul(&k.installed);
+                }
+                v
             }),
+            cuda_kernels: kernels,
         })
     }
 }
@@ -474,6 +510,7 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     // prints the report (the job's traffic: every process's ledger summed).
     let processes = crate::runtime::processes::Processes::join()?;
     processes.check_same(&serde_json::json!({ "flags": format!("{args:?}") }))?;
+    args.kernels.apply(args.backend)?;
     let arch = args.model.spec().architecture()?;
     let grid = args.parallel.grid(&processes)?;
     let job = BenchJob { args, scheme: args.parallel.scheme, grid: grid.clone() };

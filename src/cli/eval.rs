@@ -28,6 +28,9 @@ pub struct EvalArgs {
     /// Compute backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Flex)]
     pub backend: BackendKind,
+    /// Which kernels run convolutions and matmuls on CUDA.
+    #[command(flatten)]
+    pub kernels: crate::cli::CudaKernelArgs,
     /// Test as the 2012 paper did: each image's four corner and centre patches and their
     /// mirror images, the probabilities averaged over the ten (image folders only).
     #[arg(long)]
@@ -93,6 +96,7 @@ fn same_classes_as_trained(test: Vec<String>, state: &crate::train::CheckpointSt
 
 /// Evaluates and prints accuracy and loss.
 pub fn run(args: &EvalArgs) -> Result<(), OwtError> {
+    args.kernels.apply(args.backend)?;
     let e = run_on(args.backend, true, EvalJob(args))?;
     if !e.loss.is_finite() {
         return Err(OwtError::checkpoint(format!(

@@ -18,6 +18,7 @@ pub mod train;
 use clap::{Args, Parser, Subcommand};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
+use owt_hybrid::cuda_libraries::{ConvKernels, KernelChoice, Math, MatmulKernels};
 use owt_hybrid::{Exchange, PlanKind, WirePrecision};
 use owt_models::{AdaptivePool, Head, ModelKind, ModelSpec, PixelNorm, ResizeFilter};
 
@@ -100,6 +101,47 @@ pub struct ModelArgs<const REQUIRED: bool = true> {
     /// The checkpoint's when resuming.
     #[arg(long, value_parser = |s: &str| ResizeFilter::from_name(s))]
     pub resize_filter: Option<ResizeFilter>,
+}
+
+/// Which kernels run convolutions and matmuls on CUDA (`--conv`, `--matmul`, `--tf32`), as
+/// train, eval and bench take them.
+#[derive(Debug, Clone, Args)]
+pub struct CudaKernelArgs {
+    /// Who runs convolutions on CUDA: auto (cuDNN where libcudnn loads, else owt), cudnn
+    /// (refused where it does not load), owt (CubeCL's kernels, with the weight gradients of
+    /// strided convolutions by owt's unfolded GEMM) or cubecl (CubeCL's kernels alone).
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<ConvKernels>())]
+    pub conv: ConvKernels,
+    /// Who runs matmuls (the FC layers) on CUDA: auto (cuBLASLt where libcublasLt loads,
+    /// CubeCL's kernels otherwise), cublaslt or cubecl.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<MatmulKernels>())]
+    pub matmul: MatmulKernels,
+    /// TF32 tensor cores for f32 convolutions and matmuls on CUDA: on (PyTorch's TF32 figure)
+    /// or off (strict f32, PyTorch's other figure; needs cuDNN and cuBLASLt).
+    #[arg(long, default_value = "on", value_parser = parse_tf32)]
+    pub tf32: Math,
+}
+
+impl CudaKernelArgs {
+    /// The choice these flags make.
+    pub fn choice(&self) -> KernelChoice {
+        KernelChoice { conv: self.conv, matmul: self.matmul, math: self.tf32 }
+    }
+
+    /// Records the choice for the CUDA devices this process starts, refusing a library forced
+    /// on another `backend`.
+    pub fn apply(&self, backend: crate::runtime::backends::BackendKind) -> Result<(), OwtError> {
+        crate::runtime::cuda_kernels::choose(self.choice(), backend)
+    }
+}
+
+/// `--tf32`: `on` (TF32 tensor cores allowed) or `off` (strict f32).
+pub fn parse_tf32(s: &str) -> Result<Math, String> {
+    match s {
+        "on" => Ok(Math::Tf32),
+        "off" => Ok(Math::Strict),
+        other => Err(format!("expected on or off, got {other:?}")),
+    }
 }
 
 /// How many threads prepare images (`--workers`), as train, eval and bench take it.

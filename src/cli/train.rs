@@ -67,6 +67,9 @@ pub struct TrainArgs {
     /// Compute backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Flex)]
     pub backend: BackendKind,
+    /// Which kernels run convolutions and matmuls on CUDA.
+    #[command(flatten)]
+    pub kernels: crate::cli::CudaKernelArgs,
     /// Seed of initialisation, shuffling and dropout.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -365,6 +368,7 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
         saved.check_resume(&config)?;
     }
     check_memory(&config, args.backend)?;
+    args.kernels.apply(args.backend)?;
     let metrics = if args.parallel.on_mesh_of(&processes) {
         let request = args.parallel.request(&processes);
         let grid = args.parallel.grid(&processes)?;

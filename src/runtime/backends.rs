@@ -250,13 +250,23 @@ mod cuda_backend {
         RuntimeCapabilities { device_to_device: comm, device_all_reduce: comm }
     }
 
-    fn usable<B: Backend<Device = CudaDevice>>(devices: &[CudaDevice], transfers: bool) -> Result<(), OwtError> {
+    /// Checks that CUDA can start on `devices` and starts them; before the first, points
+    /// CubeCL's caches at owt's and decides who runs convolutions and matmuls (cuDNN and
+    /// cuBLASLt where they load), said in one line where `speak`.
+    fn usable<B: Backend<Device = CudaDevice>>(
+        devices: &[CudaDevice],
+        transfers: bool,
+        speak: bool,
+    ) -> Result<(), OwtError> {
         let gpus = devices.iter().map(|d| d.index).max().map_or(1, |i| i + 1);
         for warning in preflight(&HostSystem, CudaNeeds { gpus, transfers })? {
             crate::err_line!("warning: {warning}");
         }
         let name = HostSystem.gpu_name(0).unwrap_or_else(|| "unknown".into());
-        crate::runtime::kernel_cache::configure(&format!("cuda-{name}"));
+        let class = format!("cuda-{name}");
+        crate::runtime::kernel_cache::configure(&class);
+        let cache = crate::runtime::kernel_cache::device_dir(&class);
+        crate::runtime::cuda_kernels::install_once(&name, Some(&cache), speak)?;
         for device in devices {
             probe::<B>(device).map_err(|why| {
                 OwtError::backend(format!("--backend cuda: GPU {} did not start: {why}", device.index))
@@ -277,7 +287,7 @@ mod cuda_backend {
         // (virtual ranks share a GPU, which NCCL refuses: they stay on the host path), where
         // every process can load NCCL (asked of all of them: joining is a collective).
         let transfers = Transport::choose(caps, &devices) == Transport::DeviceToDevice;
-        usable::<Plain>(&devices, transfers)?;
+        usable::<Plain>(&devices, transfers, request.processes.primary())?;
         let spanned = request.spanned();
         let world = caps.device_all_reduce
             && spanned.count() > 1
@@ -324,11 +334,11 @@ mod cuda_backend {
         #[cfg(feature = "fusion")]
         if fusion {
             use burn::backend::cuda::Cuda;
-            usable::<Cuda>(std::slice::from_ref(&device), false)?;
+            usable::<Cuda>(std::slice::from_ref(&device), false, true)?;
             return job.run::<Autodiff<Cuda>>(device);
         }
         let _ = fusion;
-        usable::<Plain>(std::slice::from_ref(&device), false)?;
+        usable::<Plain>(std::slice::from_ref(&device), false, true)?;
         job.run::<Autodiff<Plain>>(device)
     }
 }

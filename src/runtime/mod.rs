@@ -1,8 +1,10 @@
 //! Where a job runs: the inner backend chosen at run time and the meshes built over it
-//! (`backends`), what CUDA needs before it starts (`cuda_preflight`), CubeCL's caches in one
+//! (`backends`), what CUDA needs before it starts (`cuda_preflight`), who runs CUDA's
+//! convolutions and matmuls (`cuda_kernels`: cuDNN, cuBLASLt or CubeCL), CubeCL's caches in one
 //! place (`kernel_cache`), and this process among the processes of a job (`processes`).
 
 pub mod backends;
+pub mod cuda_kernels;
 pub mod cuda_preflight;
 pub mod kernel_cache;
 // owt-hybrid's NCCL buffers against CubeCL's CUDA allocator, on a machine without a GPU.

@@ -56,6 +56,48 @@ pub fn upload_batch<B: AutodiffBackend, L: StepLayout<B>>(
     (images, layout.upload_labels_rows(batch.label_data(), None, rows, total))
 }
 
+/// A step's images and labels on the device.
+pub type Uploaded<B> = (Tensor<B, 4>, Tensor<B, 1, Int>);
+
+/// Batches uploaded one ahead of the step that uses them: [`UploadAhead::take`] hands over the
+/// batch uploaded earlier (or uploads one now, the first time), and [`UploadAhead::refill`],
+/// called once the step's work is queued, uploads the next while the device runs that work. On
+/// CUDA an upload is an asynchronous copy from pinned memory (the vendored cubecl-runtime
+/// stages it there), so the host's part of it (reading the batch from the loader, copying it
+/// into pinned memory) overlaps the step before instead of leaving the GPU idle at the start of
+/// each step; a step then waits for input only when the loader is slower than the device
+/// (which [`Prefetch::waited`] measures). The batches, their order and their values are those
+/// of uploading each when its step starts.
+pub struct UploadAhead<'a, B: AutodiffBackend, L: StepLayout<B>> {
+    layout: &'a L,
+    norm: &'a PixelNorm,
+    next: Option<Uploaded<B>>,
+}
+
+impl<'a, B: AutodiffBackend, L: StepLayout<B>> UploadAhead<'a, B, L> {
+    /// Nothing uploaded yet; batches go to `layout`'s device normalised as `norm` says.
+    pub fn new(layout: &'a L, norm: &'a PixelNorm) -> Self {
+        Self { layout, norm, next: None }
+    }
+
+    /// The next batch on the device: the one [`UploadAhead::refill`] uploaded, else the next
+    /// of `batches` uploaded now (`None` at the end of `batches`).
+    pub fn take(&mut self, batches: &mut Prefetch) -> Result<Option<Uploaded<B>>, crate::error::OwtError> {
+        if let Some(next) = self.next.take() {
+            return Ok(Some(next));
+        }
+        Ok(batches.next_batch()?.map(|batch| upload_batch(self.layout, &batch, self.norm)))
+    }
+
+    /// Uploads the next of `batches` (if any) for the next [`UploadAhead::take`].
+    pub fn refill(&mut self, batches: &mut Prefetch) -> Result<(), crate::error::OwtError> {
+        if self.next.is_none() {
+            self.next = batches.next_batch()?.map(|batch| upload_batch(self.layout, &batch, self.norm));
+        }
+        Ok(())
+    }
+}
+
 /// [`upload_batch`] for evaluation: the same tensors without gradient tracking.
 pub fn upload_eval<B: AutodiffBackend, L: StepLayout<B>>(
     layout: &L,

@@ -26,7 +26,7 @@ use crate::train::atomic::write_atomic;
 use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, CheckpointState, InParameterOrder};
 use crate::train::config::TrainConfig;
 use crate::train::evaluate::evaluate_rows;
-use crate::train::input::{upload_batch, upload_eval, Tally, TallyValues};
+use crate::train::input::{upload_eval, Tally, TallyValues, UploadAhead};
 use crate::train::metrics::{Communication, EpochMetrics};
 use crate::train::momentum;
 use crate::train::precision::LossScale;
@@ -356,23 +356,32 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
         }
     };
     let norm = &config.model.pixel_norm;
+    // Each micro-batch is uploaded while the device runs the work queued before it.
+    let mut uploads = UploadAhead::new(layout, norm);
+    let ended = || OwtError::data("the epoch's batches ended early");
     while steps * config.batch < total {
         crate::host::exit::step_fault(layout.process(), epoch + 1, steps);
         let key = draws.dropout_key(steps);
         let step_images = config.batch.min(total - steps * config.batch);
         let (next, outcome) = if config.fc_update == FcUpdate::PerChunk {
-            let batch = batches.next_batch()?.ok_or_else(|| OwtError::data("the epoch's batches ended early"))?;
-            let (images, labels) = upload_batch(layout, &batch, norm);
-            train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels)
+            let (images, labels) = uploads.take(&mut batches)?.ok_or_else(ended)?;
+            let stepped = train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels);
+            uploads.refill(&mut batches)?;
+            stepped
         } else {
             let scale = loss_scale.map_or(1.0, |s| s.scale);
             let mut step = AccumulatedStep::new(step_images, config.head, key).in_precision(config.precision, scale);
-            for _ in 0..step_images.div_ceil(micro) {
-                let batch = batches.next_batch()?.ok_or_else(|| OwtError::data("the epoch's batches ended early"))?;
-                let (images, labels) = upload_batch(layout, &batch, norm);
+            let micros = step_images.div_ceil(micro);
+            for i in 0..micros {
+                let (images, labels) = uploads.take(&mut batches)?.ok_or_else(ended)?;
                 step.micro_batch(layout, &model, images, labels);
+                if i + 1 < micros {
+                    uploads.refill(&mut batches)?;
+                }
             }
-            step.finish_with(layout, model, optim, lr, loss_scale.as_mut())
+            let stepped = step.finish_with(layout, model, optim, lr, loss_scale.as_mut());
+            uploads.refill(&mut batches)?;
+            stepped
         };
         model = next;
         tally.add(outcome.loss, outcome.correct, outcome.images);

@@ -263,6 +263,31 @@ fn cuda_without_feature_or_gpu_is_one_line() {
     }
 }
 
+/// CUDA's kernel switches: a library forced on another backend is one line naming the flag;
+/// a wrong word names the choices; strict f32 and CubeCL's own kernels run anywhere (on Flex
+/// they change nothing: the same losses as the defaults).
+#[test]
+fn cuda_kernel_switches_are_checked_and_mean_nothing_off_cuda() {
+    let bench = ["bench", "--model", "alexnet-small", "--batch", "4", "--warmup", "0", "--steps", "2", "--json"];
+    let with = |extra: &[&str]| owt(&[&bench[..], extra].concat());
+    assert_one_line_error(&with(&["--conv", "cudnn"]), &["--conv cudnn runs on CUDA only", "--backend flex"]);
+    assert_one_line_error(&with(&["--matmul", "cublaslt"]), &["--matmul cublaslt runs on CUDA only"]);
+    let o = with(&["--tf32", "maybe"]);
+    assert!(!o.status.success() && stderr(&o).contains("expected on or off"), "{}", stderr(&o));
+    let o = with(&["--conv", "cuda"]);
+    assert!(stderr(&o).contains("expected auto, owt, cubecl or cudnn"), "{}", stderr(&o));
+    let losses = |o: &Output| -> Vec<f64> {
+        assert!(o.status.success(), "{}", stderr(o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(report.get("cuda_kernels").is_none(), "no CUDA kernels off CUDA");
+        let window = report["timed_window_unix_s"].as_array().unwrap();
+        assert!(window[0].as_f64().unwrap() <= window[1].as_f64().unwrap());
+        report["losses"].as_array().unwrap().iter().map(|l| l.as_f64().unwrap()).collect()
+    };
+    let plain = losses(&with(&[]));
+    assert_eq!(losses(&with(&["--tf32", "off", "--conv", "cubecl", "--matmul", "cubecl"])), plain);
+}
+
 #[test]
 fn eval_without_checkpoint_is_one_line() {
     let dir = tempfile::tempdir().unwrap();

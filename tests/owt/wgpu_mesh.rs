@@ -14,7 +14,7 @@ use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 
 /// Fails the test in one line when this machine has no wgpu adapter at all, rather than in a
 /// CubeCL worker's panic.
-fn require_adapter() {
+pub(crate) fn require_adapter() {
     if owt::kernel_cache::wgpu_adapters().is_empty() {
         panic!("no Vulkan adapter found: install mesa-vulkan-drivers (apt-get install mesa-vulkan-drivers) to run the wgpu tests on the CPU");
     }

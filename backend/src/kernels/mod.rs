@@ -1,9 +1,15 @@
 //! owt's own formulations of ops a backend runs slowly (convolution gradients, max pooling),
 //! built from any backend's tensor ops, and which backend gets them: chosen by the backend's
 //! type, by measurement (Flex 0.21 takes its convolution gradients from burn-backend's generic
-//! formulations and pools with a scalar loop; CubeCL has kernels of its own for both).
+//! formulations and pools with a scalar loop; CubeCL has kernels of its own for both). And the
+//! vendor libraries CUDA's convolutions and matmuls go to where a machine has them (cuDNN,
+//! cuBLASLt: [`cuda_libraries`]).
 
 pub mod conv_grad;
+pub mod cublaslt;
+pub mod cuda_libraries;
+pub mod cudnn;
+pub mod libraries;
 pub mod max_pool;
 
 use std::any::TypeId;

@@ -117,6 +117,39 @@ fn alexnet_layers() -> Vec<(&'static str, Case)> {
     ]
 }
 
+/// Every distinct conv layer of the VGGs (3x3, padding 1, stride 1; VGG-16's channel pairs
+/// hold VGG-11's and VGG-13's), at batch 2 on 32x32 images (the side a VGG for Fashion-MNIST
+/// takes; a layer's arithmetic is the same at any side).
+fn vgg_layers() -> Vec<(String, Case)> {
+    let pairs = [
+        (3, 64, 32),
+        (64, 64, 32),
+        (64, 128, 16),
+        (128, 128, 16),
+        (128, 256, 8),
+        (256, 256, 8),
+        (256, 512, 4),
+        (512, 512, 2),
+    ];
+    pairs
+        .into_iter()
+        .map(|(c, o, side)| {
+            let case = Case { n: 2, c, h: side, w: side, o, k: 3, stride: 1, padding: 1, dilation: 1, groups: 1 };
+            (format!("vgg {c}->{o} at {side}"), case)
+        })
+        .collect()
+}
+
+#[test]
+fn every_vgg_conv_layer_has_the_generic_gradients() {
+    for (name, case) in vgg_layers() {
+        for (dtype, bound) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
+            let [w, x, b] = gaps(case, dtype, 5);
+            assert!(w <= bound && x <= bound && b <= bound, "{name} {dtype:?}: weight {w:e}, input {x:e}, bias {b:e}");
+        }
+    }
+}
+
 #[test]
 fn every_alexnet_conv_layer_has_the_generic_gradients() {
     for (name, case) in alexnet_layers() {
@@ -187,6 +220,49 @@ fn alexnet_small_layers_take_the_measured_weight_layouts() {
     }
 }
 
+/// owt's unfolded GEMM ([`conv_grad::unfolded`]) against the generic weight gradient: its gap.
+fn unfolded_gap(case: Case, dtype: DType, seed: u64) -> f64 {
+    let (ho, wo) = (case.out(case.h), case.out(case.w));
+    let x = values([case.n, case.c, case.h, case.w], seed, dtype);
+    let w = values([case.o, case.c / case.groups, case.k, case.k], seed + 1, dtype);
+    let gy = values([case.n, case.o, ho, wo], seed + 3, dtype);
+    let opts = case.options();
+    let geo = conv_grad::Unfolded::of(
+        [case.n, case.c, case.h, case.w],
+        [case.o, case.c / case.groups, case.k, case.k],
+        &opts,
+    )
+    .expect("a convolution with output");
+    let t = |p: FloatTensor<Flex>| Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(p));
+    let ours = conv_grad::unfolded::weight_grad::<Flex>(t(x.clone()), t(gy.clone()), &geo).into_primitive().tensor();
+    let theirs = Flex::conv2d_weight_backward(x, w, gy, opts);
+    gap(&host::<4>(ours), &host::<4>(theirs))
+}
+
+/// The unfolded GEMM on every conv layer of the three AlexNets and the VGGs (it takes the
+/// strided ones on CUDA without cuDNN; its arithmetic holds for any stride).
+#[test]
+fn the_unfolded_gemm_has_the_generic_weight_gradient_on_every_alexnet_and_vgg_layer() {
+    let layers = alexnet_layers().into_iter().map(|(n, c)| (n.to_string(), c)).chain(vgg_layers());
+    for (name, case) in layers {
+        for (dtype, bound) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
+            let g = unfolded_gap(case, dtype, 9);
+            assert!(g <= bound, "{name} {dtype:?}: weight {g:e}");
+        }
+    }
+}
+
+/// The unfolded GEMM takes a batch a few images at a time: a chunk boundary inside the batch
+/// (AlexNetOwt's conv1 at batch 17 holds 15 images a chunk) changes nothing but rounding.
+#[test]
+fn the_unfolded_gemm_sums_its_chunks_to_the_generic_gradient() {
+    let case = Case { n: 17, c: 3, h: 224, w: 224, o: 8, k: 11, stride: 4, padding: 2, dilation: 1, groups: 1 };
+    let geo = conv_grad::Unfolded::of([17, 3, 224, 224], [8, 3, 11, 11], &case.options()).unwrap();
+    assert!(geo.images_per_chunk() < 17, "{} images a chunk", geo.images_per_chunk());
+    let g = unfolded_gap(case, DType::F64, 3);
+    assert!(g <= 1e-12, "weight {g:e}");
+}
+
 /// Stride-1 convolutions whose padding stays within the dilated kernel's reach: the cases the
 /// weight gradient's layouts take.
 fn stride_one_cases() -> impl Strategy<Value = Case> {
@@ -230,6 +306,14 @@ proptest! {
     fn any_convolution_has_the_generic_gradients(case in cases(), seed in 0u64..1000) {
         let [w, x, b] = gaps(case, DType::F64, seed);
         prop_assert!(w <= 1e-12 && x <= 1e-12 && b <= 1e-12, "{case:?}: weight {w:e}, input {x:e}, bias {b:e}");
+    }
+
+    /// The unfolded GEMM on any convolution (kernel, stride, padding, dilation, groups, odd
+    /// sizes): f64 within 1e-12.
+    #[test]
+    fn any_convolution_has_the_generic_weight_gradient_by_the_unfolded_gemm(case in cases(), seed in 0u64..1000) {
+        let g = unfolded_gap(case, DType::F64, seed);
+        prop_assert!(g <= 1e-12, "{case:?}: weight {g:e}");
     }
 
     /// Both layouts of the weight gradient on any stride-1 convolution they take (kernel,

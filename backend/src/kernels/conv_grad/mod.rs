@@ -4,7 +4,10 @@
 //!
 //! - Weight gradient ([`weight`]): batched GEMMs of the output gradient against the input
 //!   unfolded by zero-copy views of a flat padded layout ([`flat`]), one per tap; stride 1
-//!   (every AlexNet layer but the big nets' conv1), the backend's own op otherwise.
+//!   (every AlexNet layer but the big nets' conv1), the backend's own op otherwise. Any stride
+//!   ([`unfolded`]): the input unfolded into columns a few images at a time, one GEMM per
+//!   image, summed; what CUDA's strided weight gradients take without cuDNN
+//!   ([`crate::cuda_libraries`]), slower than Flex's own on the CPU.
 //! - Input gradient ([`input`]): a forward convolution of the output gradient (its rows and
 //!   columns spread apart by the stride, where it is above 1) with the kernel flipped and its
 //!   in- and out-channels swapped within each group: the backend's own forward kernel does it.
@@ -19,6 +22,7 @@
 pub mod bias;
 pub mod flat;
 pub mod input;
+pub mod unfolded;
 pub mod weight;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +34,7 @@ use burn::tensor::{Tensor, TensorPrimitive};
 pub use bias::bias_grad;
 pub use flat::Geometry;
 pub use input::input_grad;
+pub use unfolded::Unfolded;
 pub use weight::{weight_grad, Method};
 
 /// Where a convolution gradient comes from.
@@ -88,8 +93,10 @@ impl Choice {
 }
 
 /// The layout owt's weight gradient takes for a convolution of `x_dims` by `weight_dims`, or
-/// `None` where it leaves the gradient to the backend's own op (a stride above 1, a padding
-/// wider than the kernel's reach).
+/// `None` where it leaves the gradient to the backend's own op (a padding wider than the
+/// kernel's reach; a stride above 1: [`unfolded`] computes those, but on Flex, the one backend
+/// these formulations are chosen for, burn-backend's generic formulation measured faster:
+/// AlexNetOwt's conv1 at batch 16, 76 ms against 122, benches/conv_backward.rs).
 pub fn weight_method(x_dims: [usize; 4], weight_dims: [usize; 4], options: &ConvOptions<2>) -> Option<Method> {
     Geometry::of(x_dims, weight_dims, options).map(|geo| Method::for_shape(&geo))
 }
@@ -103,7 +110,7 @@ fn primitive<B: Backend, const D: usize>(x: Tensor<B, D>) -> FloatTensor<B> {
 }
 
 /// owt's weight gradient on primitives, as `ModuleOps::conv2d_weight_backward` takes them: by
-/// the layout [`Method::for_shape`] picks, or the backend's own op where none applies.
+/// the layout [`weight_method`] picks, or the backend's own op where none applies.
 pub fn conv2d_weight_backward<B: Backend>(
     x: FloatTensor<B>,
     weight: FloatTensor<B>,

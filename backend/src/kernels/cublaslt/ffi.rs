@@ -1,0 +1,312 @@
+//! The calls into cuBLASLt (through cudarc's bindings, libcublasLt loaded at run time): one
+//! handle per device on CubeCL's device thread, and per GEMM shape its descriptors and the
+//! algorithm cuBLASLt's heuristic picks, kept on that thread. Everything here runs inside
+//! `CudaServer::run_foreign`, on CubeCL's stream for the calling thread.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::rc::Rc;
+
+use cudarc::cublaslt::sys as lt;
+use cudarc::driver::sys::CUstream;
+
+use super::layout::{Gemm, Matrix};
+use crate::kernels::cudnn::{ConvDtype, Math};
+
+/// Workspace bytes every matmul is given (cudarc's figure for Hopper; cuBLAS's own default
+/// on older GPUs is 4 MiB, which fits inside it).
+pub const WORKSPACE: usize = 32 << 20;
+
+/// Whether libcublasLt loads, and its version (`cublasLtGetVersion`).
+pub fn load() -> Result<u64, String> {
+    // SAFETY: dlopen of the candidate names, as cudarc does it.
+    if !unsafe { lt::is_culib_present() } {
+        return Err("libcublasLt did not load".into());
+    }
+    // SAFETY: cublasLtGetVersion takes nothing.
+    Ok(unsafe { lt::cublasLtGetVersion() } as u64)
+}
+
+fn check(status: lt::cublasStatus_t, call: &str) -> Result<(), String> {
+    if status == lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{call}: {status:?}"))
+    }
+}
+
+struct Handle(lt::cublasLtHandle_t);
+
+/// One GEMM shape's descriptors and algorithm.
+struct Prepared {
+    desc: lt::cublasLtMatmulDesc_t,
+    a: lt::cublasLtMatrixLayout_t,
+    b: lt::cublasLtMatrixLayout_t,
+    d: lt::cublasLtMatrixLayout_t,
+    algo: lt::cublasLtMatmulAlgo_t,
+    workspace: usize,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        // SAFETY: created by their cublasLt*Create, destroyed once.
+        unsafe {
+            lt::cublasLtMatmulDescDestroy(self.desc);
+            lt::cublasLtMatrixLayoutDestroy(self.a);
+            lt::cublasLtMatrixLayoutDestroy(self.b);
+            lt::cublasLtMatrixLayoutDestroy(self.d);
+        }
+    }
+}
+
+thread_local! {
+    static HANDLES: RefCell<HashMap<usize, Rc<Handle>>> = RefCell::new(HashMap::new());
+    static PREPARED: RefCell<HashMap<(usize, String), Rc<Prepared>>> = RefCell::new(HashMap::new());
+}
+
+fn handle(device: usize) -> Result<Rc<Handle>, String> {
+    HANDLES.with(|handles| {
+        if let Some(h) = handles.borrow().get(&device) {
+            return Ok(h.clone());
+        }
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes a handle; the device's context is current (run_foreign).
+        check(unsafe { lt::cublasLtCreate(&mut raw) }, "cublasLtCreate")?;
+        let h = Rc::new(Handle(raw));
+        handles.borrow_mut().insert(device, h.clone());
+        Ok(h)
+    })
+}
+
+fn data_type(dtype: ConvDtype) -> lt::cudaDataType_t {
+    use lt::cudaDataType_t::*;
+    match dtype {
+        ConvDtype::F32 => CUDA_R_32F,
+        ConvDtype::F64 => CUDA_R_64F,
+        ConvDtype::F16 => CUDA_R_16F,
+        ConvDtype::Bf16 => CUDA_R_16BF,
+    }
+}
+
+/// The compute and scale types: TF32 tensor cores or strict f32 for f32 data, f64 for f64,
+/// f32 accumulation for the half types (as PyTorch's `allow_tf32` for matmuls).
+fn compute_type(dtype: ConvDtype, math: Math) -> (lt::cublasComputeType_t, lt::cudaDataType_t) {
+    use lt::cublasComputeType_t::*;
+    match (dtype, math) {
+        (ConvDtype::F32, Math::Tf32) => (CUBLAS_COMPUTE_32F_FAST_TF32, lt::cudaDataType_t::CUDA_R_32F),
+        (ConvDtype::F64, _) => (CUBLAS_COMPUTE_64F, lt::cudaDataType_t::CUDA_R_64F),
+        _ => (CUBLAS_COMPUTE_32F, lt::cudaDataType_t::CUDA_R_32F),
+    }
+}
+
+/// The largest power of two (up to 256) that divides every address: what cuBLASLt may
+/// assume of the operands' alignment.
+fn alignment(addresses: &[u64]) -> u32 {
+    addresses.iter().fold(256u32, |a, &p| if p == 0 { a } else { a.min(1 << p.trailing_zeros().min(8)) })
+}
+
+fn layout(dtype: ConvDtype, m: &Matrix, batch: u64) -> Result<lt::cublasLtMatrixLayout_t, String> {
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: writes a layout it creates; the attribute values outlive the calls.
+    unsafe {
+        check(
+            lt::cublasLtMatrixLayoutCreate(&mut raw, data_type(dtype), m.rows, m.cols, m.ld),
+            "cublasLtMatrixLayoutCreate",
+        )?;
+        if batch > 1 {
+            let count = batch as i32;
+            let stride = m.batch_stride;
+            check(
+                lt::cublasLtMatrixLayoutSetAttribute(
+                    raw,
+                    lt::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                    &count as *const i32 as *const c_void,
+                    4,
+                ),
+                "cublasLtMatrixLayoutSetAttribute (batch count)",
+            )?;
+            check(
+                lt::cublasLtMatrixLayoutSetAttribute(
+                    raw,
+                    lt::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                    &stride as *const i64 as *const c_void,
+                    8,
+                ),
+                "cublasLtMatrixLayoutSetAttribute (batch stride)",
+            )?;
+        }
+    }
+    Ok(raw)
+}
+
+/// A heuristic result laid out as `cublasLtMatmulHeuristicResult_t`, its status a plain
+/// integer so no value cuBLASLt writes is an invalid Rust enum.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Heuristic {
+    algo: lt::cublasLtMatmulAlgo_t,
+    workspace_size: usize,
+    state: u32,
+    waves_count: f32,
+    reserved: [i32; 4],
+}
+
+fn prepare(h: &Handle, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<Prepared, String> {
+    let (compute, scale) = compute_type(dtype, math);
+    let mut desc = std::ptr::null_mut();
+    // SAFETY: creates and sets a descriptor; attribute values outlive the calls.
+    unsafe {
+        check(lt::cublasLtMatmulDescCreate(&mut desc, compute, scale), "cublasLtMatmulDescCreate")?;
+    }
+    let mut prepared = Prepared {
+        desc,
+        a: layout(dtype, &gemm.a, gemm.batch)?,
+        b: layout(dtype, &gemm.b, gemm.batch)?,
+        d: layout(dtype, &gemm.d, gemm.batch)?,
+        algo: lt::cublasLtMatmulAlgo_t { data: [0; 8] },
+        workspace: 0,
+    };
+    let op = |t: bool| -> i32 { i32::from(t) };
+    let (ta, tb) = (op(gemm.a.transposed), op(gemm.b.transposed));
+    let mut pref = std::ptr::null_mut();
+    let max_workspace = WORKSPACE as u64;
+    let mut heuristic = std::mem::MaybeUninit::<Heuristic>::zeroed();
+    let mut returned = 0i32;
+    // SAFETY: as above; the heuristic writes at most one result into `heuristic`.
+    unsafe {
+        use lt::cublasLtMatmulDescAttributes_t::*;
+        use lt::cublasLtMatmulPreferenceAttributes_t::*;
+        check(
+            lt::cublasLtMatmulDescSetAttribute(
+                desc,
+                CUBLASLT_MATMUL_DESC_TRANSA,
+                &ta as *const i32 as *const c_void,
+                4,
+            ),
+            "cublasLtMatmulDescSetAttribute (transa)",
+        )?;
+        check(
+            lt::cublasLtMatmulDescSetAttribute(
+                desc,
+                CUBLASLT_MATMUL_DESC_TRANSB,
+                &tb as *const i32 as *const c_void,
+                4,
+            ),
+            "cublasLtMatmulDescSetAttribute (transb)",
+        )?;
+        check(lt::cublasLtMatmulPreferenceCreate(&mut pref), "cublasLtMatmulPreferenceCreate")?;
+        let set = |attr, value: *const c_void, len| lt::cublasLtMatmulPreferenceSetAttribute(pref, attr, value, len);
+        let mut result = check(
+            set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace as *const u64 as *const c_void, 8),
+            "cublasLtMatmulPreferenceSetAttribute (workspace)",
+        );
+        for attr in [
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+        ] {
+            if result.is_ok() {
+                result = check(
+                    set(attr, &align as *const u32 as *const c_void, 4),
+                    "cublasLtMatmulPreferenceSetAttribute (alignment)",
+                );
+            }
+        }
+        if result.is_ok() {
+            result = check(
+                lt::cublasLtMatmulAlgoGetHeuristic(
+                    h.0,
+                    desc,
+                    prepared.a,
+                    prepared.b,
+                    prepared.d,
+                    prepared.d,
+                    pref,
+                    1,
+                    heuristic.as_mut_ptr() as *mut lt::cublasLtMatmulHeuristicResult_t,
+                    &mut returned,
+                ),
+                "cublasLtMatmulAlgoGetHeuristic",
+            );
+        }
+        lt::cublasLtMatmulPreferenceDestroy(pref);
+        result?;
+    }
+    // SAFETY: zero-initialised, then written by the heuristic where it returned a result.
+    let heuristic = unsafe { heuristic.assume_init() };
+    if returned < 1 || heuristic.state != 0 {
+        return Err(format!("cublasLtMatmulAlgoGetHeuristic found no algorithm (state {})", heuristic.state));
+    }
+    prepared.algo = heuristic.algo;
+    prepared.workspace = heuristic.workspace_size.min(WORKSPACE);
+    Ok(prepared)
+}
+
+/// The addresses of a GEMM's operands: cuBLASLt's `A` (the row-major `rhs`), `B` (`lhs`) and
+/// `D` (the output), and its workspace of [`WORKSPACE`] bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Pointers {
+    /// `rhs`.
+    pub a: u64,
+    /// `lhs`.
+    pub b: u64,
+    /// The output.
+    pub d: u64,
+    /// The workspace.
+    pub workspace: u64,
+}
+
+/// Queues `gemm` (`D = op(A) op(B)`, D overwritten) on `stream`.
+pub fn run(
+    device: usize,
+    stream: CUstream,
+    gemm: &Gemm,
+    dtype: ConvDtype,
+    math: Math,
+    at: Pointers,
+) -> Result<(), String> {
+    let h = handle(device)?;
+    let align = alignment(&[at.a, at.b, at.d]);
+    let key = (device, format!("{gemm:?} {dtype:?} {math:?} align {align}"));
+    let prepared = PREPARED.with(|all| -> Result<Rc<Prepared>, String> {
+        if let Some(p) = all.borrow().get(&key) {
+            return Ok(p.clone());
+        }
+        let p = Rc::new(prepare(&h, gemm, dtype, math, align)?);
+        all.borrow_mut().insert(key.clone(), p.clone());
+        Ok(p)
+    })?;
+    let (one_f64, zero_f64, one_f32, zero_f32) = (1f64, 0f64, 1f32, 0f32);
+    let (one, zero): (*const c_void, *const c_void) = match dtype {
+        ConvDtype::F64 => (&one_f64 as *const f64 as _, &zero_f64 as *const f64 as _),
+        _ => (&one_f32 as *const f32 as _, &zero_f32 as *const f32 as _),
+    };
+    let d = at.d as *mut c_void;
+    // SAFETY: the addresses are the operands' buffers as run_foreign resolved them, laid out as
+    // `gemm` describes; the workspace holds at least `prepared.workspace` bytes.
+    check(
+        unsafe {
+            lt::cublasLtMatmul(
+                h.0,
+                prepared.desc,
+                one,
+                at.a as *const c_void,
+                prepared.a,
+                at.b as *const c_void,
+                prepared.b,
+                zero,
+                d,
+                prepared.d,
+                d,
+                prepared.d,
+                &prepared.algo,
+                at.workspace as *mut c_void,
+                prepared.workspace,
+                stream as lt::cudaStream_t,
+            )
+        },
+        "cublasLtMatmul",
+    )
+}

@@ -1,0 +1,523 @@
+//! The convolutions and matmuls of CubeCL's CUDA backend handed to cuDNN and cuBLASLt: what
+//! [`install`] registers with the vendored burn-cubecl's hook. Each op is described for the
+//! library ([`ConvProblem`], [`gemm`]), its output allocated by CubeCL on the calling thread
+//! (so on that thread's stream), and the library's call queued on CubeCL's device thread in
+//! that stream's order (`CudaServer::run_foreign`); nothing waits on the host but a cuDNN
+//! algorithm search, once per problem and machine. An op a library does not take (a layout or
+//! dtype it cannot describe, a problem no algorithm runs) goes to CubeCL's kernels, counted and
+//! its reason kept ([`declines`]).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, Mutex};
+
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::DType;
+use burn_cubecl::kernel::external::{self, ExternalKernels};
+use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
+use burn_cubecl::tensor::CubeTensor;
+use cubecl_cuda::{CudaRuntime, CudaServer, ForeignBuffer};
+use cubecl_runtime::server::Handle;
+
+use super::{ConvKernels, Installed, KernelChoice, Math, MatmulKernels, Runner, COUNTERS};
+use crate::kernels::cublaslt::{self, gemm};
+use crate::kernels::cudnn::algorithm_cache::{version_name, FILE_NAME};
+use crate::kernels::cudnn::problem::packed_strides;
+use crate::kernels::cudnn::{self, AlgorithmCache, Choice, ConvDtype, ConvOp, ConvProblem, Identity};
+use crate::kernels::libraries::{find, Library, Loader};
+
+type Tensor = CubeTensor<CudaRuntime>;
+
+/// The most distinct reasons [`declines`] keeps.
+const MAX_DECLINES: usize = 32;
+
+static DECLINES: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Why ops were left to CubeCL's kernels although a library was installed, each reason once
+/// (at most 32).
+pub fn declines() -> Vec<String> {
+    DECLINES.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+}
+
+fn decline(why: String) {
+    let mut all = DECLINES.lock().unwrap_or_else(|e| e.into_inner());
+    if all.len() < MAX_DECLINES {
+        all.insert(why);
+    }
+}
+
+/// Decides who runs CUDA's convolutions and matmuls under `choice` on this machine (libraries
+/// looked for through `loader`), registers the decision with burn-cubecl for every CUDA device
+/// of this process, and returns it with warnings to print (a damaged or foreign algorithm
+/// cache). cuDNN's algorithm choices are kept in `cache_dir` (none: searched every run), keyed
+/// by `gpu`'s name. Refused, in one line: `--conv cudnn` or `--matmul cublaslt` where the
+/// library does not load, strict f32 where either library does not run (CubeCL's tensor-core
+/// kernels round f32 through TF32). Call before any CUDA device starts: a fusion server reads
+/// whether matmuls are taken when it starts.
+pub fn install(
+    choice: KernelChoice,
+    loader: &dyn Loader,
+    cache_dir: Option<&Path>,
+    gpu: &str,
+) -> Result<(Installed, Vec<String>), String> {
+    let conv = match choice.conv {
+        ConvKernels::Cubecl => Err("--conv cubecl".to_string()),
+        ConvKernels::Owt => Err("--conv owt".to_string()),
+        _ => open(&Library::cudnn(), loader, cudnn::ffi::load)
+            .map(|(file, v)| (file, v, format!("cuDNN {}", version_name(v)))),
+    };
+    let conv = match (conv, choice.conv) {
+        (Err(why), ConvKernels::Cudnn) => return Err(format!("--conv cudnn: {why}")),
+        (other, _) => other,
+    };
+    let matmul = match choice.matmul {
+        MatmulKernels::Cubecl => Err("--matmul cubecl".to_string()),
+        _ => open(&Library::cublaslt(), loader, cublaslt::ffi::load)
+            .map(|(file, v)| (file, v, format!("cuBLASLt {}", version_name(v)))),
+    };
+    let matmul = match (matmul, choice.matmul) {
+        (Err(why), MatmulKernels::Cublaslt) => return Err(format!("--matmul cublaslt: {why}")),
+        (other, _) => other,
+    };
+    if choice.math == Math::Strict {
+        let missing: Vec<&str> = [(&conv, "convolutions"), (&matmul, "matmuls")]
+            .iter()
+            .filter(|(r, _)| r.is_err())
+            .map(|(_, what)| *what)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "--tf32 off: strict f32 needs cuDNN and cuBLASLt, but CubeCL's kernels would run the {} (they round f32 through TF32)",
+                missing.join(" and ")
+            ));
+        }
+    }
+    let mut warnings = Vec::new();
+    let cache = match &conv {
+        Ok((_, version, _)) => {
+            let identity = Identity { gpu: gpu.to_string(), cudnn: *version };
+            let cache = match cache_dir {
+                Some(dir) => {
+                    let (cache, warning) = AlgorithmCache::load(&dir.join(FILE_NAME), identity);
+                    warnings.extend(warning);
+                    cache
+                }
+                None => AlgorithmCache::empty(identity, None),
+            };
+            Some(Mutex::new(cache))
+        }
+        Err(_) => None,
+    };
+    let runner = |r: Result<(String, u64, String), String>| match r {
+        Ok((file, _, name)) => Runner::Library { name, file },
+        Err(why) => Runner::Cubecl { why },
+    };
+    let conv = runner(conv);
+    let installed = Installed {
+        owt_strided_weight_gradients: !conv.is_library() && choice.conv != ConvKernels::Cubecl,
+        conv,
+        matmul: runner(matmul),
+        math: choice.math.name(),
+    };
+    let libraries = CudaLibraries {
+        cudnn: cache,
+        owt_strided_weight_gradients: installed.owt_strided_weight_gradients,
+        cublaslt: installed.matmul.is_library(),
+        math: choice.math,
+    };
+    external::register::<CudaRuntime>(Arc::new(libraries));
+    Ok((installed, warnings))
+}
+
+/// The file of `library` that loads and its version, or what was looked for and where.
+fn open(library: &Library, loader: &dyn Loader, load: fn() -> Result<u64, String>) -> Result<(String, u64), String> {
+    let file = find(library, loader).map_err(|missing| missing.to_string())?;
+    let version = load().map_err(|why| format!("{file} found but unusable: {why}"))?;
+    Ok((file, version))
+}
+
+/// What [`install`] registers.
+struct CudaLibraries {
+    /// The algorithm cache where cuDNN runs convolutions.
+    cudnn: Option<Mutex<AlgorithmCache>>,
+    /// Whether owt's unfolded GEMM takes strided convolutions' weight gradients (without cuDNN).
+    owt_strided_weight_gradients: bool,
+    /// Whether cuBLASLt runs matmuls.
+    cublaslt: bool,
+    math: Math,
+}
+
+fn dims<const D: usize>(t: &Tensor) -> Option<[usize; D]> {
+    t.meta.shape().to_vec().try_into().ok()
+}
+
+fn strides<const D: usize>(t: &Tensor) -> Option<[usize; D]> {
+    t.meta.strides().to_vec().try_into().ok()
+}
+
+/// `t` laid out packed row-major: itself, or a copy by CubeCL's kernel.
+fn packed(t: &Tensor) -> Result<Tensor, String> {
+    let d: [usize; 4] = dims(t).ok_or("a filter of rank other than 4")?;
+    if strides::<4>(t) == Some(packed_strides(d)) {
+        return Ok(t.clone());
+    }
+    let copy = burn_cubecl::kernel::into_contiguous(t.clone());
+    if strides::<4>(&copy) == Some(packed_strides(d)) {
+        Ok(copy)
+    } else {
+        Err(format!("the filter {d:?} does not pack (strides {:?})", copy.meta.strides().to_vec()))
+    }
+}
+
+/// The bytes a tensor's elements span from its first (its buffer must hold that many).
+fn span_bytes(t: &Tensor) -> u64 {
+    let shape = t.meta.shape().to_vec();
+    let furthest: usize = shape.iter().zip(t.meta.strides().iter()).map(|(&d, &s)| d.saturating_sub(1) * s).sum();
+    ((furthest + 1) * t.dtype.size()) as u64
+}
+
+/// One dtype for all of `tensors`, as cuDNN and cuBLASLt type it.
+fn one_dtype(tensors: &[&Tensor]) -> Result<(ConvDtype, DType), String> {
+    let dtype = tensors[0].dtype;
+    if tensors.iter().any(|t| t.dtype != dtype) {
+        let all: Vec<DType> = tensors.iter().map(|t| t.dtype).collect();
+        return Err(format!("mixed dtypes {all:?}"));
+    }
+    ConvDtype::of(dtype).map(|d| (d, dtype)).ok_or_else(|| format!("dtype {dtype:?}"))
+}
+
+/// Checks that each buffer `run_foreign` resolved holds the bytes its tensor spans (a layout
+/// that addressed past its buffer would have the library read or write someone else's memory).
+fn check_sizes(buffers: &[ForeignBuffer], needs: &[u64]) -> Result<(), String> {
+    for (i, (b, need)) in buffers.iter().zip(needs).enumerate() {
+        if b.size < *need {
+            return Err(format!("owt: buffer {i} holds {} bytes, the op spans {need}", b.size));
+        }
+    }
+    Ok(())
+}
+
+/// Queues `task` on CubeCL's device thread with `handles` resolved, in the order of the
+/// client's stream.
+fn submit<F>(client: &burn_cubecl::cubecl::client::ComputeClient<CudaRuntime>, handles: Vec<Handle>, task: F)
+where
+    F: FnOnce(cudarc::driver::sys::CUstream, &[ForeignBuffer]) -> Result<(), String> + Send + 'static,
+{
+    let bindings = handles.into_iter().map(Handle::binding).collect();
+    client.submit_to_server(move |server: &mut CudaServer, stream_id| {
+        // SAFETY: the tasks below check each buffer's size against what their tensors span
+        // before the library touches it, and only queue work on the stream they are given.
+        unsafe { server.run_foreign(stream_id, bindings, task) }
+    });
+}
+
+impl CudaLibraries {
+    /// The algorithm for `problem`: from the cache, or searched on the tensors' own buffers
+    /// (`handles`: x, w, y as the problem names them), waiting for the search's timings.
+    fn algorithm(
+        cache: &Mutex<AlgorithmCache>,
+        problem: &ConvProblem,
+        client: &burn_cubecl::cubecl::client::ComputeClient<CudaRuntime>,
+        device: usize,
+        handles: Vec<Handle>,
+        needs: [u64; 3],
+    ) -> Result<Choice, String> {
+        let key = problem.key();
+        if let Some(found) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return found.ok_or_else(|| format!("no cuDNN algorithm runs {key}"));
+        }
+        let (tx, rx) = mpsc::channel();
+        let p = *problem;
+        submit(client, handles, move |stream, buffers| {
+            let found = check_sizes(buffers, &needs).and_then(|_| {
+                let at = cudnn::ffi::Pointers { x: buffers[0].ptr, w: buffers[1].ptr, y: buffers[2].ptr };
+                cudnn::ffi::search(device, stream, &p, at)
+            });
+            let _ = tx.send(found);
+            Ok(())
+        });
+        let found = rx
+            .recv()
+            .map_err(|_| "the cuDNN search did not run (the device reported an earlier error)".to_string())??;
+        COUNTERS.cudnn_searches.fetch_add(1, Ordering::Relaxed);
+        let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.insert(key.clone(), found);
+        if let Err(e) = cache.save() {
+            decline(format!("the cuDNN algorithm cache was not written: {e}"));
+        }
+        found.ok_or_else(|| format!("no cuDNN algorithm runs {key}"))
+    }
+
+    /// One of a convolution's computations by cuDNN, or why not. `x` is the input (its dims
+    /// only, for the input gradient), `w` the filter, `dy` the output gradient (the two
+    /// gradients), `bias` the forward's.
+    fn conv(
+        &self,
+        cache: &Mutex<AlgorithmCache>,
+        op: ConvOp,
+        x: &Tensor,
+        w: &Tensor,
+        dy: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        options: &ConvOptions<2>,
+    ) -> Result<Tensor, String> {
+        let (client, device) = (x.client.clone(), x.device.clone());
+        let index = device.index;
+        let x_dims: [usize; 4] = dims(x).ok_or("an input of rank other than 4")?;
+        let w_dims: [usize; 4] = dims(w).ok_or("a filter of rank other than 4")?;
+        let inputs: Vec<&Tensor> = match op {
+            ConvOp::Forward => [Some(x), Some(w), bias].into_iter().flatten().collect(),
+            ConvOp::BackwardData => vec![w, dy.ok_or("no output gradient")?],
+            ConvOp::BackwardFilter => vec![x, dy.ok_or("no output gradient")?],
+        };
+        let (dtype, burn_dtype) = one_dtype(&inputs)?;
+        let y_dims = cudnn::output_dims(x_dims, w_dims, options).map_err(|u| u.0)?;
+        let new = |d: [usize; 4]| empty_device_contiguous_dtype(client.clone(), device.clone(), d.into(), burn_dtype);
+        // The three tensors as the problem names them (x, w, y), which of them is written, and
+        // the problem's layouts.
+        let (xt, wt, yt) = match op {
+            ConvOp::Forward => (x.clone(), packed(w)?, new(y_dims)),
+            ConvOp::BackwardData => (new(x_dims), packed(w)?, dy.unwrap().clone()),
+            ConvOp::BackwardFilter => (x.clone(), new(w_dims), dy.unwrap().clone()),
+        };
+        let layout = |t: &Tensor| -> Result<([usize; 4], [usize; 4]), String> {
+            Ok((dims(t).ok_or("rank other than 4")?, strides(t).ok_or("rank other than 4")?))
+        };
+        let problem =
+            ConvProblem::new(op, dtype, self.math, layout(&xt)?, w_dims, layout(&yt)?, options).map_err(|u| u.0)?;
+        let needs = [span_bytes(&xt), span_bytes(&wt), span_bytes(&yt)];
+        let tensors = [xt.handle.clone(), wt.handle.clone(), yt.handle.clone()];
+        let choice = Self::algorithm(cache, &problem, &client, index, tensors.to_vec(), needs)?;
+        let bias = match (op, bias) {
+            (ConvOp::Forward, Some(b)) => {
+                let b = if b.meta.strides().to_vec() == [1] {
+                    b.clone()
+                } else {
+                    burn_cubecl::kernel::into_contiguous(b.clone())
+                };
+                if b.meta.shape().to_vec() != [w_dims[0]] || b.meta.strides().to_vec() != [1] {
+                    return Err(format!("a bias of dims {:?}", b.meta.shape().to_vec()));
+                }
+                Some(b)
+            }
+            _ => None,
+        };
+        let workspace = (choice.workspace > 0).then(|| client.empty(choice.workspace as usize));
+        let mut handles = tensors.to_vec();
+        let mut sizes = needs.to_vec();
+        if let Some(ws) = &workspace {
+            handles.push(ws.clone());
+            sizes.push(choice.workspace);
+        }
+        if let Some(b) = &bias {
+            handles.push(b.handle.clone());
+            sizes.push(span_bytes(b));
+        }
+        let (has_ws, has_bias) = (workspace.is_some(), bias.is_some());
+        submit(&client, handles, move |stream, buffers| {
+            check_sizes(buffers, &sizes)?;
+            let at = cudnn::ffi::Pointers { x: buffers[0].ptr, w: buffers[1].ptr, y: buffers[2].ptr };
+            let ws = match has_ws {
+                true => cudnn::ffi::Workspace { ptr: buffers[3].ptr, len: choice.workspace as usize },
+                false => cudnn::ffi::Workspace { ptr: 0, len: 0 },
+            };
+            let bias = has_bias.then(|| buffers[3 + has_ws as usize].ptr);
+            cudnn::ffi::run(index, stream, &problem, choice, at, ws, bias)
+        });
+        Ok(match op {
+            ConvOp::Forward => yt,
+            ConvOp::BackwardData => xt,
+            ConvOp::BackwardFilter => wt,
+        })
+    }
+
+    /// A convolution computation by cuDNN where it runs them, counted either way.
+    fn counted_conv(
+        &self,
+        op: ConvOp,
+        x: &Tensor,
+        w: &Tensor,
+        dy: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        options: &ConvOptions<2>,
+    ) -> Option<Tensor> {
+        let out = self.cudnn.as_ref().and_then(|cache| {
+            self.conv(cache, op, x, w, dy, bias, options).map_err(|why| decline(format!("{}: {why}", op.name()))).ok()
+        });
+        let counter = if out.is_some() { &COUNTERS.cudnn_convs } else { &COUNTERS.cubecl_convs };
+        counter.fetch_add(1, Ordering::Relaxed);
+        out
+    }
+
+    fn gemm(&self, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, String> {
+        let (dtype, burn_dtype) = one_dtype(&[lhs, rhs])?;
+        let g = gemm(
+            (&lhs.meta.shape().to_vec(), &lhs.meta.strides().to_vec()),
+            (&rhs.meta.shape().to_vec(), &rhs.meta.strides().to_vec()),
+        )
+        .map_err(|u| u.0)?;
+        let (client, device) = (lhs.client.clone(), lhs.device.clone());
+        let out = empty_device_contiguous_dtype(client.clone(), device.clone(), g.out_dims.clone().into(), burn_dtype);
+        let workspace = client.empty(cublaslt::ffi::WORKSPACE);
+        let sizes = [span_bytes(rhs), span_bytes(lhs), span_bytes(&out), cublaslt::ffi::WORKSPACE as u64];
+        let handles = vec![rhs.handle.clone(), lhs.handle.clone(), out.handle.clone(), workspace];
+        let (index, math) = (device.index, self.math);
+        submit(&client, handles, move |stream, buffers| {
+            check_sizes(buffers, &sizes)?;
+            let at = cublaslt::ffi::Pointers {
+                a: buffers[0].ptr,
+                b: buffers[1].ptr,
+                d: buffers[2].ptr,
+                workspace: buffers[3].ptr,
+            };
+            cublaslt::ffi::run(index, stream, &g, dtype, math, at)
+        });
+        Ok(out)
+    }
+}
+
+/// The weight gradient of a strided convolution by owt's unfolded GEMM, run by CubeCL's own
+/// tensor ops (its matmuls by cuBLASLt where that is installed), or `None` where the
+/// formulation does not apply.
+fn owt_weight_gradient(x: &Tensor, weight: &Tensor, dy: &Tensor, options: &ConvOptions<2>) -> Option<Tensor> {
+    use burn::tensor::{Tensor as BurnTensor, TensorPrimitive};
+    type Cube = burn_cubecl::CubeBackend<CudaRuntime, f32, i32, u8>;
+    let geo = crate::conv_grad::Unfolded::of(dims(x)?, dims(weight)?, options)?;
+    let wrap = |t: &Tensor| BurnTensor::<Cube, 4>::from_primitive(TensorPrimitive::Float(t.clone()));
+    let grad = crate::conv_grad::unfolded::weight_grad::<Cube>(wrap(x), wrap(dy), &geo);
+    Some(grad.into_primitive().tensor())
+}
+
+impl ExternalKernels<CudaRuntime> for CudaLibraries {
+    fn conv2d(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, options: &ConvOptions<2>) -> Option<Tensor> {
+        self.counted_conv(ConvOp::Forward, x, weight, None, bias, options)
+    }
+
+    fn conv2d_x_backward(
+        &self,
+        x: &Tensor,
+        weight: &Tensor,
+        output_grad: &Tensor,
+        options: &ConvOptions<2>,
+    ) -> Option<Tensor> {
+        self.counted_conv(ConvOp::BackwardData, x, weight, Some(output_grad), None, options)
+    }
+
+    fn conv2d_weight_backward(
+        &self,
+        x: &Tensor,
+        weight: &Tensor,
+        output_grad: &Tensor,
+        options: &ConvOptions<2>,
+    ) -> Option<Tensor> {
+        if self.cudnn.is_none() && self.owt_strided_weight_gradients && options.stride != [1, 1] {
+            if let Some(grad) = owt_weight_gradient(x, weight, output_grad, options) {
+                COUNTERS.owt_weight_gradients.fetch_add(1, Ordering::Relaxed);
+                return Some(grad);
+            }
+        }
+        self.counted_conv(ConvOp::BackwardFilter, x, weight, Some(output_grad), None, options)
+    }
+
+    fn matmul(&self, lhs: &Tensor, rhs: &Tensor) -> Option<Tensor> {
+        let out = if self.cublaslt {
+            self.gemm(lhs, rhs).map_err(|why| decline(format!("matmul: {why}"))).ok()
+        } else {
+            None
+        };
+        let counter = if out.is_some() { &COUNTERS.cublaslt_matmuls } else { &COUNTERS.cubecl_matmuls };
+        counter.fetch_add(1, Ordering::Relaxed);
+        out
+    }
+
+    fn takes_matmuls(&self) -> bool {
+        self.cublaslt
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A machine where every library file is found but none loads for real (this test machine
+    /// has no cuDNN or cuBLASLt): what cudarc then says decides.
+    struct Everything;
+
+    impl Loader for Everything {
+        fn loads(&self, _name: &str) -> bool {
+            true
+        }
+        fn var(&self, _name: &str) -> Option<String> {
+            None
+        }
+    }
+
+    /// A machine without the libraries, LD_LIBRARY_PATH pointing at an empty directory.
+    struct Nothing(String);
+
+    impl Loader for Nothing {
+        fn loads(&self, _name: &str) -> bool {
+            false
+        }
+        fn var(&self, name: &str) -> Option<String> {
+            (name == "LD_LIBRARY_PATH").then(|| self.0.clone())
+        }
+    }
+
+    #[test]
+    fn cudarcs_candidates_are_the_names_looked_for() {
+        for stem in ["cudnn", "cublasLt"] {
+            let theirs = cudarc::get_lib_name_candidates(stem);
+            let ours = crate::kernels::libraries::candidate_names(stem);
+            let positions: Vec<usize> = ours
+                .iter()
+                .map(|name| theirs.iter().position(|t| t == name).unwrap_or_else(|| panic!("{name} not in {theirs:?}")))
+                .collect();
+            assert!(positions.windows(2).all(|w| w[0] < w[1]), "{stem}: {ours:?} in cudarc's order {theirs:?}");
+        }
+    }
+
+    #[test]
+    fn without_the_libraries_cubecl_runs_and_the_line_says_where_they_were_looked_for() {
+        let (installed, warnings) =
+            install(KernelChoice::default(), &Nothing("/opt/empty".into()), None, "test GPU").unwrap();
+        assert!(warnings.is_empty());
+        let line = installed.line();
+        for part in [
+            "convolutions on CubeCL's kernels (no cuDNN (looked for libcudnn.so, libcudnn.so.13",
+            "LD_LIBRARY_PATH=/opt/empty",
+            "matmuls on CubeCL's kernels (no cuBLASLt (looked for libcublasLt.so",
+            "f32 through TF32",
+        ] {
+            assert!(line.contains(part), "{part:?} in {line}");
+        }
+        // A library file that is there but does not load says so.
+        let (installed, _) = install(KernelChoice::default(), &Everything, None, "test GPU").unwrap();
+        assert!(
+            installed.line().contains("libcudnn.so found but unusable: libcudnn did not load"),
+            "{}",
+            installed.line()
+        );
+        // Asked for CubeCL, nothing is looked for.
+        let cubecl = KernelChoice { conv: ConvKernels::Cubecl, matmul: MatmulKernels::Cubecl, math: Math::Tf32 };
+        let (installed, _) = install(cubecl, &Nothing(String::new()), None, "test GPU").unwrap();
+        assert_eq!(installed.conv, Runner::Cubecl { why: "--conv cubecl".into() });
+        assert_eq!(installed.matmul, Runner::Cubecl { why: "--matmul cubecl".into() });
+        external::unregister::<CudaRuntime>();
+    }
+
+    #[test]
+    fn a_forced_library_or_strict_f32_without_the_libraries_is_refused_in_one_line() {
+        let none = Nothing("/opt/empty".into());
+        let forced = KernelChoice { conv: ConvKernels::Cudnn, ..Default::default() };
+        let why = install(forced, &none, None, "test GPU").unwrap_err();
+        assert!(why.starts_with("--conv cudnn: no cuDNN (looked for"), "{why}");
+        let forced = KernelChoice { matmul: MatmulKernels::Cublaslt, ..Default::default() };
+        assert!(install(forced, &none, None, "test GPU").unwrap_err().starts_with("--matmul cublaslt: no cuBLASLt"));
+        let strict = KernelChoice { math: Math::Strict, ..Default::default() };
+        let why = install(strict, &none, None, "test GPU").unwrap_err();
+        assert!(why.contains("--tf32 off") && why.contains("the convolutions and matmuls"), "{why}");
+        assert!(!why.contains('\n'));
+    }
+}
