@@ -3,23 +3,29 @@
 # included), leaving room for one rerun. It runs a prebuilt `owt` (built elsewhere with
 # --features cuda: the GPU machine has no Rust toolchain) and writes what it found to $OUT after
 # every step, so a run stopped at its limit still returns what it did. In this order, each step
-# under its own timeout and all of them under --budget:
-#   a. environment: nvidia-smi, NVRTC and the CUDA headers (paths, versions); starts sampling the
-#      GPU's utilisation;
-#   b. small_one_device: AlexNetSmall on one GPU, a few steps (preflight, NVRTC, the u8 upload);
-#   c. small_1rank_mesh: the same on a mesh of one rank (the mesh's code, no split batch), then
-#      small_2ranks_data_parallel, small_2ranks_weird_trick_a: on 2 virtual ranks of that GPU
-#      (the old crash): exit status, empty ops, losses and each parameter's gradient norm on
-#      the first batch against (b)'s. The 2026-12-04 run found both 2-rank meshes 1.03% from
-#      one device's losses from the second step; the one-rank mesh says whether the mesh's code
-#      or the split batch parts them, small_2ranks_data_parallel_resident (batches uploaded once)
-#      whether the uploads of later batches do;
-#   d. owt_cold, owt_warm: AlexNetOwt at batch 128 with fusion, on an empty kernel cache and then
-#      on the cache the first left (images/s, median and first step, utilisation);
-#   e. torch: the same AlexNet in PyTorch, TF32 and strict fp32, when `import torch` works;
-#   d'. owt_warm_resident: the warm case with the batches kept on the GPU (`--resident`);
-#   f. owt_profile: AlexNetOwt's step layer by layer (`owt bench --profile`, on the warm cache);
-#   g. owt_warm_bf16: AlexNetOwt in bf16 on f32 masters.
+# under its own timeout and all of them under --budget (what comes last is what a short budget
+# leaves out):
+#   a. environment: nvidia-smi, NVRTC, the CUDA headers, cuDNN and cuBLASLt (paths, versions);
+#      starts sampling the GPU's utilisation;
+#   b. owt_cold, owt_warm, owt_warm_resident: AlexNetOwt at batch 128, fused, with owt's default
+#      kernels (cuDNN's convolutions, cuBLASLt's matmuls, TF32 where the libraries load), on an
+#      empty kernel cache (compilation, cuDNN's algorithm search), then warm, each batch uploaded,
+#      then with the batches kept on the GPU (`--resident`, compute alone);
+#   c. torch: the same AlexNet in PyTorch, TF32 and strict fp32, resident and uploaded;
+#   d. owt_strict_resident, owt_strict: the warm case in strict f32 (`--tf32 off`);
+#   e. owt_profile: the warm step layer by layer (`owt bench --profile`) with owt's default
+#      kernels;
+#   f. small_one_device, small_2ranks_data_parallel, small_2ranks_weird_trick_a: AlexNetSmall on
+#      one GPU and on 2 virtual ranks of it, default kernels: losses and each parameter's
+#      gradient norm on the first batch against one device's (the 2026-12-04 run found 2 ranks
+#      1.03% off with CubeCL's kernels);
+#   g. owt_profile_cubecl, owt_profile_owt: the layer profile with CubeCL's kernels alone
+#      (`--conv cubecl --matmul cubecl`, as on 2026-12-04) and with owt's unfolded weight
+#      gradient for conv1 (`--conv owt`), each lever's share of the step;
+#   h. owt_cubecl_resident: the resident case on CubeCL's kernels alone (the 2026-12-04 figure);
+#   i. cubecl_small_*: the AlexNetSmall cases of (f) on CubeCL's kernels alone (the mesh gap of
+#      2026-12-04: the one-rank mesh and the resident 2-rank case too);
+#   j. owt_warm_bf16: AlexNetOwt in bf16 on f32 masters.
 # $OUT holds at most 6 files, none deeper than $OUT/x:
 #   summary.json      the checks and every case's JSON (rewritten after each step)
 #   environment.txt   step a's findings
@@ -35,7 +41,7 @@
 #   --owt PATH    the owt binary, or it gzipped as PATH.gz (default ./owt, else ./owt.gz)
 #   --out DIR     where results go (default $OUT, else ./gpu-run-out)
 #   --budget S    seconds for all steps together (default 540)
-#   --cache DIR   kernel cache to start from and keep (default: an empty one, so step d's
+#   --cache DIR   kernel cache to start from and keep (default: an empty one, so step b's
 #                 first case is a cold start)
 #   --only REGEX  run only the cases whose names match (the others are recorded as not
 #                 selected), to split the run over two calls on one warm machine with one --cache
@@ -56,7 +62,7 @@ while [ $# -gt 0 ]; do
         --budget) budget=$2; shift 2 ;;
         --cache) cache=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
-        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
         *) echo "gpu-run: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -161,6 +167,9 @@ keep_caches() {
         echo "nvcc: $(command -v nvcc >/dev/null && nvcc --version | tail -n 2 | head -n 1 || echo none)"
         echo "/proc/driver/nvidia/version: $(cat /proc/driver/nvidia/version 2>/dev/null | head -n 1 || echo missing)"
         echo "NCCL: $(ldconfig -p 2>/dev/null | grep -m1 libnccl || find / -name 'libnccl.so*' 2>/dev/null | head -n 1)"
+        echo "cuDNN: ${GPU_ENV_CUDNN:-not found}"
+        [ -n "$GPU_ENV_CUDNN" ] && ls "$(dirname "$GPU_ENV_CUDNN")" 2>&1 | tr '\n' ' ' | sed 's/^/  /; s/$/\n/'
+        echo "cuBLASLt: ${GPU_ENV_CUBLASLT:-not found}"
         echo "LD_LIBRARY_PATH: $LD_LIBRARY_PATH"
     else
         echo "CPU try-out: $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
@@ -177,49 +186,69 @@ sampler=$!
 trap 'kill $sampler 2>/dev/null' EXIT
 summarise
 
-# b. One device, a few steps (the plain backend: the kernels the meshes use).
-run_case small_one_device 150 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion --gradient-norms
-# c. A mesh of one rank (the mesh's code path on the whole batch), then two virtual ranks of
-#    the same device.
-run_case small_1rank_mesh 90 "$owt" bench --backend "$backend" --json $small $small_steps \
-    --devices 1 --virtual-ranks --plan data-parallel --gradient-norms
-run_case small_2ranks_data_parallel 90 "$owt" bench --backend "$backend" --json $small $small_steps \
-    --devices 2 --virtual-ranks --plan data-parallel --gradient-norms
-run_case small_2ranks_weird_trick_a 90 "$owt" bench --backend "$backend" --json $small $small_steps \
-    --devices 2 --virtual-ranks --plan weird-trick --scheme a --gradient-norms
-# The same data-parallel mesh with its batches uploaded once before the first step: on a
-# 1.03% gap that starts at the second step, whether the uploads of later batches part them.
-run_case small_2ranks_data_parallel_resident 90 "$owt" bench --backend "$backend" --json $small $small_steps \
-    --devices 2 --virtual-ranks --plan data-parallel --resident --gradient-norms
-keep_caches
-# d. AlexNetOwt at batch 128, fused: cold (nothing tuned for its shapes yet), then warm.
+# b. AlexNetOwt at batch 128, fused, owt's default kernels: cold (nothing compiled or searched
+#    for its shapes yet), warm, warm with the batches on the GPU.
 run_case owt_cold 210 "$owt" bench --backend "$backend" --json $big $big_steps
 keep_caches
-run_case owt_warm 90 "$owt" bench --backend "$backend" --json $big $big_steps
+run_case owt_warm 60 "$owt" bench --backend "$backend" --json $big $big_steps
 keep_caches
-# d'. The same with the batches kept on the GPU (compute alone, as PyTorch's resident figure).
 run_case owt_warm_resident 60 "$owt" bench --backend "$backend" --json $big $big_steps --resident
-# e. PyTorch on the same shapes.
+# c. PyTorch on the same shapes: TF32 and strict fp32, resident and uploaded.
 if ! [[ torch =~ $only ]]; then
     printf '%s\t-1\t%s\t%s\tnot selected (--only %s)\n' torch "$(date +%s.%N)" "$(date +%s.%N)" "$only" >> "$work/cases.tsv"
 elif timeout 60 python3 -c 'import torch' 2>/dev/null; then
-    run_case torch 90 python3 "$here/torch_alexnet.py" $torch_args
+    run_case torch 100 python3 "$here/torch_alexnet.py" $torch_args
 else
     printf '%s\t-1\t%s\t%s\timport torch failed\n' torch "$(date +%s.%N)" "$(date +%s.%N)" >> "$work/cases.tsv"
     log "torch: import torch failed, skipped"
 fi
-# f. Where the warm step's time goes, layer by layer (medians of 5 runs of each layer).
-run_case owt_profile 75 "$owt" bench --backend "$backend" --json $big --warmup 1 --steps 5 --profile
-# g. AlexNetOwt in bf16 on f32 masters (issue 42 point 3), if the budget allows.
-run_case owt_warm_bf16 75 "$owt" bench --backend "$backend" --json $big $big_steps --precision bf16
+# d. Strict f32 (cuDNN in FMA math, cuBLASLt in f32): PyTorch's other figure.
+run_case owt_strict_resident 60 "$owt" bench --backend "$backend" --json $big $big_steps --resident --tf32 off
+keep_caches
+run_case owt_strict 60 "$owt" bench --backend "$backend" --json $big $big_steps --tf32 off
+# e. Where the warm step's time goes, layer by layer (medians of 5 runs of each layer).
+run_case owt_profile 60 "$owt" bench --backend "$backend" --json $big --warmup 1 --steps 5 --profile
+# f. AlexNetSmall on one device (the plain backend: the kernels the meshes use) and on two
+#    virtual ranks of it, owt's default kernels.
+run_case small_one_device 90 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion --gradient-norms
+run_case small_2ranks_data_parallel 60 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan data-parallel --gradient-norms
+run_case small_2ranks_weird_trick_a 60 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan weird-trick --scheme a --gradient-norms
+keep_caches
+# g. The layer profile without the libraries: CubeCL's kernels alone, then with owt's unfolded
+#    GEMM for conv1's weight gradient.
+run_case owt_profile_cubecl 120 "$owt" bench --backend "$backend" --json $big --warmup 1 --steps 5 --profile \
+    --conv cubecl --matmul cubecl
+keep_caches
+run_case owt_profile_owt 60 "$owt" bench --backend "$backend" --json $big --warmup 1 --steps 5 --profile \
+    --conv owt --matmul cubecl
+# h. The resident case on CubeCL's kernels alone (2026-12-04's configuration).
+run_case owt_cubecl_resident 90 "$owt" bench --backend "$backend" --json $big $big_steps --resident \
+    --conv cubecl --matmul cubecl
+keep_caches
+# i. The AlexNetSmall cases on CubeCL's kernels alone: the 2026-12-04 mesh gap.
+cubecl="--conv cubecl --matmul cubecl"
+run_case cubecl_small_one_device 90 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion \
+    --gradient-norms $cubecl
+run_case cubecl_small_1rank_mesh 60 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 1 --virtual-ranks --plan data-parallel --gradient-norms $cubecl
+run_case cubecl_small_2ranks_data_parallel 60 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan data-parallel --gradient-norms $cubecl
+run_case cubecl_small_2ranks_weird_trick_a 60 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan weird-trick --scheme a --gradient-norms $cubecl
+run_case cubecl_small_2ranks_data_parallel_resident 60 "$owt" bench --backend "$backend" --json $small $small_steps \
+    --devices 2 --virtual-ranks --plan data-parallel --resident --gradient-norms $cubecl
+keep_caches
+# j. AlexNetOwt in bf16 on f32 masters (issue 42 point 3), if the budget allows.
+run_case owt_warm_bf16 60 "$owt" bench --backend "$backend" --json $big $big_steps --precision bf16
 kill $sampler 2>/dev/null
 summarise
 python3 - "$out/summary.json" <<'PY'
 import json, sys
 checks = json.load(open(sys.argv[1]))["checks"]
-print(json.dumps({k: checks[k] for k in ("failed", "cases_skipped", "empty_ops", "owt_cold", "owt_warm",
-                                         "owt_warm_over_torch_tf32", "owt_warm_over_torch_fp32_strict",
-                                         "owt_warm_resident_over_torch_tf32")}, indent=1))
+print(json.dumps({k: checks.get(k) for k in ("failed", "cases_skipped", "empty_ops", "kernels", "owt_cold", "owt_warm",
+                                             "against_torch")}, indent=1))
 for name, m in checks["mesh_against_one_device"].items():
     print(name, "max relative gap", m["max_relative_gap"], "within", checks["mesh_tolerance"], m["within_tolerance"])
 PY

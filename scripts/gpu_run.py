@@ -99,9 +99,14 @@ def summary(work, out, backend, tolerance):
                     case["result"] = result
                 util, n = mean_in(rows, t0, t1)
                 case["busy_percent_mean"], case["busy_samples"] = util, n
-                if isinstance(result, dict) and result.get("images_per_s"):
-                    # The timed steps are the case's last `steps * batch / images_per_s` seconds
-                    # before the process reports (teardown is short next to them).
+                if isinstance(result, dict) and result.get("timed_window_unix_s"):
+                    # The samples taken while the timed steps ran, as the benchmark clocked them.
+                    w0, w1 = result["timed_window_unix_s"]
+                    util, n = mean_in(rows, w0, w1)
+                    case["busy_percent_timed_steps"], case["busy_samples_timed_steps"] = util, n
+                elif isinstance(result, dict) and result.get("images_per_s"):
+                    # Older owt: the timed steps are the case's last `steps * batch / images_per_s`
+                    # seconds before the process reports (teardown is short next to them).
                     timed = result.get("steps", 0) * result.get("batch", 0) / result["images_per_s"]
                     util, n = mean_in(rows, t1 - timed - 0.5, t1 - 0.25)
                     case["busy_percent_timed_steps"], case["busy_samples_timed_steps"] = util, n
@@ -117,38 +122,56 @@ def summary(work, out, backend, tolerance):
     checks["failed"] = [n for n in checks["cases_run"] if cases[n]["rc"] != 0 or not cases[n].get("result")]
     checks["empty_ops"] = {n: result(n).get("empty_ops") for n in order if "empty_ops" in result(n)}
     checks["fallbacks"] = {n: result(n).get("fallbacks") for n in order if "fallbacks" in result(n)}
-    reference = result("small_one_device").get("losses") or []
     mesh = {}
     for name in order:
-        if not name.startswith(("small_1rank_", "small_2ranks_")):
+        # Each mesh case against the one-device case of its family (`small_` with owt's default
+        # kernels, `cubecl_small_` with CubeCL's alone).
+        family, sep, rest = name.partition("small_")
+        if not sep or not rest.startswith(("1rank_", "2ranks_")):
             continue
+        one = family + "small_one_device"
+        reference = result(one).get("losses") or []
         losses = result(name).get("losses") or []
         gaps = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses, reference)]
-        mesh[name] = {"losses": losses, "one_device_losses": reference,
+        mesh[name] = {"against": one, "losses": losses, "one_device_losses": reference,
                       "max_relative_gap": max(gaps) if gaps else None,
                       "within_tolerance": bool(gaps) and max(gaps) <= tolerance}
         # The first batch's gradient norms, parameter by parameter, largest gap first.
         norms = result(name).get("gradient_norms") or {}
-        ref_norms = result("small_one_device").get("gradient_norms") or {}
+        ref_norms = result(one).get("gradient_norms") or {}
         gaps = {p: abs(n - ref_norms[p]) / max(abs(ref_norms[p]), 1e-30) for p, n in norms.items() if p in ref_norms}
         mesh[name]["gradient_norm_gaps"] = dict(sorted(gaps.items(), key=lambda kv: -kv[1]))
     checks["mesh_against_one_device"] = mesh
     checks["mesh_tolerance"] = tolerance
+    # Every AlexNetOwt benchmark: its rate, step times, the GPU's busy share over its timed steps,
+    # and which kernels ran how many calls.
+    benches = {}
+    for name in order:
+        r, c = result(name), cases.get(name) or {}
+        if not name.startswith("owt_") or "images_per_s" not in r:
+            continue
+        kernels = r.get("cuda_kernels") or {}
+        benches[name] = {k: r.get(k) for k in ("images_per_s", "median_step_ms", "first_step_ms", "batch", "resident")} | {
+            "busy_percent_timed_steps": c.get("busy_percent_timed_steps"), "wall_s": c.get("wall_s"),
+            "kernel_calls": kernels.get("usage"), "declines": kernels.get("declines")}
+    checks["benchmarks"] = benches
     for phase in ("cold", "warm"):
-        r = result(f"owt_{phase}")
-        c = cases.get(f"owt_{phase}") or {}
-        checks[f"owt_{phase}"] = {k: r.get(k) for k in ("images_per_s", "median_step_ms", "first_step_ms", "batch")} | {
-            "busy_percent_timed_steps": c.get("busy_percent_timed_steps"), "wall_s": c.get("wall_s")}
+        checks[f"owt_{phase}"] = benches.get(f"owt_{phase}")
+    installed = (result("owt_warm").get("cuda_kernels") or result("owt_cold").get("cuda_kernels") or {}).get("installed")
+    checks["kernels"] = installed
     torch = result("torch")
-    warm = result("owt_warm").get("images_per_s")
-    for key, label in (("tf32_device_resident", "tf32"), ("fp32_strict_device_resident", "fp32_strict")):
-        ref = (torch.get(key) or {}).get("images_per_s")
-        checks[f"torch_{label}_images_per_s"] = ref
-        checks[f"owt_warm_over_torch_{label}"] = round(warm / ref, 3) if warm and ref else None
-    resident = result("owt_warm_resident").get("images_per_s")
-    ref = (torch.get("tf32_device_resident") or {}).get("images_per_s")
-    checks["owt_warm_resident_images_per_s"] = resident
-    checks["owt_warm_resident_over_torch_tf32"] = round(resident / ref, 3) if resident and ref else None
+    against = {}
+    for case, key in (("owt_warm", "tf32_from_host_u8"), ("owt_warm_resident", "tf32_device_resident"),
+                      ("owt_strict", "fp32_strict_from_host_u8"), ("owt_strict_resident", "fp32_strict_device_resident"),
+                      ("owt_cubecl_resident", "tf32_device_resident")):
+        ours = (benches.get(case) or {}).get("images_per_s")
+        theirs = (torch.get(key) or {}).get("images_per_s")
+        against[case] = {"owt_images_per_s": ours, "torch": key, "torch_images_per_s": theirs,
+                         "ratio": round(ours / theirs, 3) if ours and theirs else None}
+    checks["against_torch"] = against
+    # The names earlier summaries used, kept for their readers.
+    checks["owt_warm_over_torch_tf32"] = (against["owt_warm"] or {}).get("ratio")
+    checks["owt_warm_resident_over_torch_tf32"] = (against["owt_warm_resident"] or {}).get("ratio")
     versions = result("owt_warm").get("cuda") or result("small_one_device").get("cuda")
     report = {"backend": backend, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "versions": versions, "checks": checks, "cases": cases, "utilisation_samples": len(rows)}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Turns the caches.tar.gz a GPU run left (scripts/gpu-run.sh, kept under benches/gpu/<date>/)
 # into kernel-cache seeds: the autotune results of each device class in it are copied to
-# kernel-cache/<class>/autotune/, where build.rs builds them into the next owt (see
-# kernel-cache/README.md). Compiled kernels are not seeds (they depend on the driver).
+# kernel-cache/<class>/autotune/, and cuDNN's algorithm choices (cudnn-algorithms.json) beside
+# them, where build.rs builds them into the next owt (see kernel-cache/README.md). Compiled
+# kernels are not seeds (they depend on the driver).
 # Refuses a class whose autotune results exceed 2 MiB (they are built into every binary; the
 # lavapipe seeds are about 100 KB) and a class that already has seeds, unless --replace.
 #
@@ -33,6 +34,11 @@ while IFS= read -r dir; do
     mkdir -p "$(dirname "$target")"
     cp -r "$dir" "$target"
     echo "harvest-seeds: $class: $(find "$target" -type f | wc -l) files, $size bytes -> kernel-cache/$class/autotune"
+    # cuDNN's algorithm choices (owt_hybrid::cudnn::algorithm_cache), where the run had cuDNN.
+    if [ -f "$(dirname "$dir")/cudnn-algorithms.json" ]; then
+        cp "$(dirname "$dir")/cudnn-algorithms.json" "$root/kernel-cache/$class/cudnn-algorithms.json"
+        echo "harvest-seeds: $class: cudnn-algorithms.json -> kernel-cache/$class/"
+    fi
     found=$(( found + 1 ))
 done < <(find "$work" -mindepth 3 -maxdepth 3 -type d -name autotune | sort)
 if [ "$found" = 0 ]; then

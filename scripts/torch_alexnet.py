@@ -1,8 +1,8 @@
 """PyTorch reference for owt's AlexNetOwt training step (torchvision layout, 10 classes, SGD
 momentum 0.9, weight decay 5e-4, one loss.item() per step, 5 warmup steps), adapted from the
 team's shared/bench/torch_alexnet_gpu.py so scripts/gpu-check.sh can carry it. Prints one JSON
-object: images/s and ms/step for strict fp32 with the batch on the device, strict fp32 with
-each batch converted from u8 on the host, and TF32.
+object: images/s and ms/step for strict fp32 and for TF32 (convolutions and matmuls), each
+with the batch on the device and with each batch converted from u8 on the host.
 
 Usage: python3 torch_alexnet.py [--batch 128] [--steps 16] [--input 224] [--cpu]
 """
@@ -79,6 +79,7 @@ def main():
     if dev == "cuda":
         out["fp32_strict_from_host_u8"] = run(a.batch, a.steps, a.input, False, True, dev)
         out["tf32_device_resident"] = run(a.batch, a.steps, a.input, True, False, dev)
+        out["tf32_from_host_u8"] = run(a.batch, a.steps, a.input, True, True, dev)
     print(json.dumps(out))
 
 

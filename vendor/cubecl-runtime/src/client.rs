@@ -29,8 +29,9 @@ use cubecl_common::profile::TimingMethod;
 use cubecl_common::stream_id::StreamId;
 
 // Patched for owt (vendor/README.md): see `do_create`.
-/// Host data of at least this many bytes is staged into pinned memory before an upload.
-pub const PINNED_STAGING_MIN_BYTES: usize = 1 << 20;
+/// Host data of at least this many bytes is staged into pinned memory before an upload (CUDA
+/// copies smaller pageable uploads through its command buffer without waiting for the stream).
+pub const PINNED_STAGING_MIN_BYTES: usize = 64 << 10;
 
 /// The `ComputeClient` is the entry point to require tasks from the `ComputeServer`.
 /// It should be obtained for a specific device via the Compute struct.

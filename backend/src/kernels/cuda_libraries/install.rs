@@ -492,13 +492,28 @@ mod tests {
         ] {
             assert!(line.contains(part), "{part:?} in {line}");
         }
-        // A library file that is there but does not load says so.
+        // Where the loader finds a file, cudarc's own loading decides: a file that is there but
+        // does not load says so; one that loads (pip's wheels on LD_LIBRARY_PATH, as CI has
+        // them) is named with its version.
         let (installed, _) = install(KernelChoice::default(), &Everything, None, "test GPU").unwrap();
-        assert!(
-            installed.line().contains("libcudnn.so found but unusable: libcudnn did not load"),
-            "{}",
-            installed.line()
-        );
+        match cudnn::ffi::load() {
+            Ok(version) => assert_eq!(
+                installed.conv,
+                Runner::Library { name: format!("cuDNN {}", version_name(version)), file: "libcudnn.so".into() }
+            ),
+            Err(_) => assert!(
+                installed.line().contains("libcudnn.so found but unusable: libcudnn did not load"),
+                "{}",
+                installed.line()
+            ),
+        }
+        match cublaslt::ffi::load() {
+            Ok(version) => assert_eq!(
+                installed.matmul,
+                Runner::Library { name: format!("cuBLASLt {}", version_name(version)), file: "libcublasLt.so".into() }
+            ),
+            Err(_) => assert!(installed.line().contains("libcublasLt.so found but unusable"), "{}", installed.line()),
+        }
         // Asked for CubeCL, nothing is looked for.
         let cubecl = KernelChoice { conv: ConvKernels::Cubecl, matmul: MatmulKernels::Cubecl, math: Math::Tf32 };
         let (installed, _) = install(cubecl, &Nothing(String::new()), None, "test GPU").unwrap();

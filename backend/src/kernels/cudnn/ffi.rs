@@ -197,6 +197,22 @@ fn create(p: &ConvProblem) -> Result<Descriptors, String> {
     Ok(d)
 }
 
+/// cuDNN's own output dims for `problem`'s input, filter and convolution descriptors
+/// (`cudnnGetConvolutionNdForwardOutputDim`), with the descriptors set as a run sets them:
+/// host arithmetic only, no GPU needed, so the mapping is checked against cuDNN itself on any
+/// machine that has the library (the tests').
+#[cfg(test)]
+pub fn output_dims_by_cudnn(problem: &ConvProblem) -> Result<[i32; 4], String> {
+    let d = create(problem)?;
+    let mut out = [0i32; 4];
+    // SAFETY: the descriptors are live; `out` has room for 4 dims.
+    check(
+        unsafe { dnn::cudnnGetConvolutionNdForwardOutputDim(d.conv, d.x, d.w, 4, out.as_mut_ptr()) },
+        "cudnnGetConvolutionNdForwardOutputDim",
+    )?;
+    Ok(out)
+}
+
 /// One entry of a search's results, laid out as cuDNN's three `cudnnConvolution*AlgoPerf_t`
 /// (which share it), with plain integers where cudarc has enums, so no value cuDNN writes
 /// can be an invalid Rust enum.
@@ -480,4 +496,81 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::cudnn::problem::{output_dims, packed_strides, Math};
+    use burn::tensor::ops::ConvOptions;
+
+    /// Whether libcudnn loads here; with `OWT_REQUIRE_CUDNN` set (CI, which installs pip's
+    /// nvidia-cudnn-cu13 for it) a machine without it fails the test instead of skipping it.
+    fn cudnn_here() -> bool {
+        match load() {
+            Ok(_) => true,
+            Err(why) if std::env::var_os("OWT_REQUIRE_CUDNN").is_some() => {
+                panic!("OWT_REQUIRE_CUDNN is set but {why}: put pip's nvidia/cudnn/lib on LD_LIBRARY_PATH")
+            }
+            Err(why) => {
+                eprintln!("skipped: {why} (set OWT_REQUIRE_CUDNN to require it)");
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn cudnn_itself_gives_the_output_dims_of_every_problem_as_owt_describes_it() {
+        if !cudnn_here() {
+            return;
+        }
+        let version = load().unwrap();
+        assert!(version >= 90000, "cuDNN {version}");
+        let mut checked = 0;
+        // (batch, channels, side, filters, kernel, stride, padding, dilation, groups): the
+        // AlexNets' and VGG's layers, then odd ones.
+        let layers = [
+            (2, 1, 28, 32, 5, 1, 2, 1, 1),
+            (2, 32, 13, 64, 5, 1, 2, 1, 2),
+            (2, 3, 224, 64, 11, 4, 2, 1, 1),
+            (2, 3, 227, 96, 11, 4, 0, 1, 1),
+            (2, 96, 27, 256, 5, 1, 2, 1, 2),
+            (2, 384, 13, 384, 3, 1, 1, 1, 2),
+            (2, 256, 13, 256, 3, 1, 1, 1, 1),
+            (2, 3, 32, 64, 3, 1, 1, 1, 1),
+            (2, 512, 2, 512, 3, 1, 1, 1, 1),
+            (3, 6, 17, 9, 3, 2, 1, 2, 3),
+            (1, 4, 9, 4, 5, 3, 4, 1, 4),
+        ];
+        for (n, c, side, o, k, s, p, d, g) in layers {
+            let options = ConvOptions::new([s, s], [p, p], [d, d], g);
+            let x_dims = [n, c, side, side + 1];
+            let w_dims = [o, c / g, k, k];
+            let y_dims = output_dims(x_dims, w_dims, &options).unwrap();
+            // The input pitched as CubeCL lays rows out on CUDA (to a power of two of bytes).
+            let pitch = (side + 1).next_power_of_two().max(4);
+            let x_strides = [c * side * pitch, side * pitch, pitch, 1];
+            for (dtype, math) in
+                [(ConvDtype::F32, Math::Tf32), (ConvDtype::F32, Math::Strict), (ConvDtype::Bf16, Math::Tf32)]
+            {
+                for op in [ConvOp::Forward, ConvOp::BackwardData, ConvOp::BackwardFilter] {
+                    let p = ConvProblem::new(
+                        op,
+                        dtype,
+                        math,
+                        (x_dims, x_strides),
+                        w_dims,
+                        (y_dims, packed_strides(y_dims)),
+                        &options,
+                    )
+                    .unwrap();
+                    let theirs =
+                        output_dims_by_cudnn(&p).unwrap_or_else(|e| panic!("{x_dims:?} {w_dims:?} {options:?}: {e}"));
+                    assert_eq!(theirs.map(|v| v as usize), y_dims, "{x_dims:?} {w_dims:?} {options:?} {op:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 11 * 3 * 3);
+    }
 }
