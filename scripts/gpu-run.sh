@@ -18,12 +18,14 @@
 #   f. small_one_device, small_2ranks_data_parallel, small_2ranks_weird_trick_a: AlexNetSmall on
 #      one GPU and on 2 virtual ranks of it, default kernels: losses and each parameter's
 #      gradient norm on the first batch against one device's (the 2026-12-04 run found 2 ranks
-#      1.03% off with CubeCL's kernels);
+#      1.03% off with CubeCL's kernels); cubecl_small_one_device: the one-device steps on
+#      CubeCL's kernels alone, the libraries' numbers against CubeCL's; owt_warm_resident_packed:
+#      cuDNN on packed copies of its inputs (OWT_CUDNN_PACKED=1);
 #   g. owt_profile_cubecl, owt_profile_owt: the layer profile with CubeCL's kernels alone
 #      (`--conv cubecl --matmul cubecl`, as on 2026-12-04) and with owt's unfolded weight
 #      gradient for conv1 (`--conv owt`), each lever's share of the step;
 #   h. owt_cubecl_resident: the resident case on CubeCL's kernels alone (the 2026-12-04 figure);
-#   i. cubecl_small_*: the AlexNetSmall cases of (f) on CubeCL's kernels alone (the mesh gap of
+#   i. cubecl_small_*: the AlexNetSmall meshes of (f) on CubeCL's kernels alone (the mesh gap of
 #      2026-12-04: the one-rank mesh and the resident 2-rank case too);
 #   j. owt_warm_bf16: AlexNetOwt in bf16 on f32 masters.
 # $OUT holds at most 6 files, none deeper than $OUT/x:
@@ -215,7 +217,15 @@ run_case small_2ranks_data_parallel 60 "$owt" bench --backend "$backend" --json 
     --devices 2 --virtual-ranks --plan data-parallel --gradient-norms
 run_case small_2ranks_weird_trick_a 60 "$owt" bench --backend "$backend" --json $small $small_steps \
     --devices 2 --virtual-ranks --plan weird-trick --scheme a --gradient-norms
+# The same one-device steps on CubeCL's kernels alone: the libraries' numbers against CubeCL's
+# (losses and first-batch gradient norms within TF32's tolerance).
+cubecl="--conv cubecl --matmul cubecl"
+run_case cubecl_small_one_device 90 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion \
+    --gradient-norms $cubecl
 keep_caches
+# cuDNN on packed copies of its inputs (CubeCL pads rows; some of cuDNN's algorithms take
+# packed tensors only): whether the copies pay.
+run_case owt_warm_resident_packed 60 env OWT_CUDNN_PACKED=1 "$owt" bench --backend "$backend" --json $big $big_steps --resident
 # g. The layer profile without the libraries: CubeCL's kernels alone, then with owt's unfolded
 #    GEMM for conv1's weight gradient.
 run_case owt_profile_cubecl 120 "$owt" bench --backend "$backend" --json $big --warmup 1 --steps 5 --profile \
@@ -227,10 +237,7 @@ run_case owt_profile_owt 60 "$owt" bench --backend "$backend" --json $big --warm
 run_case owt_cubecl_resident 90 "$owt" bench --backend "$backend" --json $big $big_steps --resident \
     --conv cubecl --matmul cubecl
 keep_caches
-# i. The AlexNetSmall cases on CubeCL's kernels alone: the 2026-12-04 mesh gap.
-cubecl="--conv cubecl --matmul cubecl"
-run_case cubecl_small_one_device 90 "$owt" bench --backend "$backend" --json $small $small_steps --no-fusion \
-    --gradient-norms $cubecl
+# i. The AlexNetSmall meshes on CubeCL's kernels alone: the 2026-12-04 mesh gap.
 run_case cubecl_small_1rank_mesh 60 "$owt" bench --backend "$backend" --json $small $small_steps \
     --devices 1 --virtual-ranks --plan data-parallel --gradient-norms $cubecl
 run_case cubecl_small_2ranks_data_parallel 60 "$owt" bench --backend "$backend" --json $small $small_steps \
@@ -251,6 +258,8 @@ print(json.dumps({k: checks.get(k) for k in ("failed", "cases_skipped", "empty_o
                                              "against_torch")}, indent=1))
 for name, m in checks["mesh_against_one_device"].items():
     print(name, "max relative gap", m["max_relative_gap"], "within", checks["mesh_tolerance"], m["within_tolerance"])
+for name, m in checks.get("libraries_against_cubecl", {}).items():
+    print(name, "against", m["against"], "max relative loss gap", m["max_relative_loss_gap"], "within", m["within_tolerance"])
 PY
 log "done in $(( $(date +%s) - begin ))s; $(ls "$out" | wc -l) files in $out"
 rm -rf "$work"

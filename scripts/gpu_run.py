@@ -142,6 +142,20 @@ def summary(work, out, backend, tolerance):
         gaps = {p: abs(n - ref_norms[p]) / max(abs(ref_norms[p]), 1e-30) for p, n in norms.items() if p in ref_norms}
         mesh[name]["gradient_norm_gaps"] = dict(sorted(gaps.items(), key=lambda kv: -kv[1]))
     checks["mesh_against_one_device"] = mesh
+    # The libraries' numbers against CubeCL's on the same steps: AlexNetSmall on one device
+    # (losses and first-batch gradient norms) and AlexNetOwt resident (losses).
+    libraries = {}
+    for ours, theirs in (("small_one_device", "cubecl_small_one_device"), ("owt_warm_resident", "owt_cubecl_resident")):
+        a, b = result(ours).get("losses") or [], result(theirs).get("losses") or []
+        if not a or not b:
+            continue
+        gaps = [abs(x - y) / max(abs(y), 1e-12) for x, y in zip(a, b)]
+        norms, ref = result(ours).get("gradient_norms") or {}, result(theirs).get("gradient_norms") or {}
+        norm_gaps = {p: abs(n - ref[p]) / max(abs(ref[p]), 1e-30) for p, n in norms.items() if p in ref}
+        libraries[ours] = {"against": theirs, "max_relative_loss_gap": max(gaps),
+                           "within_tolerance": max(gaps) <= tolerance,
+                           "gradient_norm_gaps": dict(sorted(norm_gaps.items(), key=lambda kv: -kv[1]))}
+    checks["libraries_against_cubecl"] = libraries
     checks["mesh_tolerance"] = tolerance
     # Every AlexNetOwt benchmark: its rate, step times, the GPU's busy share over its timed steps,
     # and which kernels ran how many calls.

@@ -830,6 +830,18 @@ impl<R: Runtime> ComputeClient<R> {
         self.device.submit(move |server| task(server, stream_id));
     }
 
+    /// [`Self::submit_to_server`], waiting for `task` to run and returning what it returns
+    /// (the queue is flushed first, so `task` still runs after everything queued before it),
+    /// or `None` where the server could not run it.
+    pub fn submit_to_server_blocking<T, F>(&self, task: F) -> Option<T>
+    where
+        T: Send,
+        F: FnOnce(&mut R::Server, StreamId) -> T + Send,
+    {
+        let stream_id = self.stream_id();
+        self.device.submit_blocking(move |server| task(server, stream_id)).ok()
+    }
+
     /// Flush all outstanding commands.
     pub fn flush(&self) -> Result<(), ServerError> {
         let stream_id = self.stream_id();

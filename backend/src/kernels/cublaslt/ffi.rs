@@ -50,12 +50,17 @@ struct Prepared {
 
 impl Drop for Prepared {
     fn drop(&mut self) {
-        // SAFETY: created by their cublasLt*Create, destroyed once.
+        // SAFETY: each non-null one was created by its cublasLt*Create and is destroyed once
+        // (a creation that failed left its field null).
         unsafe {
-            lt::cublasLtMatmulDescDestroy(self.desc);
-            lt::cublasLtMatrixLayoutDestroy(self.a);
-            lt::cublasLtMatrixLayoutDestroy(self.b);
-            lt::cublasLtMatrixLayoutDestroy(self.d);
+            if !self.desc.is_null() {
+                lt::cublasLtMatmulDescDestroy(self.desc);
+            }
+            for layout in [self.a, self.b, self.d] {
+                if !layout.is_null() {
+                    lt::cublasLtMatrixLayoutDestroy(layout);
+                }
+            }
         }
     }
 }
@@ -106,14 +111,16 @@ fn alignment(addresses: &[u64]) -> u32 {
     addresses.iter().fold(256u32, |a, &p| if p == 0 { a } else { a.min(1 << p.trailing_zeros().min(8)) })
 }
 
-fn layout(dtype: ConvDtype, m: &Matrix, batch: u64) -> Result<lt::cublasLtMatrixLayout_t, String> {
-    let mut raw = std::ptr::null_mut();
+/// Creates `m`'s layout into `out`: left null where creation fails; created where a later
+/// attribute fails, for the caller's [`Prepared`] to destroy.
+fn layout(out: &mut lt::cublasLtMatrixLayout_t, dtype: ConvDtype, m: &Matrix, batch: u64) -> Result<(), String> {
     // SAFETY: writes a layout it creates; the attribute values outlive the calls.
     unsafe {
         check(
-            lt::cublasLtMatrixLayoutCreate(&mut raw, data_type(dtype), m.rows, m.cols, m.ld),
+            lt::cublasLtMatrixLayoutCreate(out, data_type(dtype), m.rows, m.cols, m.ld),
             "cublasLtMatrixLayoutCreate",
         )?;
+        let raw = *out;
         if batch > 1 {
             let count = batch as i32;
             let stride = m.batch_stride;
@@ -137,7 +144,7 @@ fn layout(dtype: ConvDtype, m: &Matrix, batch: u64) -> Result<lt::cublasLtMatrix
             )?;
         }
     }
-    Ok(raw)
+    Ok(())
 }
 
 /// A heuristic result laid out as `cublasLtMatmulHeuristicResult_t`, its status a plain
@@ -154,19 +161,23 @@ struct Heuristic {
 
 fn prepare(h: &Handle, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<Prepared, String> {
     let (compute, scale) = compute_type(dtype, math);
-    let mut desc = std::ptr::null_mut();
-    // SAFETY: creates and sets a descriptor; attribute values outlive the calls.
-    unsafe {
-        check(lt::cublasLtMatmulDescCreate(&mut desc, compute, scale), "cublasLtMatmulDescCreate")?;
-    }
+    // Every field null until created, so a failure part way destroys what was created.
     let mut prepared = Prepared {
-        desc,
-        a: layout(dtype, &gemm.a, gemm.batch)?,
-        b: layout(dtype, &gemm.b, gemm.batch)?,
-        d: layout(dtype, &gemm.d, gemm.batch)?,
+        desc: std::ptr::null_mut(),
+        a: std::ptr::null_mut(),
+        b: std::ptr::null_mut(),
+        d: std::ptr::null_mut(),
         algo: lt::cublasLtMatmulAlgo_t { data: [0; 8] },
         workspace: 0,
     };
+    // SAFETY: creates a descriptor into the field.
+    unsafe {
+        check(lt::cublasLtMatmulDescCreate(&mut prepared.desc, compute, scale), "cublasLtMatmulDescCreate")?;
+    }
+    layout(&mut prepared.a, dtype, &gemm.a, gemm.batch)?;
+    layout(&mut prepared.b, dtype, &gemm.b, gemm.batch)?;
+    layout(&mut prepared.d, dtype, &gemm.d, gemm.batch)?;
+    let desc = prepared.desc;
     let op = |t: bool| -> i32 { i32::from(t) };
     let (ta, tb) = (op(gemm.a.transposed), op(gemm.b.transposed));
     let mut pref = std::ptr::null_mut();
@@ -258,26 +269,62 @@ pub struct Pointers {
     pub workspace: u64,
 }
 
-/// Queues `gemm` (`D = op(A) op(B)`, D overwritten) on `stream`.
-pub fn run(
-    device: usize,
-    stream: CUstream,
-    gemm: &Gemm,
-    dtype: ConvDtype,
-    math: Math,
-    at: Pointers,
-) -> Result<(), String> {
+/// The key of a GEMM's prepared descriptors and algorithm on a device thread.
+fn key(device: usize, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> (usize, String) {
+    (device, format!("{gemm:?} {dtype:?} {math:?} align {align}"))
+}
+
+/// `gemm`'s descriptors and cuBLASLt's heuristic choice of algorithm for operands aligned to
+/// `align` bytes, made once per key on this (CubeCL's device) thread and kept; the error where
+/// cuBLASLt has no algorithm for it. Callers run this, waiting, before queuing a GEMM's first
+/// run, so a GEMM cuBLASLt cannot run goes to CubeCL instead of failing on the stream.
+pub fn prepare_cached(device: usize, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<(), String> {
+    prepared(device, gemm, dtype, math, align).map(|_| ())
+}
+
+fn prepared(device: usize, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<Rc<Prepared>, String> {
     let h = handle(device)?;
-    let align = alignment(&[at.a, at.b, at.d]);
-    let key = (device, format!("{gemm:?} {dtype:?} {math:?} align {align}"));
-    let prepared = PREPARED.with(|all| -> Result<Rc<Prepared>, String> {
+    let key = key(device, gemm, dtype, math, align);
+    PREPARED.with(|all| -> Result<Rc<Prepared>, String> {
         if let Some(p) = all.borrow().get(&key) {
             return Ok(p.clone());
         }
         let p = Rc::new(prepare(&h, gemm, dtype, math, align)?);
         all.borrow_mut().insert(key.clone(), p.clone());
         Ok(p)
-    })?;
+    })
+}
+
+/// The alignment in bytes (a power of two, at most 256) of an address `offset` bytes into a
+/// buffer CubeCL allocated (its buffers start 256-byte aligned or better).
+pub fn alignment_at(offset: u64) -> u32 {
+    if offset == 0 {
+        256
+    } else {
+        1 << offset.trailing_zeros().min(8)
+    }
+}
+
+/// Queues `gemm` (`D = op(A) op(B)`, D overwritten) on `stream`, with the algorithm
+/// [`prepare_cached`] chose for operands aligned to `align` bytes (refused, failing the stream,
+/// where the addresses are aligned less).
+pub fn run(
+    device: usize,
+    stream: CUstream,
+    gemm: &Gemm,
+    dtype: ConvDtype,
+    math: Math,
+    align: u32,
+    at: Pointers,
+) -> Result<(), String> {
+    let actual = alignment(&[at.a, at.b, at.d]);
+    if actual < align {
+        return Err(format!(
+            "owt: cuBLASLt's operands are {actual}-byte aligned, its algorithm was chosen for {align}"
+        ));
+    }
+    let prepared = prepared(device, gemm, dtype, math, align)?;
+    let h = handle(device)?;
     let (one_f64, zero_f64, one_f32, zero_f32) = (1f64, 0f64, 1f32, 0f32);
     let (one, zero): (*const c_void, *const c_void) = match dtype {
         ConvDtype::F64 => (&one_f64 as *const f64 as _, &zero_f64 as *const f64 as _),
@@ -309,4 +356,15 @@ pub fn run(
         },
         "cublasLtMatmul",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_of_an_offset_is_its_largest_power_of_two_up_to_256() {
+        assert_eq!([0, 4, 12, 64, 512, 1536, 768].map(alignment_at), [256, 4, 4, 64, 256, 256, 256]);
+        assert_eq!(alignment(&[1 << 20, (1 << 20) + 16, 0]), 16);
+    }
 }

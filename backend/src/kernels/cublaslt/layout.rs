@@ -172,6 +172,15 @@ mod tests {
         let g = gemm(lhs, rhs).unwrap();
         let rank = lhs.0.len();
         let (m, k, n) = (lhs.0[rank - 2], lhs.0[rank - 1], rhs.0[rank - 1]);
+        // The layouts' own shapes as cuBLASLt checks them: op(A) is n x k, op(B) k x m, D n x m,
+        // each leading dimension at least its stored rows.
+        let op_dims = |x: &Matrix| if x.transposed { (x.cols, x.rows) } else { (x.rows, x.cols) };
+        assert_eq!(op_dims(&g.a), (n as u64, k as u64), "A of {lhs:?} x {rhs:?}: {:?}", g.a);
+        assert_eq!(op_dims(&g.b), (k as u64, m as u64), "B of {lhs:?} x {rhs:?}: {:?}", g.b);
+        assert_eq!((g.d.rows, g.d.cols, g.d.transposed), (n as u64, m as u64, false));
+        for x in [&g.a, &g.b, &g.d] {
+            assert!(x.ld as u64 >= x.rows, "{x:?}");
+        }
         let lv = |i: &[usize]| (i.iter().enumerate().map(|(d, v)| (d + 1) * 7 * v).sum::<usize>() % 13) as f64 - 6.0;
         let rv = |i: &[usize]| (i.iter().enumerate().map(|(d, v)| (d + 2) * 5 * v).sum::<usize>() % 11) as f64 - 5.0;
         let (a, b) = (lay_out(rhs.0, rhs.1, rv), lay_out(lhs.0, lhs.1, lv));

@@ -8,9 +8,10 @@
 //! its reason kept ([`declines`]).
 
 use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::DType;
@@ -124,6 +125,8 @@ pub fn install(
         cudnn: cache,
         owt_strided_weight_gradients: installed.owt_strided_weight_gradients,
         cublaslt: installed.matmul.is_library(),
+        gemms: Mutex::default(),
+        packed_inputs: std::env::var_os("OWT_CUDNN_PACKED").is_some_and(|v| v == "1"),
         math: choice.math,
     };
     external::register::<CudaRuntime>(Arc::new(libraries));
@@ -145,6 +148,13 @@ struct CudaLibraries {
     owt_strided_weight_gradients: bool,
     /// Whether cuBLASLt runs matmuls.
     cublaslt: bool,
+    /// Whether cuBLASLt has an algorithm for each GEMM asked of it so far (by device, shape,
+    /// dtype, math and alignment), or why not.
+    gemms: Mutex<HashMap<String, Result<(), String>>>,
+    /// Whether convolutions' inputs and output gradients are copied packed before cuDNN reads
+    /// them (`OWT_CUDNN_PACKED=1`; CubeCL pads rows, and some of cuDNN's algorithms take
+    /// packed tensors only: an experiment for a GPU run, off by default).
+    packed_inputs: bool,
     math: Math,
 }
 
@@ -212,6 +222,34 @@ where
     });
 }
 
+/// Runs `task` on CubeCL's device thread with `handles` resolved, after everything queued
+/// before it, and waits for what it finds (`None` where the device did not run it: a stream
+/// that failed earlier).
+fn submit_and_wait<T, F>(
+    client: &burn_cubecl::cubecl::client::ComputeClient<CudaRuntime>,
+    handles: Vec<Handle>,
+    task: F,
+) -> Option<T>
+where
+    T: Send,
+    F: FnOnce(cudarc::driver::sys::CUstream, &[ForeignBuffer]) -> T + Send,
+{
+    let bindings = handles.into_iter().map(Handle::binding).collect();
+    client
+        .submit_to_server_blocking(move |server: &mut CudaServer, stream_id| {
+            let mut found = None;
+            // SAFETY: as in `submit`: the tasks check each buffer's size before touching it.
+            unsafe {
+                server.run_foreign(stream_id, bindings, |stream, buffers| {
+                    found = Some(task(stream, buffers));
+                    Ok(())
+                })
+            };
+            found
+        })
+        .flatten()
+}
+
 impl CudaLibraries {
     /// The algorithm for `problem`: from the cache, or searched on the tensors' own buffers
     /// (`handles`: x, w, y as the problem names them), waiting for the search's timings.
@@ -227,19 +265,14 @@ impl CudaLibraries {
         if let Some(found) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return found.ok_or_else(|| format!("no cuDNN algorithm runs {key}"));
         }
-        let (tx, rx) = mpsc::channel();
         let p = *problem;
-        submit(client, handles, move |stream, buffers| {
-            let found = check_sizes(buffers, &needs).and_then(|_| {
+        let found = submit_and_wait(client, handles, move |stream, buffers| {
+            check_sizes(buffers, &needs).and_then(|_| {
                 let at = cudnn::ffi::Pointers { x: buffers[0].ptr, w: buffers[1].ptr, y: buffers[2].ptr };
                 cudnn::ffi::search(device, stream, &p, at)
-            });
-            let _ = tx.send(found);
-            Ok(())
-        });
-        let found = rx
-            .recv()
-            .map_err(|_| "the cuDNN search did not run (the device reported an earlier error)".to_string())??;
+            })
+        })
+        .ok_or("the cuDNN search did not run (the device reported an earlier error)")??;
         COUNTERS.cudnn_searches.fetch_add(1, Ordering::Relaxed);
         let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.insert(key.clone(), found);
@@ -276,10 +309,14 @@ impl CudaLibraries {
         let new = |d: [usize; 4]| empty_device_contiguous_dtype(client.clone(), device.clone(), d.into(), burn_dtype);
         // The three tensors as the problem names them (x, w, y), which of them is written, and
         // the problem's layouts.
+        let read = |t: &Tensor| match self.packed_inputs {
+            true => burn_cubecl::kernel::into_contiguous(t.clone()),
+            false => t.clone(),
+        };
         let (xt, wt, yt) = match op {
-            ConvOp::Forward => (x.clone(), packed(w)?, new(y_dims)),
-            ConvOp::BackwardData => (new(x_dims), packed(w)?, dy.unwrap().clone()),
-            ConvOp::BackwardFilter => (x.clone(), new(w_dims), dy.unwrap().clone()),
+            ConvOp::Forward => (read(x), packed(w)?, new(y_dims)),
+            ConvOp::BackwardData => (new(x_dims), packed(w)?, read(dy.unwrap())),
+            ConvOp::BackwardFilter => (read(x), new(w_dims), read(dy.unwrap())),
         };
         let layout = |t: &Tensor| -> Result<([usize; 4], [usize; 4]), String> {
             Ok((dims(t).ok_or("rank other than 4")?, strides(t).ok_or("rank other than 4")?))
@@ -289,20 +326,6 @@ impl CudaLibraries {
         let needs = [span_bytes(&xt), span_bytes(&wt), span_bytes(&yt)];
         let tensors = [xt.handle.clone(), wt.handle.clone(), yt.handle.clone()];
         let choice = Self::algorithm(cache, &problem, &client, index, tensors.to_vec(), needs)?;
-        let bias = match (op, bias) {
-            (ConvOp::Forward, Some(b)) => {
-                let b = if b.meta.strides().to_vec() == [1] {
-                    b.clone()
-                } else {
-                    burn_cubecl::kernel::into_contiguous(b.clone())
-                };
-                if b.meta.shape().to_vec() != [w_dims[0]] || b.meta.strides().to_vec() != [1] {
-                    return Err(format!("a bias of dims {:?}", b.meta.shape().to_vec()));
-                }
-                Some(b)
-            }
-            _ => None,
-        };
         let workspace = (choice.workspace > 0).then(|| client.empty(choice.workspace as usize));
         let mut handles = tensors.to_vec();
         let mut sizes = needs.to_vec();
@@ -310,11 +333,7 @@ impl CudaLibraries {
             handles.push(ws.clone());
             sizes.push(choice.workspace);
         }
-        if let Some(b) = &bias {
-            handles.push(b.handle.clone());
-            sizes.push(span_bytes(b));
-        }
-        let (has_ws, has_bias) = (workspace.is_some(), bias.is_some());
+        let has_ws = workspace.is_some();
         submit(&client, handles, move |stream, buffers| {
             check_sizes(buffers, &sizes)?;
             let at = cudnn::ffi::Pointers { x: buffers[0].ptr, w: buffers[1].ptr, y: buffers[2].ptr };
@@ -322,13 +341,21 @@ impl CudaLibraries {
                 true => cudnn::ffi::Workspace { ptr: buffers[3].ptr, len: choice.workspace as usize },
                 false => cudnn::ffi::Workspace { ptr: 0, len: 0 },
             };
-            let bias = has_bias.then(|| buffers[3 + has_ws as usize].ptr);
-            cudnn::ffi::run(index, stream, &problem, choice, at, ws, bias)
+            cudnn::ffi::run(index, stream, &problem, choice, at, ws)
         });
-        Ok(match op {
-            ConvOp::Forward => yt,
-            ConvOp::BackwardData => xt,
-            ConvOp::BackwardFilter => wt,
+        Ok(match (op, bias) {
+            // The bias by CubeCL's broadcast add, queued after the convolution (what cuDNN's
+            // algorithm search has not tried cannot fail on the stream).
+            (ConvOp::Forward, Some(b)) => {
+                type Cube = burn_cubecl::CubeBackend<CudaRuntime, f32, i32, u8>;
+                use burn::tensor::{Tensor as BurnTensor, TensorPrimitive};
+                let y = BurnTensor::<Cube, 4>::from_primitive(TensorPrimitive::Float(yt));
+                let b = BurnTensor::<Cube, 1>::from_primitive(TensorPrimitive::Float(b.clone()));
+                (y + b.reshape([1, w_dims[0], 1, 1])).into_primitive().tensor()
+            }
+            (ConvOp::Forward, None) => yt,
+            (ConvOp::BackwardData, _) => xt,
+            (ConvOp::BackwardFilter, _) => wt,
         })
     }
 
@@ -358,11 +385,34 @@ impl CudaLibraries {
         )
         .map_err(|u| u.0)?;
         let (client, device) = (lhs.client.clone(), lhs.device.clone());
+        let (index, math) = (device.index, self.math);
+        // What cuBLASLt may assume of the operands' addresses, from where they start in their
+        // buffers (the output is fresh): its algorithm is chosen for that, waiting, the first
+        // time, so a GEMM it has no algorithm for goes to CubeCL instead of failing the stream.
+        let align = [lhs, rhs]
+            .iter()
+            .map(|t| cublaslt::ffi::alignment_at(t.handle.offset_start.unwrap_or(0)))
+            .min()
+            .unwrap_or(256);
+        let key = format!("{index} {g:?} {dtype:?} {math:?} align {align}");
+        let known = self.gemms.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let prepared = match known {
+            Some(prepared) => prepared,
+            None => {
+                let g2 = g.clone();
+                let prepared = submit_and_wait(&client, Vec::new(), move |_, _| {
+                    cublaslt::ffi::prepare_cached(index, &g2, dtype, math, align)
+                })
+                .unwrap_or_else(|| Err("the device reported an earlier error".into()));
+                self.gemms.lock().unwrap_or_else(|e| e.into_inner()).insert(key, prepared.clone());
+                prepared
+            }
+        };
+        prepared?;
         let out = empty_device_contiguous_dtype(client.clone(), device.clone(), g.out_dims.clone().into(), burn_dtype);
         let workspace = client.empty(cublaslt::ffi::WORKSPACE);
         let sizes = [span_bytes(rhs), span_bytes(lhs), span_bytes(&out), cublaslt::ffi::WORKSPACE as u64];
         let handles = vec![rhs.handle.clone(), lhs.handle.clone(), out.handle.clone(), workspace];
-        let (index, math) = (device.index, self.math);
         submit(&client, handles, move |stream, buffers| {
             check_sizes(buffers, &sizes)?;
             let at = cublaslt::ffi::Pointers {
@@ -371,7 +421,7 @@ impl CudaLibraries {
                 d: buffers[2].ptr,
                 workspace: buffers[3].ptr,
             };
-            cublaslt::ffi::run(index, stream, &g, dtype, math, at)
+            cublaslt::ffi::run(index, stream, &g, dtype, math, align, at)
         });
         Ok(out)
     }

@@ -83,19 +83,25 @@ struct Descriptors {
     w: dnn::cudnnFilterDescriptor_t,
     y: dnn::cudnnTensorDescriptor_t,
     conv: dnn::cudnnConvolutionDescriptor_t,
-    /// The bias as `[1, o, 1, 1]`, for the forward pass.
-    bias: dnn::cudnnTensorDescriptor_t,
 }
 
 impl Drop for Descriptors {
     fn drop(&mut self) {
-        // SAFETY: each descriptor was created by its cudnnCreate* and is destroyed once.
+        // SAFETY: each non-null descriptor was created by its cudnnCreate* and is destroyed
+        // once (a creation that failed left its field null).
         unsafe {
-            dnn::cudnnDestroyTensorDescriptor(self.x);
-            dnn::cudnnDestroyFilterDescriptor(self.w);
-            dnn::cudnnDestroyTensorDescriptor(self.y);
-            dnn::cudnnDestroyConvolutionDescriptor(self.conv);
-            dnn::cudnnDestroyTensorDescriptor(self.bias);
+            if !self.x.is_null() {
+                dnn::cudnnDestroyTensorDescriptor(self.x);
+            }
+            if !self.w.is_null() {
+                dnn::cudnnDestroyFilterDescriptor(self.w);
+            }
+            if !self.y.is_null() {
+                dnn::cudnnDestroyTensorDescriptor(self.y);
+            }
+            if !self.conv.is_null() {
+                dnn::cudnnDestroyConvolutionDescriptor(self.conv);
+            }
         }
     }
 }
@@ -152,16 +158,14 @@ fn create(p: &ConvProblem) -> Result<Descriptors, String> {
         w: std::ptr::null_mut(),
         y: std::ptr::null_mut(),
         conv: std::ptr::null_mut(),
-        bias: std::ptr::null_mut(),
     };
     // SAFETY: each call writes or sets a descriptor it created; the arrays outlive the calls.
-    // A failure drops `d`, destroying what was created (cuDNN's destroy ignores null).
+    // A failure drops `d`, destroying what was created.
     unsafe {
         check(dnn::cudnnCreateTensorDescriptor(&mut d.x), "cudnnCreateTensorDescriptor")?;
         check(dnn::cudnnCreateFilterDescriptor(&mut d.w), "cudnnCreateFilterDescriptor")?;
         check(dnn::cudnnCreateTensorDescriptor(&mut d.y), "cudnnCreateTensorDescriptor")?;
         check(dnn::cudnnCreateConvolutionDescriptor(&mut d.conv), "cudnnCreateConvolutionDescriptor")?;
-        check(dnn::cudnnCreateTensorDescriptor(&mut d.bias), "cudnnCreateTensorDescriptor")?;
         check(
             dnn::cudnnSetTensorNdDescriptor(d.x, data, 4, p.x.dims.as_ptr(), p.x.strides.as_ptr()),
             "cudnnSetTensorNdDescriptor (input)",
@@ -173,12 +177,6 @@ fn create(p: &ConvProblem) -> Result<Descriptors, String> {
         check(
             dnn::cudnnSetFilterNdDescriptor(d.w, data, dnn::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW, 4, p.w.as_ptr()),
             "cudnnSetFilterNdDescriptor",
-        )?;
-        let o = p.w[0];
-        let (bias_dims, bias_strides) = ([1, o, 1, 1], [o, 1, 1, 1]);
-        check(
-            dnn::cudnnSetTensorNdDescriptor(d.bias, data, 4, bias_dims.as_ptr(), bias_strides.as_ptr()),
-            "cudnnSetTensorNdDescriptor (bias)",
         )?;
         check(
             dnn::cudnnSetConvolutionNdDescriptor(
@@ -404,7 +402,7 @@ pub struct Workspace {
     pub len: usize,
 }
 
-/// Queues `problem`'s computation with `choice` on `stream`: `y = conv(x, w) (+ bias)`,
+/// Queues `problem`'s computation with `choice` on `stream`: `y = conv(x, w)`,
 /// `dx = conv_backward_data(w, dy)` or `dw = conv_backward_filter(x, dy)` (outputs overwritten).
 pub fn run(
     device: usize,
@@ -413,7 +411,6 @@ pub fn run(
     choice: Choice,
     at: Pointers,
     workspace: Workspace,
-    bias: Option<u64>,
 ) -> Result<(), String> {
     if choice.algo >= algorithm_count(problem.op) {
         return Err(format!("algorithm {} of {} is none of cuDNN's", choice.algo, problem.op.name()));
@@ -431,32 +428,24 @@ pub fn run(
     // and the workspace is at least what the search measured for it.
     unsafe {
         match problem.op {
-            ConvOp::Forward => {
-                check(
-                    dnn::cudnnConvolutionForward(
-                        h.0,
-                        one,
-                        d.x,
-                        x,
-                        d.w,
-                        w,
-                        d.conv,
-                        std::mem::transmute::<u32, dnn::cudnnConvolutionFwdAlgo_t>(choice.algo),
-                        ws,
-                        workspace.len,
-                        zero,
-                        d.y,
-                        y,
-                    ),
-                    "cudnnConvolutionForward",
-                )?;
-                if let Some(b) = bias {
-                    check(
-                        dnn::cudnnAddTensor(h.0, one, d.bias, b as *const c_void, one, d.y, y),
-                        "cudnnAddTensor (bias)",
-                    )?;
-                }
-            }
+            ConvOp::Forward => check(
+                dnn::cudnnConvolutionForward(
+                    h.0,
+                    one,
+                    d.x,
+                    x,
+                    d.w,
+                    w,
+                    d.conv,
+                    std::mem::transmute::<u32, dnn::cudnnConvolutionFwdAlgo_t>(choice.algo),
+                    ws,
+                    workspace.len,
+                    zero,
+                    d.y,
+                    y,
+                ),
+                "cudnnConvolutionForward",
+            )?,
             ConvOp::BackwardData => check(
                 dnn::cudnnConvolutionBackwardData(
                     h.0,
