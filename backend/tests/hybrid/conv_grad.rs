@@ -140,19 +140,14 @@ fn vgg_layers() -> Vec<(String, Case)> {
         .collect()
 }
 
-#[test]
-fn every_vgg_conv_layer_has_the_generic_gradients() {
-    for (name, case) in vgg_layers() {
-        for (dtype, bound) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
-            let [w, x, b] = gaps(case, dtype, 5);
-            assert!(w <= bound && x <= bound && b <= bound, "{name} {dtype:?}: weight {w:e}, input {x:e}, bias {b:e}");
-        }
-    }
+/// Every conv layer of the three AlexNets and the VGGs.
+fn every_layer() -> impl Iterator<Item = (String, Case)> {
+    alexnet_layers().into_iter().map(|(n, c)| (n.to_string(), c)).chain(vgg_layers())
 }
 
 #[test]
-fn every_alexnet_conv_layer_has_the_generic_gradients() {
-    for (name, case) in alexnet_layers() {
+fn every_alexnet_and_vgg_conv_layer_has_the_generic_gradients() {
+    for (name, case) in every_layer() {
         for (dtype, bound) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
             let [w, x, b] = gaps(case, dtype, 7);
             assert!(w <= bound && x <= bound && b <= bound, "{name} {dtype:?}: weight {w:e}, input {x:e}, bias {b:e}");
@@ -243,8 +238,7 @@ fn unfolded_gap(case: Case, dtype: DType, seed: u64) -> f64 {
 /// strided ones on CUDA without cuDNN; its arithmetic holds for any stride).
 #[test]
 fn the_unfolded_gemm_has_the_generic_weight_gradient_on_every_alexnet_and_vgg_layer() {
-    let layers = alexnet_layers().into_iter().map(|(n, c)| (n.to_string(), c)).chain(vgg_layers());
-    for (name, case) in layers {
+    for (name, case) in every_layer() {
         for (dtype, bound) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
             let g = unfolded_gap(case, dtype, 9);
             assert!(g <= bound, "{name} {dtype:?}: weight {g:e}");

@@ -63,24 +63,18 @@ pub fn install(
     gpu: &str,
 ) -> Result<(Installed, Vec<String>), String> {
     let conv = match choice.conv {
-        ConvKernels::Cubecl => Err("--conv cubecl".to_string()),
-        ConvKernels::Owt => Err("--conv owt".to_string()),
-        _ => open(&Library::cudnn(), loader, cudnn::ffi::load)
-            .map(|(file, v)| (file, v, format!("cuDNN {}", version_name(v)))),
+        ConvKernels::Auto => Ask::Library,
+        ConvKernels::Cudnn => Ask::Forced("--conv cudnn"),
+        ConvKernels::Owt => Ask::Cubecl("--conv owt"),
+        ConvKernels::Cubecl => Ask::Cubecl("--conv cubecl"),
     };
-    let conv = match (conv, choice.conv) {
-        (Err(why), ConvKernels::Cudnn) => return Err(format!("--conv cudnn: {why}")),
-        (other, _) => other,
-    };
+    let conv = library_for(conv, &Library::cudnn(), loader, cudnn::ffi::load)?;
     let matmul = match choice.matmul {
-        MatmulKernels::Cubecl => Err("--matmul cubecl".to_string()),
-        _ => open(&Library::cublaslt(), loader, cublaslt::ffi::load)
-            .map(|(file, v)| (file, v, format!("cuBLASLt {}", version_name(v)))),
+        MatmulKernels::Auto => Ask::Library,
+        MatmulKernels::Cublaslt => Ask::Forced("--matmul cublaslt"),
+        MatmulKernels::Cubecl => Ask::Cubecl("--matmul cubecl"),
     };
-    let matmul = match (matmul, choice.matmul) {
-        (Err(why), MatmulKernels::Cublaslt) => return Err(format!("--matmul cublaslt: {why}")),
-        (other, _) => other,
-    };
+    let matmul = library_for(matmul, &Library::cublaslt(), loader, cublaslt::ffi::load)?;
     if choice.math == Math::Strict {
         let missing: Vec<&str> = [(&conv, "convolutions"), (&matmul, "matmuls")]
             .iter()
@@ -131,6 +125,35 @@ pub fn install(
     };
     external::register::<CudaRuntime>(Arc::new(libraries));
     Ok((installed, warnings))
+}
+
+/// What a run asks of one library.
+enum Ask {
+    /// The library where it loads.
+    Library,
+    /// The library, or the run is refused (the flag that forced it).
+    Forced(&'static str),
+    /// CubeCL's kernels (the flag that asked for them).
+    Cubecl(&'static str),
+}
+
+/// The library `library` for one kind of op as `ask` says: its file, version and name
+/// (`cuDNN 9.10.0`), or why CubeCL's kernels run them; `Err` refuses the run (forced and not
+/// found).
+fn library_for(
+    ask: Ask,
+    library: &Library,
+    loader: &dyn Loader,
+    load: fn() -> Result<u64, String>,
+) -> Result<Result<(String, u64, String), String>, String> {
+    let found = match ask {
+        Ask::Cubecl(flag) => return Ok(Err(flag.to_string())),
+        _ => open(library, loader, load).map(|(file, v)| (file, v, format!("{} {}", library.what, version_name(v)))),
+    };
+    match (found, ask) {
+        (Err(why), Ask::Forced(flag)) => Err(format!("{flag}: {why}")),
+        (found, _) => Ok(found),
+    }
 }
 
 /// The file of `library` that loads and its version, or what was looked for and where.
