@@ -163,6 +163,19 @@ fn open(library: &Library, loader: &dyn Loader, load: fn() -> Result<u64, String
     Ok((file, version))
 }
 
+/// One of a convolution's computations as burn-cubecl's hook hands it over: `x` the input (its
+/// dims only, for the input gradient), `w` the filter, `dy` the output gradient (the two
+/// gradients), `bias` the forward's.
+#[derive(Clone, Copy)]
+struct ConvCall<'a> {
+    op: ConvOp,
+    x: &'a Tensor,
+    w: &'a Tensor,
+    dy: Option<&'a Tensor>,
+    bias: Option<&'a Tensor>,
+    options: &'a ConvOptions<2>,
+}
+
 /// What [`install`] registers.
 struct CudaLibraries {
     /// The algorithm cache where cuDNN runs convolutions.
@@ -305,19 +318,9 @@ impl CudaLibraries {
         found.ok_or_else(|| format!("no cuDNN algorithm runs {key}"))
     }
 
-    /// One of a convolution's computations by cuDNN, or why not. `x` is the input (its dims
-    /// only, for the input gradient), `w` the filter, `dy` the output gradient (the two
-    /// gradients), `bias` the forward's.
-    fn conv(
-        &self,
-        cache: &Mutex<AlgorithmCache>,
-        op: ConvOp,
-        x: &Tensor,
-        w: &Tensor,
-        dy: Option<&Tensor>,
-        bias: Option<&Tensor>,
-        options: &ConvOptions<2>,
-    ) -> Result<Tensor, String> {
+    /// One of a convolution's computations by cuDNN, or why not.
+    fn conv(&self, cache: &Mutex<AlgorithmCache>, call: &ConvCall) -> Result<Tensor, String> {
+        let ConvCall { op, x, w, dy, bias, options } = *call;
         let (client, device) = (x.client.clone(), x.device.clone());
         let index = device.index;
         let x_dims: [usize; 4] = dims(x).ok_or("an input of rank other than 4")?;
@@ -383,17 +386,9 @@ impl CudaLibraries {
     }
 
     /// A convolution computation by cuDNN where it runs them, counted either way.
-    fn counted_conv(
-        &self,
-        op: ConvOp,
-        x: &Tensor,
-        w: &Tensor,
-        dy: Option<&Tensor>,
-        bias: Option<&Tensor>,
-        options: &ConvOptions<2>,
-    ) -> Option<Tensor> {
+    fn counted_conv(&self, call: ConvCall) -> Option<Tensor> {
         let out = self.cudnn.as_ref().and_then(|cache| {
-            self.conv(cache, op, x, w, dy, bias, options).map_err(|why| decline(format!("{}: {why}", op.name()))).ok()
+            self.conv(cache, &call).map_err(|why| decline(format!("{}: {why}", call.op.name()))).ok()
         });
         let counter = if out.is_some() { &COUNTERS.cudnn_convs } else { &COUNTERS.cubecl_convs };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -464,7 +459,7 @@ fn owt_weight_gradient(x: &Tensor, weight: &Tensor, dy: &Tensor, options: &ConvO
 
 impl ExternalKernels<CudaRuntime> for CudaLibraries {
     fn conv2d(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, options: &ConvOptions<2>) -> Option<Tensor> {
-        self.counted_conv(ConvOp::Forward, x, weight, None, bias, options)
+        self.counted_conv(ConvCall { op: ConvOp::Forward, x, w: weight, dy: None, bias, options })
     }
 
     fn conv2d_x_backward(
@@ -474,7 +469,14 @@ impl ExternalKernels<CudaRuntime> for CudaLibraries {
         output_grad: &Tensor,
         options: &ConvOptions<2>,
     ) -> Option<Tensor> {
-        self.counted_conv(ConvOp::BackwardData, x, weight, Some(output_grad), None, options)
+        self.counted_conv(ConvCall {
+            op: ConvOp::BackwardData,
+            x,
+            w: weight,
+            dy: Some(output_grad),
+            bias: None,
+            options,
+        })
     }
 
     fn conv2d_weight_backward(
@@ -490,7 +492,14 @@ impl ExternalKernels<CudaRuntime> for CudaLibraries {
                 return Some(grad);
             }
         }
-        self.counted_conv(ConvOp::BackwardFilter, x, weight, Some(output_grad), None, options)
+        self.counted_conv(ConvCall {
+            op: ConvOp::BackwardFilter,
+            x,
+            w: weight,
+            dy: Some(output_grad),
+            bias: None,
+            options,
+        })
     }
 
     fn matmul(&self, lhs: &Tensor, rhs: &Tensor) -> Option<Tensor> {
