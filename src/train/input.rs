@@ -83,10 +83,8 @@ impl<'a, B: AutodiffBackend, L: StepLayout<B>> UploadAhead<'a, B, L> {
     /// The next batch on the device: the one [`UploadAhead::refill`] uploaded, else the next
     /// of `batches` uploaded now (`None` at the end of `batches`).
     pub fn take(&mut self, batches: &mut Prefetch) -> Result<Option<Uploaded<B>>, crate::error::OwtError> {
-        if let Some(next) = self.next.take() {
-            return Ok(Some(next));
-        }
-        Ok(batches.next_batch()?.map(|batch| upload_batch(self.layout, &batch, self.norm)))
+        self.refill(batches)?;
+        Ok(self.next.take())
     }
 
     /// Uploads the next of `batches` (if any) for the next [`UploadAhead::take`].

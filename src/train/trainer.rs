@@ -365,9 +365,7 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
         let step_images = config.batch.min(total - steps * config.batch);
         let (next, outcome) = if config.fc_update == FcUpdate::PerChunk {
             let (images, labels) = uploads.take(&mut batches)?.ok_or_else(ended)?;
-            let stepped = train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels);
-            uploads.refill(&mut batches)?;
-            stepped
+            train_step(layout, model, optim, lr, config.head, config.fc_update, key, images, labels)
         } else {
             let scale = loss_scale.map_or(1.0, |s| s.scale);
             let mut step = AccumulatedStep::new(step_images, config.head, key).in_precision(config.precision, scale);
@@ -379,10 +377,10 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
                     uploads.refill(&mut batches)?;
                 }
             }
-            let stepped = step.finish_with(layout, model, optim, lr, loss_scale.as_mut());
-            uploads.refill(&mut batches)?;
-            stepped
+            step.finish_with(layout, model, optim, lr, loss_scale.as_mut())
         };
+        // The step's work is queued: the next batch uploads while it runs.
+        uploads.refill(&mut batches)?;
         model = next;
         tally.add(outcome.loss, outcome.correct, outcome.images);
         steps += 1;

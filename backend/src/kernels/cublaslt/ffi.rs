@@ -122,29 +122,30 @@ fn layout(out: &mut lt::cublasLtMatrixLayout_t, dtype: ConvDtype, m: &Matrix, ba
         )?;
         let raw = *out;
         if batch > 1 {
-            let count = batch as i32;
-            let stride = m.batch_stride;
-            check(
-                lt::cublasLtMatrixLayoutSetAttribute(
-                    raw,
-                    lt::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                    &count as *const i32 as *const c_void,
-                    4,
-                ),
-                "cublasLtMatrixLayoutSetAttribute (batch count)",
-            )?;
-            check(
-                lt::cublasLtMatrixLayoutSetAttribute(
-                    raw,
-                    lt::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                    &stride as *const i64 as *const c_void,
-                    8,
-                ),
-                "cublasLtMatrixLayoutSetAttribute (batch stride)",
-            )?;
+            use lt::cublasLtMatrixLayoutAttribute_t::*;
+            set_layout_attribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &(batch as i32), "batch count")?;
+            set_layout_attribute(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.batch_stride, "batch stride")?;
         }
     }
     Ok(())
+}
+
+/// Sets one attribute of a layout to `value` (its size is the attribute's).
+///
+/// # Safety
+///
+/// `layout` is a live layout and `T` the attribute's C type.
+unsafe fn set_layout_attribute<T>(
+    layout: lt::cublasLtMatrixLayout_t,
+    attribute: lt::cublasLtMatrixLayoutAttribute_t,
+    value: &T,
+    what: &str,
+) -> Result<(), String> {
+    // SAFETY: as the caller promises; `value` outlives the call.
+    let status = unsafe {
+        lt::cublasLtMatrixLayoutSetAttribute(layout, attribute, value as *const T as *const c_void, size_of::<T>())
+    };
+    check(status, &format!("cublasLtMatrixLayoutSetAttribute ({what})"))
 }
 
 /// A heuristic result laid out as `cublasLtMatmulHeuristicResult_t`, its status a plain
