@@ -28,6 +28,8 @@
 #   i. cubecl_small_*: the AlexNetSmall meshes of (f) on CubeCL's kernels alone (the mesh gap of
 #      2026-12-04: the one-rank mesh and the resident 2-rank case too);
 #   j. owt_warm_bf16: AlexNetOwt in bf16 on f32 masters.
+#   k. owt_profile_step_ops_off: the layer profile of (e) with dropout and the SGD step on
+#      Burn's tensor ops instead of owt's one-pass kernels (OWT_STEP_KERNELS=off).
 # $OUT holds at most 6 files, none deeper than $OUT/x:
 #   summary.json      the checks and every case's JSON (rewritten after each step)
 #   environment.txt   step a's findings
@@ -249,6 +251,9 @@ run_case cubecl_small_2ranks_data_parallel_resident 60 "$owt" bench --backend "$
 keep_caches
 # j. AlexNetOwt in bf16 on f32 masters (issue 42 point 3), if the budget allows.
 run_case owt_warm_bf16 60 "$owt" bench --backend "$backend" --json $big $big_steps --precision bf16
+# k. The layer profile with the step's small ops on Burn's tensor ops (OWT_STEP_KERNELS=off):
+#    dropout's and the optimizer's rows against (e)'s one-pass kernels, if the budget allows.
+run_case owt_profile_step_ops_off 60 env OWT_STEP_KERNELS=off "$owt" bench --backend "$backend" --json $big --warmup 1 --steps 5 --profile
 kill $sampler 2>/dev/null
 summarise
 python3 - "$out/summary.json" <<'PY'

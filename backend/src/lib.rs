@@ -32,7 +32,9 @@ pub use comm::process_group::MpiGroup;
 pub use comm::process_group::{CollectiveFailed, GroupError, Launch, ProcessGroup, Solo, ThreadedGroup};
 pub use comm::transport::{DeviceAllReduce, RuntimeCapabilities, SendFence, Transport};
 pub use comm::{collectives, nccl, process_group, Collective, CollectiveKey, Phase, Stage, WirePrecision};
-pub use kernels::{computes_on_flex, conv_grad, cublaslt, cuda_libraries, cudnn, libraries, max_pool};
+pub use kernels::{
+    computes_on_flex, conv_grad, counter_dropout, cublaslt, cuda_libraries, cudnn, libraries, max_pool, sgd_momentum,
+};
 pub use mesh::grid::{self, GridError, GridMesh, GridPlacement};
 pub use mesh::{live_meshes, MeshDevice, OuterDim, PhaseGuard, SpanError};
 pub use parallel::gradient_sync::sync_gradients;

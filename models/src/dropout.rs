@@ -10,12 +10,20 @@
 //! with the keep probability. Its work follows the input's layout: the row and column
 //! indices are small whole vectors, widened to the input's shape through a tensor that has
 //! the input's own layout, so a backend that splits the input computes only its part.
+//!
+//! That formulation takes some thirty tensor ops (integer hashing does not fuse in Burn 0.21);
+//! a backend with a kernel of its own for the same generator ([`register_dropout_kernel`])
+//! draws and applies the mask in one pass, to the same numbers.
+//!
+//! [`register_dropout_kernel`]: crate::register_dropout_kernel
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use burn::prelude::*;
 use burn::tensor::{DType, ElementConversion};
+
+use crate::dropout_kernel::{dropout_kernel, DropoutMask};
 
 /// Which masks a forward pass draws: the run's seed, the training step, and which row of the
 /// step's batch the features start at (nonzero when a trainer runs the FC layers on part of a
@@ -74,6 +82,16 @@ fn lowbias32(mut x: u32) -> u32 {
 /// Elements whose 24-bit draw is below this are kept.
 fn keep_threshold(prob: f64) -> u32 {
     ((1.0 - prob) * (1u32 << 24) as f64).round() as u32
+}
+
+/// Panics unless rows `first..first + rows` and `cols` columns are numbered in 32 bits.
+fn check_32_bits(first: usize, rows: usize, cols: usize) {
+    let (first, rows, cols) = (first as u64, rows as u64, cols as u64);
+    assert!(
+        first + rows <= u32::MAX as u64 + 1 && cols <= u32::MAX as u64 + 1,
+        "dropout indices past 32 bits: rows {first}..{} x {cols} features",
+        first + rows
+    );
 }
 
 /// The 32-bit pattern `v` as the backend's int element (negative above `i32::MAX`).
@@ -184,8 +202,31 @@ impl CounterDropout {
         if !self.acts(&x) {
             return x;
         }
+        let x = match dropout_kernel::<B>() {
+            Some(kernel) => {
+                let mask = self.kernel_mask(&x, key, layer);
+                match kernel(x, mask) {
+                    Ok(dropped) => return dropped,
+                    Err(x) => x,
+                }
+            }
+            None => x,
+        };
         let keep = self.mask(&x, key, layer);
         x.mask_fill(keep.bool_not(), 0.0).mul_scalar(1.0 / (1.0 - self.prob))
+    }
+
+    /// `layer`'s mask under `key` for `x`, as a backend's own kernel takes it
+    /// ([`register_dropout_kernel`](crate::register_dropout_kernel)).
+    pub fn kernel_mask<B: Backend>(&self, x: &Tensor<B, 2>, key: DropoutKey, layer: &str) -> DropoutMask {
+        let [rows, cols] = x.dims();
+        check_32_bits(key.first_row, rows, cols);
+        DropoutMask {
+            words: key.words(layer),
+            first_row: key.first_row as u32,
+            keep_below: keep_threshold(self.prob),
+            scale: 1.0 / (1.0 - self.prob),
+        }
     }
 
     /// Which of `x`'s elements `layer`'s mask under `key` keeps (true: kept), in `x`'s layout.
@@ -195,11 +236,7 @@ impl CounterDropout {
         let device = x.device();
         let [w0, w1] = key.words(layer);
         let first = key.first_row as i64;
-        assert!(
-            first + rows as i64 <= u32::MAX as i64 + 1 && cols as u64 <= u32::MAX as u64 + 1,
-            "dropout indices past 32 bits: rows {first}..{} x {cols} features",
-            first + rows as i64
-        );
+        check_32_bits(key.first_row, rows, cols);
         let i32_at = |range: std::ops::Range<i64>| Tensor::<B, 1, Int>::arange(range, (&device, DType::I32));
         // Hash of each global row, [rows, 1], and the column indices, [1, cols]: whole vectors.
         let row_hash =

@@ -5,6 +5,7 @@ mod alexnet;
 mod architecture;
 mod batch_norm;
 mod dropout;
+mod dropout_kernel;
 mod finite;
 mod head;
 mod input_transform;
@@ -22,6 +23,7 @@ pub use architecture::{
 };
 pub use batch_norm::{batch_norm, batch_norm_in_groups, BatchNorm};
 pub use dropout::{keeps_element, CounterDropout, DropoutKey, PassCounter};
+pub use dropout_kernel::{dropout_kernel, register_dropout_kernel, DropoutKernel, DropoutMask};
 pub use finite::non_finite_parameters;
 pub use head::Head;
 pub use input_transform::{default_resize, PixelNorm, ResizeFilter};

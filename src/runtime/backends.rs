@@ -179,6 +179,9 @@ pub(crate) mod wgpu_backend {
             ));
         }
         crate::runtime::kernel_cache::configure(&crate::runtime::kernel_cache::wgpu_class(&adapters));
+        crate::runtime::step_kernels::register::<Plain>();
+        #[cfg(feature = "fusion")]
+        crate::runtime::step_kernels::register::<Single>();
         probe::<Plain>(device).map_err(|why| {
             OwtError::backend(format!(
                 "--backend wgpu: no usable wgpu adapter ({why}); on a CPU-only Linux machine install mesa-vulkan-drivers"
@@ -267,6 +270,8 @@ mod cuda_backend {
         crate::runtime::kernel_cache::configure(&class);
         let cache = crate::runtime::kernel_cache::device_dir(&class);
         crate::runtime::cuda_kernels::install_once(&name, Some(&cache), speak)?;
+        crate::runtime::step_kernels::register::<Plain>();
+        crate::runtime::step_kernels::register::<burn::backend::Cuda>();
         for device in devices {
             probe::<B>(device).map_err(|why| {
                 OwtError::backend(format!("--backend cuda: GPU {} did not start: {why}", device.index))

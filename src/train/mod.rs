@@ -14,6 +14,7 @@ pub mod prefetch;
 pub mod progress;
 pub mod record_shapes;
 pub mod run_dir;
+pub mod run_sgd;
 pub mod schedule;
 pub mod step;
 pub mod ten_crop;

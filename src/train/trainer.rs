@@ -6,10 +6,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
-use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{Optimizer, Sgd, SgdConfig};
+use burn::optim::{Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rand::rngs::StdRng;
@@ -33,6 +32,7 @@ use crate::train::precision::LossScale;
 use crate::train::prefetch::{available_cores, Prefetch, Preparation};
 use crate::train::progress::Progress;
 use crate::train::run_dir::RunDir;
+use crate::train::run_sgd::RunSgd;
 use crate::train::step::{train_step, AccumulatedStep, FcUpdate};
 
 /// `arch`'s initial weights on `device` from `seed`, drawn alone: the nodes of a 2-D mesh run
@@ -238,7 +238,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
 /// what the run did so far.
 struct Run<B: AutodiffBackend> {
     model: ConvNet<B>,
-    optim: OptimizerAdaptor<Sgd<B::InnerBackend>, ConvNet<B>, B>,
+    optim: RunSgd<ConvNet<B>, B>,
     metrics: Vec<EpochMetrics>,
     start_epoch: usize,
     imported_from: Option<String>,
@@ -311,7 +311,7 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
     splits: &Splits,
     layout: &L,
     mut model: ConvNet<B>,
-    optim: &mut OptimizerAdaptor<Sgd<B::InnerBackend>, ConvNet<B>, B>,
+    optim: &mut RunSgd<ConvNet<B>, B>,
     epoch: usize,
     lr: f64,
     how: Preparation,
@@ -447,11 +447,13 @@ pub fn check_classes(dataset_classes: usize, arch: &Architecture, advice: &str) 
 }
 
 /// The run's optimizer: SGD with the config's momentum (dampening 0) and weight decay.
-pub fn sgd<B: AutodiffBackend>(config: &TrainConfig) -> OptimizerAdaptor<Sgd<B::InnerBackend>, ConvNet<B>, B> {
-    SgdConfig::new()
+pub fn sgd<B: AutodiffBackend>(config: &TrainConfig) -> RunSgd<ConvNet<B>, B> {
+    let weight_decay = (config.weight_decay > 0.0).then_some(config.weight_decay as f32);
+    let burn = SgdConfig::new()
         .with_momentum(Some(MomentumConfig { momentum: config.momentum, dampening: 0.0, nesterov: false }))
-        .with_weight_decay((config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32)))
-        .init::<B, ConvNet<B>>()
+        .with_weight_decay(weight_decay.map(WeightDecayConfig::new))
+        .init::<B, ConvNet<B>>();
+    RunSgd::new(burn, config.momentum, weight_decay)
 }
 
 /// Rebuilds the network stored in the checkpoint in `dir` on `device`.

@@ -3,14 +3,18 @@
 //! type, by measurement (Flex 0.21 takes its convolution gradients from burn-backend's generic
 //! formulations and pools with a scalar loop; CubeCL has kernels of its own for both). And the
 //! vendor libraries CUDA's convolutions and matmuls go to where a machine has them (cuDNN,
-//! cuBLASLt: [`cuda_libraries`]).
+//! cuBLASLt: [`cuda_libraries`]). And one-pass kernels for a training step's small ops on
+//! CubeCL's runtimes: counter-based dropout ([`counter_dropout`]) and the SGD step over many
+//! parameters ([`sgd_momentum`]).
 
 pub mod conv_grad;
+pub mod counter_dropout;
 pub mod cublaslt;
 pub mod cuda_libraries;
 pub mod cudnn;
 pub mod libraries;
 pub mod max_pool;
+pub mod sgd_momentum;
 
 use std::any::TypeId;
 

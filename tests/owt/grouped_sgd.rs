@@ -1,0 +1,229 @@
+//! The run's SGD stepping every parameter in a few launches (owt-hybrid's `sgd_momentum` on
+//! CubeCL, registered for wgpu by the CLI's runtime) against Burn's own per-parameter `Sgd`
+//! on the same numbers: the same weights after each step with momentum and weight decay, the
+//! same records for a checkpoint, the same run after a record is loaded, on one device and on a
+//! mesh. Needs `--features wgpu` and a Vulkan driver (mesa-vulkan-drivers).
+#![cfg(feature = "wgpu")]
+
+use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
+use burn::backend::Autodiff;
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{Linear, LinearConfig};
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{GradientsParams, Optimizer, SgdConfig};
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Distribution;
+use owt::train::run_sgd::RunSgd;
+use owt_hybrid::{Hybrid, MeshDevice};
+
+use crate::wgpu_mesh::require_adapter;
+
+type Plain = CubeBackend<WgpuRuntime, f32, i32, u32>;
+type One = Autodiff<Plain>;
+type Mesh = Autodiff<Hybrid<Plain>>;
+
+/// Parameters of ranks 1, 2 and 4 and of unequal sizes, so a group's units outnumber most of
+/// its parameters' elements; `frozen` gets no gradient.
+#[derive(Module, Debug)]
+struct Net<B: Backend> {
+    conv: Conv2d<B>,
+    fc: Linear<B>,
+    frozen: Linear<B>,
+}
+
+impl<B: Backend> Net<B> {
+    fn new(device: &B::Device) -> Self {
+        Self {
+            conv: Conv2dConfig::new([3, 5], [3, 3]).init(device),
+            fc: LinearConfig::new(5 * 4 * 4, 7).init(device),
+            frozen: LinearConfig::new(2, 3).init(device),
+        }
+    }
+
+    fn loss(&self, x: Tensor<B, 4>) -> Tensor<B, 1> {
+        let h = self.conv.forward(x).flatten::<2>(1, 3);
+        self.fc.forward(h).powi_scalar(2).mean()
+    }
+}
+
+const MOMENTUM: f64 = 0.9;
+const DECAY: f32 = 5e-4;
+
+fn burn_sgd<B: AutodiffBackend>() -> burn::optim::adaptor::OptimizerAdaptor<burn::optim::Sgd<B::InnerBackend>, Net<B>, B>
+{
+    SgdConfig::new()
+        .with_momentum(Some(MomentumConfig { momentum: MOMENTUM, dampening: 0.0, nesterov: false }))
+        .with_weight_decay(Some(WeightDecayConfig::new(DECAY)))
+        .init::<B, Net<B>>()
+}
+
+fn run_sgd<B: AutodiffBackend>() -> RunSgd<Net<B>, B> {
+    RunSgd::new(burn_sgd::<B>(), MOMENTUM, Some(DECAY))
+}
+
+/// Every parameter's values, in the module's order.
+fn weights<B: Backend, M: Module<B>>(module: &M) -> Vec<Vec<f32>> {
+    struct Values(Vec<Vec<f32>>);
+    impl<B: Backend> burn::module::ModuleVisitor<B> for Values {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<B, D>>) {
+            self.0.push(param.val().into_data().to_vec::<f32>().unwrap());
+        }
+    }
+    let mut values = Values(Vec::new());
+    module.visit(&mut values);
+    values.0
+}
+
+/// `steps` steps of `optim` on `net` from the same inputs, with learning rates that change.
+fn train<B: AutodiffBackend, O: Optimizer<Net<B>, B>>(
+    net: Net<B>,
+    optim: &mut O,
+    x: &Tensor<B, 4>,
+    steps: usize,
+) -> Net<B> {
+    train_with(net, optim, x, steps, &|_, grads| grads)
+}
+
+/// [`train`] with `prepare` applied to each step's gradients.
+fn train_with<B: AutodiffBackend, O: Optimizer<Net<B>, B>>(
+    mut net: Net<B>,
+    optim: &mut O,
+    x: &Tensor<B, 4>,
+    steps: usize,
+    prepare: &dyn Fn(&Net<B>, GradientsParams) -> GradientsParams,
+) -> Net<B> {
+    for step in 0..steps {
+        let grads = GradientsParams::from_grads(net.loss(x.clone()).backward(), &net);
+        let grads = prepare(&net, grads);
+        net = optim.step(0.1 / (step + 1) as f64, net, grads);
+    }
+    net
+}
+
+fn same_start<B: AutodiffBackend>(device: &B::Device) -> (Net<B>, Net<B>, Tensor<B, 4>) {
+    let net = Net::<B>::new(device);
+    // Burn initialises parameters lazily, each copy on its own: read them first, so a clone
+    // shares their ids and values (each optimizer then steps its own copy).
+    let _ = weights::<B, _>(&net);
+    let copy = net.clone();
+    assert_eq!(weights::<B, _>(&copy), weights::<B, _>(&net), "the two copies start equal");
+    let x = Tensor::<B, 4>::random([2, 3, 6, 6], Distribution::Normal(0.0, 1.0), device);
+    (net, copy, x)
+}
+
+fn close(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: parameter count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        for (a, b) in g.iter().zip(w) {
+            // Burn's per-op kernels and the grouped kernel run the same f32 operations in the
+            // same order; allow one rounding of a fused multiply-add where the driver contracts.
+            assert!(a == b, "{what}: parameter {i}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn grouped_steps_are_burns_steps_on_one_device() {
+    require_adapter();
+    owt::runtime::step_kernels::register::<Plain>();
+    let device = WgpuDevice::DefaultDevice;
+    let (net, copy, x) = same_start::<One>(&device);
+    let mut grouped = run_sgd::<One>();
+    assert!(grouped.grouped(), "the grouped kernel is registered for wgpu");
+    let mut burn = burn_sgd::<One>();
+    let frozen_before = weights::<One, _>(&net.frozen);
+    let ours = train(net, &mut grouped, &x, 3);
+    assert_eq!(grouped.grouped_steps(), 3, "the kernel took every step");
+    let theirs = train(copy, &mut burn, &x, 3);
+    close(&weights::<One, _>(&ours), &weights::<One, _>(&theirs), "after 3 steps");
+    assert_eq!(weights::<One, _>(&ours.frozen), frozen_before, "a parameter without gradient moved");
+    assert_eq!(grouped.to_record().len(), burn.to_record().len(), "a momentum per stepped parameter");
+}
+
+#[test]
+fn a_checkpointed_momentum_continues_the_same_run() {
+    require_adapter();
+    owt::runtime::step_kernels::register::<Plain>();
+    let device = WgpuDevice::DefaultDevice;
+    let (net, copy, x) = same_start::<One>(&device);
+    // Two steps each, then the grouped optimizer's momentum checkpointed and loaded into a
+    // fresh grouped optimizer and into Burn's: two more steps from the same weights agree with
+    // each other and with Burn's optimizer that never stopped.
+    let mut first = run_sgd::<One>();
+    let net = train(net, &mut first, &x, 2);
+    let mut burn = burn_sgd::<One>();
+    let theirs = train(copy, &mut burn, &x, 2);
+    close(&weights::<One, _>(&net), &weights::<One, _>(&theirs), "after 2 steps");
+    let record = first.to_record();
+    assert_eq!(record.len(), 4, "conv and fc, weight and bias each");
+    let twin = net.clone();
+    let mut resumed = run_sgd::<One>().load_record(record.clone());
+    // A record loaded and not stepped yet is written back as it was read.
+    assert_eq!(run_sgd::<One>().load_record(record.clone()).to_record().len(), 4);
+    let ours = train(net, &mut resumed, &x, 2);
+    assert_eq!(resumed.grouped_steps(), 2, "the kernel took the resumed steps");
+    let burn_resumed = train(twin, &mut burn_sgd::<One>().load_record(record), &x, 2);
+    let uninterrupted = train(theirs, &mut burn, &x, 2);
+    let want = weights::<One, _>(&uninterrupted);
+    close(&weights::<One, _>(&ours), &want, "grouped, resumed");
+    close(&weights::<One, _>(&burn_resumed), &want, "Burn's, resumed from the grouped record");
+}
+
+#[test]
+fn grouped_steps_are_burns_steps_on_a_mesh() {
+    require_adapter();
+    owt::runtime::step_kernels::register::<Plain>();
+    for k in [1, 2] {
+        let mesh = MeshDevice::virtual_ranks(WgpuDevice::DefaultDevice, k);
+        let (net, copy, x) = same_start::<Mesh>(&mesh);
+        let mut grouped = run_sgd::<Mesh>();
+        assert!(grouped.grouped(), "the grouped kernel is registered for a wgpu mesh");
+        // As the trainer does: each gradient summed to its parameter's layout first.
+        let synced = |net: &Net<Mesh>, grads| owt_hybrid::sync_gradients(net, grads, &mesh);
+        let ours = train_with(net, &mut grouped, &x, 3, &synced);
+        assert_eq!(grouped.grouped_steps(), 3, "K={k}: the kernel took every step");
+        let theirs = train_with(copy, &mut burn_sgd::<Mesh>(), &x, 3, &synced);
+        close(&weights::<Mesh, _>(&ours), &weights::<Mesh, _>(&theirs), &format!("K={k}"));
+    }
+}
+
+/// Gradients not yet summed (pending sums on a mesh) are stepped parameter by parameter, by
+/// Burn's arithmetic through `Hybrid`'s own ops, to Burn's numbers.
+#[test]
+fn parameters_the_kernel_declines_step_one_by_one_to_the_same_numbers() {
+    require_adapter();
+    owt::runtime::step_kernels::register::<Plain>();
+    let mesh = MeshDevice::virtual_ranks(WgpuDevice::DefaultDevice, 2);
+    let (net, copy, x) = same_start::<Mesh>(&mesh);
+    let mut grouped = run_sgd::<Mesh>();
+    let ours = train(net, &mut grouped, &x, 2);
+    assert_eq!(grouped.grouped_steps(), 0, "pending sums are not the kernel's");
+    let theirs = train(copy, &mut burn_sgd::<Mesh>(), &x, 2);
+    close(&weights::<Mesh, _>(&ours), &weights::<Mesh, _>(&theirs), "one by one");
+}
+
+/// Burn's fusing wgpu backend (built only with `--features wgpu,fusion`): the grouped step as
+/// one custom operation on the fusion stream.
+#[cfg(feature = "fusion")]
+#[test]
+fn under_fusion_grouped_steps_are_burns_steps() {
+    require_adapter();
+    type Fused = Autodiff<burn::backend::wgpu::Wgpu>;
+    owt::runtime::step_kernels::register::<burn::backend::wgpu::Wgpu>();
+    let device = WgpuDevice::DefaultDevice;
+    let (net, copy, x) = same_start::<Fused>(&device);
+    let mut grouped = run_sgd::<Fused>();
+    let ours = train(net, &mut grouped, &x, 3);
+    assert_eq!(grouped.grouped_steps(), 3, "the kernel took every step");
+    let theirs = train(copy, &mut burn_sgd::<Fused>(), &x, 3);
+    // Burn's fused kernels may contract a multiply and an add into one rounding.
+    let (a, b) = (weights::<Fused, _>(&ours), weights::<Fused, _>(&theirs));
+    for (g, w) in a.iter().zip(&b) {
+        for (p, q) in g.iter().zip(w) {
+            assert!((p - q).abs() <= 4.0 * f32::EPSILON * q.abs().max(1e-3), "{p} vs {q}");
+        }
+    }
+}
