@@ -314,9 +314,25 @@ pub fn import<B: Backend>(mut model: ConvNet<B>, path: &Path) -> Result<(ConvNet
     Ok((model, ImportReport { loaded: result.applied.len(), fresh_fc8, unused }))
 }
 
-/// Every tensor's name, shape and element type in a store, as the file has them.
+/// Every tensor's name, shape and element type in a store, as the file has them; refuses
+/// running statistics no batch normalisation can hold (read here: they are small, and a
+/// weight's own check after loading does not see them), naming the key.
 fn tensors_in<S: ModuleStore>(store: &mut S) -> Result<BTreeMap<String, (Vec<usize>, burn::tensor::DType)>, String> {
     let snapshots = store.get_all_snapshots().map_err(|e| e.to_string())?;
+    for (key, snapshot) in snapshots.iter() {
+        let variance = key.ends_with(".running_var");
+        if !(variance || key.ends_with(".running_mean")) || !snapshot.dtype.is_float() {
+            continue;
+        }
+        let values = snapshot.to_data().map_err(|e| format!("{key}: {e}"))?;
+        let values: Vec<f64> = values.iter::<f64>().collect();
+        if let Some(v) = values.iter().find(|v| !v.is_finite()) {
+            return Err(format!("{key} holds {v}: a running statistic must be finite"));
+        }
+        if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| variance && **v < 0.0) {
+            return Err(format!("{key}[{i}] is {v}: a running variance cannot be negative"));
+        }
+    }
     Ok(snapshots.iter().map(|(k, s)| (k.clone(), (s.shape.to_vec(), s.dtype))).collect())
 }
 

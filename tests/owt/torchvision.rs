@@ -58,7 +58,13 @@ fn logits_gap<B: Backend>(file: &str, device: &B::Device) -> f32 {
 
 #[test]
 fn imported_weights_give_pytorchs_logits_on_flex() {
-    for file in ["alexnet.pth", "alexnet.safetensors", "checkpoint.pth.tar"] {
+    for file in [
+        "alexnet.pth",
+        "alexnet.safetensors",
+        "checkpoint.pth.tar",
+        "alexnet_transposed.pth",
+        "alexnet_channels_last.pth",
+    ] {
         let gap = logits_gap::<Flex>(file, &Default::default());
         // Measured 4.2e-7 (Flex, 2026-12-01): float rounding in another summation order. The
         // bound is 20x that: a wrong layer (a transposed weight, a missing bias, another
@@ -82,6 +88,35 @@ fn imported_weights_give_pytorchs_logits_on_wgpu() {
         // Measured 3.0e-7 (lavapipe, 2026-12-01); the bound is 20x that.
         eprintln!("{file}: {gap:e} of the logit scale");
         assert!(gap <= 6e-6, "{file}: logits differ from PyTorch's by {gap:e} of their scale");
+    }
+}
+
+/// A state dict saved with other memory layouts (`scripts/make_strided_weights_fixture.py`:
+/// Linear weights transposed in their storage, biases at an offset into a larger storage, conv
+/// weights channels-last) is read to the same values: the same network, byte for byte.
+#[test]
+fn weights_saved_transposed_offset_or_channels_last_import_to_the_same_network() {
+    let device = Default::default();
+    let exported = |file: &str| {
+        let model: AlexNet<Flex> = architecture().try_init(&device).unwrap();
+        let (model, _) = import(model, &fixture(file)).unwrap();
+        export_safetensors(&model).unwrap()
+    };
+    // Compared tensor by tensor (every key, shape, dtype and bit): the header's metadata
+    // comes in hash order, so two exports of one network need not be equal bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let exported = |file: &str| {
+        let path = dir.path().join(format!("{file}.safetensors"));
+        std::fs::write(&path, exported(file)).unwrap();
+        tensors(&path)
+    };
+    let want = exported("alexnet.pth");
+    for file in ["alexnet_transposed.pth", "alexnet_channels_last.pth"] {
+        let got = exported(file);
+        assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{file}");
+        for (key, value) in &want {
+            assert!(got[key] == *value, "{file}: {key} imports to other values than alexnet.pth's");
+        }
     }
 }
 

@@ -101,3 +101,23 @@ fn an_exported_vgg_is_the_state_dict_pytorch_wrote() {
         assert_eq!(ours[key].to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{key}");
     }
 }
+
+/// Running statistics no batch normalisation can hold are refused naming the key: a negative
+/// variance, a non-finite mean or variance (the weights' own check does not see them).
+#[test]
+fn a_negative_or_non_finite_running_statistic_is_refused_naming_the_key() {
+    use crate::torchvision::with_first_element;
+    let dir = tempfile::tempdir().unwrap();
+    for (key, value, says) in [
+        ("features.1.running_var", -0.25, "cannot be negative"),
+        ("features.5.running_var", f32::INFINITY, "must be finite"),
+        ("features.1.running_mean", f32::NAN, "must be finite"),
+    ] {
+        let file = dir.path().join("bad.safetensors");
+        with_first_element(&fixture("vgg11_bn.safetensors"), key, value, &file);
+        let model: ConvNet<Flex> = architecture().try_init(&Default::default()).unwrap();
+        let e = import(model, &file).unwrap_err().0;
+        assert!(e.contains(key) && e.contains(says), "{key}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}

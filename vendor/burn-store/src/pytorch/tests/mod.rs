@@ -1,0 +1,2 @@
+pub mod reader;
+pub mod store;
