@@ -70,8 +70,10 @@ pub fn batch_norm<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4
 pub fn batch_norm_in_groups<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, groups: usize) -> Tensor<B, 4> {
     let [n, c, h, w] = x.dims();
     if !B::ad_enabled(&x.device()) {
-        let mean = bn.running_mean.value_sync().reshape([1, c, 1, 1]);
-        let var = bn.running_var.value_sync().reshape([1, c, 1, 1]);
+        // The running statistics stay in their own precision (f32 under mixed precision, as
+        // the master weights); the normalisation computes in the input's.
+        let mean = bn.running_mean.value_sync().reshape([1, c, 1, 1]).cast(x.dtype());
+        let var = bn.running_var.value_sync().reshape([1, c, 1, 1]).cast(x.dtype());
         return normalise(bn, x, mean, var);
     }
     let groups = groups.max(1);
@@ -121,8 +123,13 @@ pub fn batch_norm_in_groups<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, grou
         (Tensor::cat(pieces, 0), mean_of(means), mean_of(vars))
     };
     let momentum = bn.momentum;
-    let running_mean = bn.running_mean.value_sync().mul_scalar(1.0 - momentum) + batch_mean.mul_scalar(momentum);
-    let running_var = bn.running_var.value_sync().mul_scalar(1.0 - momentum) + batch_var.mul_scalar(momentum);
+    // A batch's statistics in a low precision (mixed precision's compute copy) are widened to
+    // the running statistics' own before they are folded in: the running state keeps its dtype
+    // (f32, as the master weights), whatever the step computed in.
+    let (running_mean, running_var) = (bn.running_mean.value_sync(), bn.running_var.value_sync());
+    let (batch_mean, batch_var) = (batch_mean.cast(running_mean.dtype()), batch_var.cast(running_var.dtype()));
+    let running_mean = running_mean.mul_scalar(1.0 - momentum) + batch_mean.mul_scalar(momentum);
+    let running_var = running_var.mul_scalar(1.0 - momentum) + batch_var.mul_scalar(momentum);
     bn.running_mean.update(running_mean.detach());
     bn.running_var.update(running_var.detach());
     y

@@ -52,6 +52,7 @@ pub trait MultiTensorSgdBackend: Backend {
 
 /// Indices of `params` grouped so that each group runs in one launch: parameters with a
 /// velocity apart from those without, at most `per_launch` to a group.
+#[cfg(any(test, feature = "cubecl"))]
 pub(crate) fn launch_groups<T>(params: &[SgdTensors<T>], per_launch: usize) -> Vec<Vec<usize>>
 where
     T: Backend,
