@@ -14,9 +14,13 @@ use crate::train::{Checkpoint, CheckpointState, EpochMetrics, METRICS_FILE};
 pub struct ReportArgs {
     /// Run directory (the --out of `owt train`), holding metrics.json.
     pub run: PathBuf,
-    /// The picture to write, .png or .svg (default: RUN/report.png).
+    /// The picture to write, .png or .svg (default: RUN/report.png, replaced on each report).
+    /// An existing file there is refused unless --overwrite.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replace the file at --out if there is one.
+    #[arg(long)]
+    pub overwrite: bool,
     /// Draw the first layer's filters instead (RUN/filters.png, or --out), one block per
     /// tower, and print how colour-specific each tower's filters are.
     #[arg(long)]
@@ -75,14 +79,25 @@ fn epochs_of(run: &Path, state: Option<&CheckpointState>) -> Result<Vec<EpochMet
     )))
 }
 
+/// Where the picture goes: `--out`, refused where a file is there already unless
+/// `--overwrite` (it may be anything of the user's), or the run's own `default` picture, which
+/// each report replaces.
+fn destination(args: &ReportArgs, default: &str) -> Result<PathBuf, OwtError> {
+    let Some(out) = args.out.clone() else { return Ok(args.run.join(default)) };
+    if !args.overwrite && std::fs::symlink_metadata(&out).is_ok() {
+        return Err(OwtError::input(format!("--out {} exists; pass --overwrite to replace it", out.display())));
+    }
+    Ok(out)
+}
+
 /// Reads the run's metrics and writes the picture.
 pub fn run(args: &ReportArgs) -> Result<(), OwtError> {
     if args.filters {
         return filters(args);
     }
+    let out = destination(args, "report.png")?;
     let state = Checkpoint::read_state(&args.run).ok();
     let epochs = epochs_of(&args.run, state.as_ref())?;
-    let out = args.out.clone().unwrap_or_else(|| args.run.join("report.png"));
     crate::report::render(&title(&args.run, state.as_ref(), &epochs), &epochs, &out)?;
     println!("report of {} epochs written to {}", epochs.len(), out.display());
     Ok(())
@@ -91,7 +106,7 @@ pub fn run(args: &ReportArgs) -> Result<(), OwtError> {
 /// `owt report RUN --filters`: conv1's filters drawn per tower, and each tower's colour
 /// specificity.
 fn filters(args: &ReportArgs) -> Result<(), OwtError> {
-    let out = args.out.clone().unwrap_or_else(|| args.run.join("filters.png"));
+    let out = destination(args, "filters.png")?;
     if out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() != Some("png") {
         return Err(OwtError::input(format!("--filters draws a PNG: give --out a .png path, got {}", out.display())));
     }

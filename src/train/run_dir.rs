@@ -42,15 +42,15 @@ pub struct RunDir {
     path: PathBuf,
     existing: Existing,
     lock: Option<WriterLock>,
-    /// The directory, when this run made it.
-    made: Option<PathBuf>,
+    /// The directories this run made (`--out` and any parents it lacked), deepest first.
+    made: Vec<PathBuf>,
 }
 
 impl RunDir {
     /// The directory `out`, made ready by another process of the job (process 0, which
     /// writes it), for a run that treats its checkpoint as `existing`.
     pub fn joined(out: &Path, existing: Existing) -> Self {
-        Self { path: out.to_path_buf(), existing, lock: None, made: None }
+        Self { path: out.to_path_buf(), existing, lock: None, made: Vec::new() }
     }
 
     /// The directory.
@@ -72,10 +72,12 @@ impl RunDir {
 impl Drop for RunDir {
     fn drop(&mut self) {
         drop(self.lock.take());
-        // Only an empty directory goes: a refused run leaves no trace, a run that wrote
-        // anything keeps it.
-        if let Some(dir) = &self.made {
-            let _ = std::fs::remove_dir(dir);
+        // Only an empty directory goes, deepest first: a refused run leaves no trace (not
+        // even the parents it made for `--out q/r/s`), a run that wrote anything keeps it.
+        for dir in &self.made {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
         }
     }
 }
@@ -90,7 +92,8 @@ pub fn prepare(out: &Path, existing: Existing, command: &str) -> Result<RunDir, 
             "--out {shown}: is a file, expected a directory for metrics.json and checkpoint.owt"
         )));
     }
-    let made = (!out.exists()).then(|| out.to_path_buf());
+    let made: Vec<PathBuf> =
+        out.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
     std::fs::create_dir_all(out)
         .map_err(|e| OwtError::io(format!("--out {shown}: cannot create the directory: {e}")))?;
     // From here the guard removes a directory this run made, whatever refuses the run.

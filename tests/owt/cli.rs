@@ -121,8 +121,22 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
     let svg = out.path().join("r.svg");
     let o = owt(&["report", o_, "--out", svg.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let svg = std::fs::read_to_string(svg).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains(r#"width="1200""#) && svg.contains("test"), "{}", &svg[..200]);
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<svg") && svg_text.contains(r#"width="1200""#), "{}", &svg_text[..200]);
+    assert!(svg_text.contains("test"), "{}", &svg_text[..200]);
+    // An existing file at --out is the user's: refused unless --overwrite; the run's own
+    // report.png is replaced by each report.
+    let photo = out.path().join("photo.png");
+    std::fs::write(&photo, b"not owt's").unwrap();
+    let o = owt(&["report", o_, "--out", photo.to_str().unwrap()]);
+    assert_one_line_error(&o, &["photo.png exists", "--overwrite"]);
+    assert_eq!(std::fs::read(&photo).unwrap(), b"not owt's", "the file was touched");
+    let o = owt(&["report", o_, "--out", photo.to_str().unwrap(), "--overwrite"]);
+    assert!(o.status.success() && std::fs::read(&photo).unwrap().starts_with(b"\x89PNG"), "{}", stderr(&o));
+    let o = owt(&["report", o_, "--filters", "--out", photo.to_str().unwrap()]);
+    assert_one_line_error(&o, &["photo.png exists", "--overwrite"]);
+    let o = owt(&["report", o_]);
+    assert!(o.status.success(), "the run's own picture is replaced: {}", stderr(&o));
     let o = owt(&["report", o_, "--out", "x.jpg"]);
     assert_one_line_error(&o, &["x.jpg", ".png or .svg"]);
     let o = owt(&["report", d]);

@@ -174,6 +174,12 @@ fn refused_runs_leave_nothing_and_imports_take_the_old_metrics_away() {
     let o = train(&fresh, &["--dataset", "mnist", "--data", "/nonexistent"]);
     assert!(!o.status.success());
     assert!(!fresh.exists(), "a refused run left its --out behind");
+    // Nor the parents it made for a nested --out; a parent that was there stays.
+    let nested = dir.path().join("q").join("r").join("s");
+    let o = train(&nested, &["--dataset", "mnist", "--data", "/nonexistent"]);
+    assert!(!o.status.success());
+    assert!(!dir.path().join("q").exists(), "a refused run left the parents of its --out behind");
+    assert!(dir.path().exists());
     let run = dir.path().join("run");
     ok(&train(&run, &[]));
     let file = torchvision_file(dir.path());
