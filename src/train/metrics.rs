@@ -151,3 +151,35 @@ impl EpochMetrics {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resumed run rewrites metrics.json from the figures its checkpoint kept (JSON): every
+    /// one must come back as the bits written. These values are ones serde_json's default
+    /// float parsing reads a last digit off (1 in 13 random f64s is).
+    #[test]
+    fn every_figure_reads_back_bit_for_bit() {
+        let awkward = [1.7546217903306627, 7.2316896362404055, 9.720916325967499, 0.1 + 0.2, 1e-300 / 3.0];
+        for (i, &v) in awkward.iter().enumerate() {
+            let m = EpochMetrics {
+                epoch: i + 1,
+                train_loss: v,
+                train_accuracy: v / 10.0,
+                test_loss: v * 3.0,
+                test_accuracy: v / 7.0,
+                test_top5_accuracy: Some(v / 9.0),
+                lr: Some(v * 1e-3),
+                images_per_second: v * 1234.5,
+                input_wait_s: Some(v / 11.0),
+                seconds: v * 17.0,
+                layout: None,
+                communication: None,
+                loss_scale: None,
+            };
+            let back: EpochMetrics = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+            assert_eq!(back, m, "{v:?}");
+        }
+    }
+}
