@@ -25,7 +25,9 @@ pub fn read_idx(path: &Path) -> Result<IdxArray, OwtError> {
         .map_err(|e| OwtError::data(format!("cannot read {}: {e}", path.display())))?;
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(raw.as_slice())
+        // Every member of the stream, as zlib's and Python's readers do (`cat a.gz b.gz`, or
+        // a file compressed in parts by pigz or bgzip, is one valid gzip file).
+        flate2::read::MultiGzDecoder::new(raw.as_slice())
             .take(MAX_IDX_BYTES + 1)
             .read_to_end(&mut out)
             .map_err(|e| OwtError::data(format!("{}: not a valid gzip stream ({e})", path.display())))?;

@@ -1,7 +1,7 @@
 //! Labels of a flat held-out folder: ImageNet's own validation layout, 50,000 images in one
 //! folder, labelled by a separate file. Two forms are read:
 //!
-//! - a CSV of `file,class` (a header line is skipped; the class is the field's first word, so
+//! - a CSV of `file,class` (a header line is skipped, a byte-order mark too; the class is the field's first word, so
 //!   Kaggle's `LOC_val_solution.csv`, `ImageId,PredictionString`, reads as it is; file names
 //!   may leave out their extension);
 //! - the devkit's ground truth (`ILSVRC2012_validation_ground_truth.txt`: line `i` holds the
@@ -76,7 +76,20 @@ pub fn label_files(
 fn read_text(path: &Path) -> Result<String, OwtError> {
     let bytes = crate::host::bounded_read::read(path, MAX_LABEL_BYTES, "a labels file")
         .map_err(|e| OwtError::data(format!("cannot read {}: {e}", path.display())))?;
-    String::from_utf8(bytes).map_err(|_| OwtError::data(format!("{} is not UTF-8 text", path.display())))
+    let text = String::from_utf8(bytes).map_err(|_| OwtError::data(format!("{} is not UTF-8 text", path.display())))?;
+    // A byte-order mark (what spreadsheet programs put first) is not part of the first line,
+    // as Python's `utf-8-sig` reads it.
+    Ok(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text))
+}
+
+/// At most the first 80 characters of `line`, quoted, with how long the whole line is where
+/// it is longer: a line is named in one line of error, whatever its length.
+fn excerpt(line: &str) -> String {
+    const SHOWN: usize = 80;
+    match line.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{:?}... ({} bytes)", &line[..end], line.len()),
+        None => format!("{line:?}"),
+    }
 }
 
 /// Whether every non-empty line is a positive integer (the devkit's list).
@@ -156,9 +169,10 @@ fn csv_labels(path: &Path, text: &str, dir: &Path, files: &[String]) -> Result<V
         }
         let Some((file, class)) = line.split_once(',') else {
             return Err(OwtError::data(format!(
-                "--val-labels {}: line {} is not 'file,class': {line:?}",
+                "--val-labels {}: line {} is not 'file,class': {}",
                 path.display(),
-                n + 1
+                n + 1,
+                excerpt(line)
             )));
         };
         let (file, class) = (file.trim(), class.split_whitespace().next().unwrap_or(""));

@@ -275,6 +275,26 @@ impl TrainConfig {
         let value = |list: &[(&'static str, String)], flag: &str| {
             list.iter().find(|(f, _)| *f == flag).map(|(_, v)| v.clone()).unwrap_or_else(|| "unset".into())
         };
+        // This command's network does not build (say --input 99 above the --resize 76 a resume
+        // keeps from an import at 67): its settings cannot be resolved, so the flags it was
+        // given are compared with the checkpoint's, and the first that differs is named.
+        if let (Err(e), Ok(_)) = (self.model.architecture(), saved.model.architecture()) {
+            let given = [
+                ("--input", self.model.input),
+                ("--channels", self.model.channels),
+                ("--classes", self.model.classes),
+                ("--towers", self.model.towers),
+                ("--hidden", self.model.hidden),
+                ("--resize", self.model.resize),
+            ];
+            for (flag, v) in given.into_iter().filter(|(f, _)| compared(f)) {
+                if let Some(v) = v.map(|v| v.to_string()).filter(|v| *v != value(&theirs, flag)) {
+                    let was = value(&theirs, flag);
+                    return Some(format!("this command has {flag} {v}, the checkpoint was trained with {flag} {was}"));
+                }
+            }
+            return Some(format!("this command's network does not build: {}", e.0));
+        }
         let flags = ours.iter().chain(&theirs).map(|(f, _)| *f);
         let mut seen = Vec::new();
         for flag in flags.filter(|f| compared(f)) {

@@ -795,6 +795,17 @@ fn plan_files_give_the_ranks_a_users_plan() {
     );
     assert_one_line_error(&train(&["--devices", "2", "--plan-file", &grid]), &["grid.json", "needs --mesh"]);
     assert_one_line_error(&train(&["--devices", "2", "--plan-file", &broken]), &["broken.json", "not JSON"]);
+    // A misspelt key is refused naming it and the known ones, in either form, a rule's too.
+    let typo = write("typo.json", &std::fs::read_to_string(&flat).unwrap().replace("\"ranks\"", "\"rank\""));
+    assert_one_line_error(
+        &train(&["--devices", "2", "--plan-file", &typo]),
+        &["typo.json", "unknown field `rank`", "`ranks`"],
+    );
+    let typo = write("typo2.json", &std::fs::read_to_string(&grid).unwrap().replace("\"pattern\"", "\"patern\""));
+    assert_one_line_error(
+        &train(&["--mesh", "2,2", "--plan-file", &typo]),
+        &["typo2.json", "unknown field `patern`", "`pattern`"],
+    );
     // owt plan reads the same files and prints the placements per dimension.
     let o = owt(&["plan", "--model", "alexnet-small", "--mesh", "2,2", "--batch", "16", "--plan-file", &grid]);
     let out = String::from_utf8_lossy(&o.stdout);
@@ -1276,6 +1287,14 @@ fn torchvision_weights_import_evaluate_fine_tune_and_export() {
     let o =
         owt(&[&train[..], &["--model", "alexnet-owt", "--input", "67", "--classes", "5", "--epochs", "1"]].concat());
     assert_one_line_error(&o, &["--classes 5", "--classes 4"]);
+    // Another input side over the import's stored --resize 76: the network does not build, and
+    // the refusal names the flag and both values (it said "model unset").
+    let o =
+        owt(&[&train[..], &["--model", "alexnet-owt", "--input", "99", "--classes", "4", "--epochs", "1"]].concat());
+    assert_one_line_error(&o, &["cannot resume", "--input 99", "--input 67"]);
+    assert!(!stderr(&o).contains("unset"), "{}", stderr(&o));
+    let o = owt(&[&train[..], &net, &["--resize", "70", "--epochs", "1"]].concat());
+    assert_one_line_error(&o, &["cannot resume", "--resize 70", "--resize 76"]);
     let o = owt(&[&train[..], &net, &["--epochs", "1"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("starting from the weights imported from torchvision"), "{}", stderr(&o));

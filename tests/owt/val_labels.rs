@@ -57,6 +57,12 @@ fn a_csv_labels_a_flat_folder_header_extensions_and_all() {
     )
     .unwrap();
     assert_eq!(labels_of(&open(&val, &labels, None, None).unwrap()), [1, 0, 2, 1, 0, 2]);
+    // The same file with a byte-order mark and no header (as a spreadsheet saves it): its first
+    // line is a label, not a header.
+    let rows: String =
+        names.iter().enumerate().map(|(i, c)| format!("ILSVRC2012_val_{:08}.png,{c}\n", i + 1)).collect();
+    std::fs::write(&labels, format!("\u{feff}{rows}")).unwrap();
+    assert_eq!(labels_of(&open(&val, &labels, None, None).unwrap()), [1, 0, 2, 1, 0, 2]);
 }
 
 #[test]
@@ -98,6 +104,10 @@ fn what_is_missing_is_refused_in_one_line() {
     assert!(e.contains("ILSVRC2012_val_00000001.png is labelled twice (line 4)"), "{e}");
     let e = refused("ILSVRC2012_val_00000001.png a\n", None);
     assert!(e.contains("line 1 is not 'file,class'"), "{e}");
+    // A 4 MB line without a comma is quoted in part, with its length.
+    let long = "x".repeat(4 << 20);
+    let e = refused(&format!("{long}\n"), None);
+    assert!(e.len() < 400 && e.contains(&format!("({} bytes)", 4 << 20)), "{}", &e[..e.len().min(400)]);
     let train = ["a".to_string()];
     let e = refused(all, Some(&train));
     assert!(e.contains("ILSVRC2012_val_00000002.png is labelled b, which is not one of the 1 training classes"), "{e}");

@@ -18,6 +18,8 @@ use crate::tensor::placement::Placement;
 /// One line of a [`GridPlan`]: parameters whose path matches `pattern` (as in [`PlanRule`])
 /// get `placement`, one entry per mesh dimension, outer first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// A plan file's misspelt key (`"rank": 3`) is refused naming it and the known ones.
+#[serde(deny_unknown_fields)]
 pub struct GridRule {
     /// Path pattern, e.g. `fc*.weight`.
     pub pattern: String,
@@ -59,6 +61,8 @@ pub struct GridRule {
 /// assert!(e.contains("fc*.weight") && e.contains("along \"node\""), "{e}");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// A plan file's misspelt key (`"rank": 3`) is refused naming it and the known ones.
+#[serde(deny_unknown_fields)]
 pub struct GridPlan {
     /// Name shown in logs and metrics.
     pub name: String,

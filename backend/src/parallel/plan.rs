@@ -140,6 +140,8 @@ impl std::str::FromStr for PlanKind {
 /// One line of a plan: parameters whose dotted path matches `pattern` (`*` matches any run of
 /// characters, e.g. `fc*.weight`; see [`pattern_matches`]) get `placement`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// A plan file's misspelt key (`"rank": 3`) is refused naming it and the known ones.
+#[serde(deny_unknown_fields)]
 pub struct PlanRule {
     /// Path pattern, e.g. `conv3.weight` or `fc*.bias`.
     pub pattern: String,
@@ -170,6 +172,8 @@ pub struct PlanRule {
 /// assert_eq!(plan.placement_of("conv1.weight"), Placement::Replicate);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// A plan file's misspelt key (`"rank": 3`) is refused naming it and the known ones.
+#[serde(deny_unknown_fields)]
 pub struct Plan {
     /// Name shown in logs and metrics.
     pub name: String,
