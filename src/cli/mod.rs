@@ -147,11 +147,15 @@ pub fn parse_tf32(s: &str) -> Result<Math, String> {
 /// How many threads prepare images (`--workers`), as train, eval and bench take it.
 #[derive(Debug, Clone, Args)]
 pub struct WorkersArg {
-    /// Threads that read, decode and augment images (default: the cores available); the
-    /// batches are byte for byte the same for any number.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    /// Threads that read, decode and augment images (default: the cores available; at most
+    /// 1024); the batches are byte for byte the same for any number.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_WORKERS as u64))]
     pub workers: Option<usize>,
 }
+
+/// The most image preparation threads `--workers` asks for: far beyond any machine's cores,
+/// and few enough that every count derived from it (queues of batches per worker) stays small.
+pub const MAX_WORKERS: usize = 1024;
 
 impl WorkersArg {
     /// The threads asked for, or the cores available.

@@ -35,8 +35,9 @@ pub struct PrepareArgs {
     /// networks imported from it); training on the packed copy must use the same.
     #[arg(long, default_value = "area", value_parser = |s: &str| ResizeFilter::from_name(s))]
     pub resize_filter: ResizeFilter,
-    /// Shard size in MiB (a shard is closed once it holds this much).
-    #[arg(long, default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..))]
+    /// Shard size in MiB (a shard is closed once it holds this much; at most 16777216, 16 TiB,
+    /// the largest file ext4 holds).
+    #[arg(long, default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=MAX_SHARD_MIB))]
     pub shard_mib: u64,
     /// Image preparation threads.
     #[command(flatten)]
@@ -45,6 +46,10 @@ pub struct PrepareArgs {
     #[command(flatten)]
     pub val: ValLabelArgs,
 }
+
+/// The largest `--shard-mib`: 16 TiB, ext4's largest file (and far from wrapping the u64 byte
+/// count it becomes; 2^44 MiB wrapped to 0 bytes).
+pub const MAX_SHARD_MIB: u64 = 1 << 24;
 
 /// Packs the dataset and says what was written.
 pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {

@@ -230,3 +230,25 @@ fn counts_near_the_integer_limits_are_refused_in_one_line() {
     );
     one_line_error(&train(&run, &["--resume", "--epochs", "3"]), &["already done 3 epochs"]);
 }
+
+/// `--workers` of 2^62 overflowed a product of it ("attempt to multiply with overflow", exit
+/// 101) and `--shard-mib` of 2^44 wrapped to 0 bytes a shard; both are refused at the
+/// command line naming the limit, on every command that takes them.
+#[test]
+fn worker_counts_and_shard_sizes_are_refused_past_their_limits() {
+    let refused = |args: &[&str], limit: &str| {
+        let o = owt(args);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or_default();
+        assert!(first.contains(limit) && !err.contains("internal") && !err.contains("panicked"), "{args:?}: {err}");
+    };
+    let huge = (1u64 << 62).to_string();
+    let train = ["train", "--model", "alexnet-small", "--dataset", "synthetic", "--workers", &huge];
+    refused(&train, "1..=1024");
+    refused(&["bench", "--loader", "--dataset", "synthetic", "--workers", &huge], "1..=1024");
+    let shard = (1u64 << 44).to_string();
+    let prepare = ["prepare", "--data", "/nonexistent", "--out", "/nonexistent/out", "--shard-mib", &shard];
+    refused(&prepare, "1..=16777216");
+    refused(&[&prepare[..5], &["--workers", &huge]].concat(), "1..=1024");
+}
