@@ -114,23 +114,27 @@ fn same_start<B: AutodiffBackend>(device: &B::Device) -> (Net<B>, Net<B>, Tensor
     (net, copy, x)
 }
 
-fn close(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
+fn same(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: parameter count");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         for (a, b) in g.iter().zip(w) {
             // Burn's per-op kernels and the grouped kernel run the same f32 operations in the
-            // same order; allow one rounding of a fused multiply-add where the driver contracts.
+            // same order: the same bits.
             assert!(a == b, "{what}: parameter {i}: {a} vs {b}");
         }
     }
 }
 
-#[test]
-fn grouped_steps_are_burns_steps_on_one_device() {
+/// One device with the kernels registered, and [`same_start`] on it.
+fn one_device() -> (Net<One>, Net<One>, Tensor<One, 4>) {
     require_adapter();
     owt::runtime::step_kernels::register::<Plain>();
-    let device = WgpuDevice::DefaultDevice;
-    let (net, copy, x) = same_start::<One>(&device);
+    same_start::<One>(&WgpuDevice::DefaultDevice)
+}
+
+#[test]
+fn grouped_steps_are_burns_steps_on_one_device() {
+    let (net, copy, x) = one_device();
     let mut grouped = run_sgd::<One>();
     assert!(grouped.grouped(), "the grouped kernel is registered for wgpu");
     let mut burn = burn_sgd::<One>();
@@ -138,17 +142,14 @@ fn grouped_steps_are_burns_steps_on_one_device() {
     let ours = train(net, &mut grouped, &x, 3);
     assert_eq!(grouped.grouped_steps(), 3, "the kernel took every step");
     let theirs = train(copy, &mut burn, &x, 3);
-    close(&weights::<One, _>(&ours), &weights::<One, _>(&theirs), "after 3 steps");
+    same(&weights::<One, _>(&ours), &weights::<One, _>(&theirs), "after 3 steps");
     assert_eq!(weights::<One, _>(&ours.frozen), frozen_before, "a parameter without gradient moved");
     assert_eq!(grouped.to_record().len(), burn.to_record().len(), "a momentum per stepped parameter");
 }
 
 #[test]
 fn a_checkpointed_momentum_continues_the_same_run() {
-    require_adapter();
-    owt::runtime::step_kernels::register::<Plain>();
-    let device = WgpuDevice::DefaultDevice;
-    let (net, copy, x) = same_start::<One>(&device);
+    let (net, copy, x) = one_device();
     // Two steps each, then the grouped optimizer's momentum checkpointed and loaded into a
     // fresh grouped optimizer and into Burn's: two more steps from the same weights agree with
     // each other and with Burn's optimizer that never stopped.
@@ -156,7 +157,7 @@ fn a_checkpointed_momentum_continues_the_same_run() {
     let net = train(net, &mut first, &x, 2);
     let mut burn = burn_sgd::<One>();
     let theirs = train(copy, &mut burn, &x, 2);
-    close(&weights::<One, _>(&net), &weights::<One, _>(&theirs), "after 2 steps");
+    same(&weights::<One, _>(&net), &weights::<One, _>(&theirs), "after 2 steps");
     let record = first.to_record();
     assert_eq!(record.len(), 4, "conv and fc, weight and bias each");
     let twin = net.clone();
@@ -168,8 +169,8 @@ fn a_checkpointed_momentum_continues_the_same_run() {
     let burn_resumed = train(twin, &mut burn_sgd::<One>().load_record(record), &x, 2);
     let uninterrupted = train(theirs, &mut burn, &x, 2);
     let want = weights::<One, _>(&uninterrupted);
-    close(&weights::<One, _>(&ours), &want, "grouped, resumed");
-    close(&weights::<One, _>(&burn_resumed), &want, "Burn's, resumed from the grouped record");
+    same(&weights::<One, _>(&ours), &want, "grouped, resumed");
+    same(&weights::<One, _>(&burn_resumed), &want, "Burn's, resumed from the grouped record");
 }
 
 #[test]
@@ -186,7 +187,7 @@ fn grouped_steps_are_burns_steps_on_a_mesh() {
         let ours = train_with(net, &mut grouped, &x, 3, &synced);
         assert_eq!(grouped.grouped_steps(), 3, "K={k}: the kernel took every step");
         let theirs = train_with(copy, &mut burn_sgd::<Mesh>(), &x, 3, &synced);
-        close(&weights::<Mesh, _>(&ours), &weights::<Mesh, _>(&theirs), &format!("K={k}"));
+        same(&weights::<Mesh, _>(&ours), &weights::<Mesh, _>(&theirs), &format!("K={k}"));
     }
 }
 
@@ -202,7 +203,7 @@ fn parameters_the_kernel_declines_step_one_by_one_to_the_same_numbers() {
     let ours = train(net, &mut grouped, &x, 2);
     assert_eq!(grouped.grouped_steps(), 0, "pending sums are not the kernel's");
     let theirs = train(copy, &mut burn_sgd::<Mesh>(), &x, 2);
-    close(&weights::<Mesh, _>(&ours), &weights::<Mesh, _>(&theirs), "one by one");
+    same(&weights::<Mesh, _>(&ours), &weights::<Mesh, _>(&theirs), "one by one");
 }
 
 /// Burn's fusing wgpu backend (built only with `--features wgpu,fusion`): the grouped step as

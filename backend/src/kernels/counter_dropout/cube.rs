@@ -55,7 +55,7 @@ where
     BT: BoolElement,
 {
     fn counter_dropout_takes(x: &CubeTensor<R>) -> bool {
-        x.meta.num_dims() == 2 && x.dtype.is_float()
+        super::is_2d_float(x)
     }
 
     fn counter_dropout(x: CubeTensor<R>, mask: CounterMask) -> CubeTensor<R> {

@@ -28,7 +28,7 @@ impl<B: FusionBackend + CounterDropoutBackend> Operation<B::FusionRuntime> for C
 
 impl<B: FusionBackend + CounterDropoutBackend> CounterDropoutBackend for Fusion<B> {
     fn counter_dropout_takes(x: &FusionTensor<B::FusionRuntime>) -> bool {
-        x.shape().num_dims() == 2 && x.dtype().is_float()
+        super::is_2d_float(x)
     }
 
     fn counter_dropout(x: FusionTensor<B::FusionRuntime>, mask: CounterMask) -> FusionTensor<B::FusionRuntime> {

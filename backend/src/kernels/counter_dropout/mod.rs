@@ -67,6 +67,13 @@ pub fn lowbias32(mut x: u32) -> u32 {
     x ^ (x >> 16)
 }
 
+/// Whether `x` is a 2-D float tensor: what a backend's kernel takes (its
+/// `counter_dropout_takes`, where nothing else counts).
+#[cfg(any(feature = "cubecl", feature = "fusion"))]
+pub(crate) fn is_2d_float<T: burn::tensor::TensorMetadata>(x: &T) -> bool {
+    x.shape().num_dims() == 2 && x.dtype().is_float()
+}
+
 /// A backend that applies a [`CounterMask`] in one kernel: CubeCL's (wgpu, CUDA), Burn's
 /// fusing backend over it, `Hybrid` over either (each rank its piece), and `Autodiff` over any
 /// of them (whose backward pass applies the same mask to the gradient).

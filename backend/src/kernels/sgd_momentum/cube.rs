@@ -11,7 +11,7 @@ use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 
-use super::{launch_groups, MultiTensorSgdBackend, SgdMomentum, SgdStepped, SgdTensors};
+use super::{alike_and_float, launch_groups, MultiTensorSgdBackend, SgdMomentum, SgdStepped, SgdTensors};
 
 /// The offset of element `pos` (in row-major order of `shape`) in a tensor of `strides`.
 #[cube]
@@ -81,13 +81,7 @@ where
     BT: BoolElement,
 {
     fn sgd_takes(params: &[SgdTensors<Self>]) -> bool {
-        let Some(first) = params.first() else { return false };
-        let dtype = first.param.dtype;
-        params.iter().all(|t| {
-            let shape = t.param.meta.shape();
-            let like = |x: &CubeTensor<R>| x.dtype == dtype && x.meta.shape() == shape;
-            dtype.is_float() && like(&t.grad) && t.velocity.as_ref().is_none_or(like)
-        })
+        alike_and_float(params)
     }
 
     fn sgd_momentum_step(params: Vec<SgdTensors<Self>>, hyper: SgdMomentum) -> Vec<SgdStepped<Self>> {

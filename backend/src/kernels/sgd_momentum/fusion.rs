@@ -8,7 +8,7 @@ use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime, FusionTensor};
 use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
 
-use super::{MultiTensorSgdBackend, SgdMomentum, SgdStepped, SgdTensors};
+use super::{alike_and_float, MultiTensorSgdBackend, SgdMomentum, SgdStepped, SgdTensors};
 
 #[derive(Debug)]
 struct SgdStepOp<B> {
@@ -39,12 +39,7 @@ impl<B: FusionBackend + MultiTensorSgdBackend> Operation<B::FusionRuntime> for S
 
 impl<B: FusionBackend + MultiTensorSgdBackend> MultiTensorSgdBackend for Fusion<B> {
     fn sgd_takes(params: &[SgdTensors<Self>]) -> bool {
-        let Some(first) = params.first() else { return false };
-        let dtype = first.param.dtype();
-        params.iter().all(|t| {
-            let like = |x: &FusionTensor<B::FusionRuntime>| x.dtype() == dtype && x.shape() == t.param.shape();
-            dtype.is_float() && like(&t.grad) && t.velocity.as_ref().is_none_or(like)
-        })
+        alike_and_float(params)
     }
 
     fn sgd_momentum_step(params: Vec<SgdTensors<Self>>, hyper: SgdMomentum) -> Vec<SgdStepped<Self>> {

@@ -50,6 +50,21 @@ pub trait MultiTensorSgdBackend: Backend {
     fn sgd_momentum_step(params: Vec<SgdTensors<Self>>, hyper: SgdMomentum) -> Vec<SgdStepped<Self>>;
 }
 
+/// Whether every parameter's gradient and velocity have its shape, and all are of one float
+/// type: what a backend's grouped launches take (its `sgd_takes`, where nothing else counts).
+#[cfg(any(feature = "cubecl", feature = "fusion"))]
+pub(crate) fn alike_and_float<B: Backend>(params: &[SgdTensors<B>]) -> bool {
+    use burn::tensor::TensorMetadata;
+    let Some(first) = params.first() else { return false };
+    let dtype = first.param.dtype();
+    dtype.is_float()
+        && params.iter().all(|t| {
+            let shape = t.param.shape();
+            let like = |x: &FloatTensor<B>| x.dtype() == dtype && x.shape() == shape;
+            like(&t.param) && like(&t.grad) && t.velocity.as_ref().is_none_or(like)
+        })
+}
+
 /// Indices of `params` grouped so that each group runs in one launch: parameters with a
 /// velocity apart from those without, at most `per_launch` to a group.
 #[cfg(any(test, feature = "cubecl"))]
