@@ -2,7 +2,11 @@
 //! [`crate::data::packed`]): every image of its splits decoded and resized to `--side` on
 //! worker threads, written as memory-mappable shards. The output appears whole or not at all
 //! (written under a temporary name beside it, renamed when done), is never overwritten, and
-//! one prepare at a time writes it.
+//! one command at a time writes it (a prepare or a train of the same `--out` is refused while
+//! this one runs). Interrupted (SIGINT, SIGTERM, SIGHUP), it removes the temporary copy with
+//! all it holds; killed outright (SIGKILL, a lost machine), its copy is removed by the next
+//! prepare of the same output, which names it. Only directories named as owt names them (with
+//! a writer's process id and token) are ever removed.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -76,6 +80,7 @@ pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
     let held_out = held_out_folder(&args.data, &request, train.as_ref().map(|t| t.class_names()))?;
     let held_out_name = held_out_dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let temporary = temporary_dir(out)?;
+    let _removed_on_signal = crate::host::removed_on_signal::RemovedOnSignal::tree(&temporary);
     let opts = PackOptions { workers: args.workers.count(), shard_bytes: args.shard_mib << 20, verbose: true };
     let started = Instant::now();
     let result = (|| -> Result<Vec<String>, OwtError> {
@@ -91,6 +96,7 @@ pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
                 args.side
             );
             let s = pack_split(folder, &dir, &name, opts)?;
+            crate::host::exit::write_fault(&temporary);
             lines.push(format!(
                 "{name}: {} images ({} left out) in {} shards, {:.2} GB",
                 s.images,
@@ -100,7 +106,7 @@ pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
             ));
         }
         sync_dir(&temporary)?;
-        std::fs::rename(&temporary, out)
+        rename_no_replace(&temporary, out)
             .map_err(|e| OwtError::io(format!("cannot rename {} to {}: {e}", temporary.display(), out.display())))?;
         if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
             sync_dir(parent)?;
@@ -123,8 +129,10 @@ pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
     Ok(())
 }
 
-/// The temporary directory the packed copy is written into, beside `out`, after removing the
-/// ones killed prepares left (this process holds `out`'s lock, so no other writes them).
+/// The temporary directory the packed copy is written into, beside `out`, after removing (and
+/// naming) the ones killed prepares left: while this process holds `out`'s lock no other
+/// prepare of it runs, so every temporary of `out` but this process's own is one of theirs
+/// (whatever its process id: ids are reused, tokens are not).
 fn temporary_dir(out: &Path) -> Result<PathBuf, OwtError> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = out
@@ -132,17 +140,48 @@ fn temporary_dir(out: &Path) -> Result<PathBuf, OwtError> {
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| OwtError::input(format!("--out {}: expected a directory name", out.display())))?;
     std::fs::create_dir_all(parent).map_err(|e| OwtError::io(format!("cannot create {}: {e}", parent.display())))?;
-    let stem = crate::train::atomic::temporary_stem(&name);
-    if let Ok(entries) = std::fs::read_dir(parent) {
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&stem) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
+    for (left, pid) in crate::train::atomic::others_temporaries(parent, &name) {
+        let gone = if left.is_dir() { std::fs::remove_dir_all(&left) } else { std::fs::remove_file(&left) };
+        match gone {
+            Ok(()) => crate::err_line!(
+                "removed {}: the unfinished copy of a prepare of --out {} that was killed (process {pid})",
+                left.display(),
+                out.display()
+            ),
+            Err(e) => crate::err_line!(
+                "warning: cannot remove {}, the unfinished copy of a prepare that was killed (process {pid}): {e}",
+                left.display()
+            ),
         }
     }
-    let dir = parent.join(format!("{stem}{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| OwtError::io(format!("cannot create {}: {e}", dir.display())))?;
+    let dir = parent.join(crate::train::atomic::temporary_name(&name));
+    std::fs::create_dir(&dir).map_err(|e| OwtError::io(format!("cannot create {}: {e}", dir.display())))?;
     Ok(dir)
+}
+
+/// Renames the directory `from` to `to`, refused if `to` exists (even empty, which a plain
+/// rename replaces): where the kernel cannot refuse it, a plain rename after a check.
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+        let (a, b) = (c(from)?, c(to)?);
+        // SAFETY: two NUL-terminated paths; renameat2 reads them and keeps nothing.
+        let r =
+            unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_NOREPLACE) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if !matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) {
+            return Err(e);
+        }
+    }
+    if to.exists() {
+        return Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists));
+    }
+    std::fs::rename(from, to)
 }
 
 /// Syncs a directory's entries to disk (its new files' names).

@@ -54,8 +54,8 @@ fn process_token() -> &'static str {
     TOKEN.get_or_init(|| format!("{:016x}", rand::random::<u64>()))
 }
 
-/// The temporary of this process's write of a file named `name`.
-fn temporary_name(name: &str) -> String {
+/// The temporary of this process's write of a file (or directory) named `name`.
+pub(crate) fn temporary_name(name: &str) -> String {
     format!("{}{}-{}", temporary_stem(name), std::process::id(), process_token())
 }
 
@@ -105,6 +105,23 @@ pub(crate) fn remove_stale_temporaries(dir: &Path, name: Option<&str>) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
+}
+
+/// The temporaries in `dir` of the output named `name` that owt made (the name's stem, a
+/// process id and a token) other than this process's own, with their writer's process id.
+pub(crate) fn others_temporaries(dir: &Path, name: &str) -> Vec<(std::path::PathBuf, u32)> {
+    let (stem, mine) = (temporary_stem(name), temporary_name(name));
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<_> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let pid = file.strip_prefix(stem.as_str()).and_then(writer_of)?;
+            (file != mine).then(|| (entry.path(), pid))
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// Whether a process with this id runs (on Linux; elsewhere assumed alive, so kept).

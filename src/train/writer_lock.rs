@@ -1,7 +1,11 @@
-//! One writer per output: train, resume, import and export hold an exclusive OS lock on what
-//! they write (a run directory, or an exported file) from before their first write until they
-//! end, so a second writer started beside them is refused at once, naming the first, instead
-//! of both finishing and one result silently replacing the other. The lock is the kernel's
+//! One writer per output: train, resume, import, export and prepare hold an exclusive OS lock
+//! on what they write (a run directory, an exported file, a packed copy) from before their
+//! first write until they end, so a second writer started beside them is refused at once,
+//! naming the first, instead of both finishing and one result silently replacing the other.
+//! Every output has one lock beside it (`.NAME.lock`), which every command writing it takes,
+//! so a `prepare` and a `train` of the same `--out` exclude each other; a run directory also
+//! has one inside (`.owt.lock`), which a run whose parent directory it may not write still
+//! takes. The lock is the kernel's
 //! (`flock`), so a killed writer releases it; readers (eval, report, plan) take none and never
 //! wait.
 //!
@@ -25,7 +29,9 @@ pub const RUN_LOCK_FILE: &str = ".owt.lock";
 /// the library function it calls may both ask for it.
 #[derive(Debug, Clone)]
 pub struct WriterLock {
-    _held: Arc<Held>,
+    /// The lock files held: a run directory's inner one first, so it is released first and the
+    /// one beside the output, taken first, last.
+    _held: Vec<Arc<Held>>,
 }
 
 #[derive(Debug)]
@@ -54,28 +60,46 @@ fn held() -> &'static Mutex<HashMap<PathBuf, Weak<Held>>> {
 impl WriterLock {
     /// Takes the lock of the run directory `dir` (which must exist) for `command` ("train",
     /// "import", ...); `what` names the output in messages ("--out runs/a").
+    /// The run also holds the lock beside the directory (see [`WriterLock::file`]) where its
+    /// parent may be written.
     pub fn run_dir(dir: &Path, command: &str, what: &str) -> Result<WriterLock, OwtError> {
-        WriterLock::acquire(&dir.join(RUN_LOCK_FILE), command, what)
+        let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let beside = WriterLock::acquire(&lock_beside(&canonical), command, what, true)?;
+        let inside = WriterLock::acquire(&dir.join(RUN_LOCK_FILE), command, what, false)?;
+        Ok(WriterLock { _held: inside.map(|l| l._held).into_iter().chain(beside.map(|l| l._held)).collect() })
     }
 
-    /// Takes the lock of the file `path` (a hidden `.NAME.lock` beside it) for `command`.
+    /// Takes the lock of the output `path` (a file, or a directory not yet made) for
+    /// `command`: a hidden `.NAME.lock` beside it, named from `path`'s canonical parent so
+    /// that two spellings of one output take one lock.
     pub fn file(path: &Path, command: &str, what: &str) -> Result<WriterLock, OwtError> {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        WriterLock::acquire(&dir.join(crate::train::atomic::sibling_name(&name, ".lock")), command, what)
+        let held = WriterLock::acquire(&lock_beside(path), command, what, false)?;
+        Ok(WriterLock { _held: held.map(|l| l._held).into_iter().collect() })
     }
 
-    /// Takes the lock file `lock`, or says who holds it.
-    fn acquire(lock: &Path, command: &str, what: &str) -> Result<WriterLock, OwtError> {
+    /// Takes the lock file `lock`, or says who holds it; with `optional`, none where the lock
+    /// file's directory may not be written (no other owt can write an output there either).
+    fn acquire(lock: &Path, command: &str, what: &str, optional: bool) -> Result<Option<Hold>, OwtError> {
         let key = std::path::absolute(lock).unwrap_or_else(|_| lock.to_path_buf());
         let mut table = held().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(mine) = table.get(&key).and_then(Weak::upgrade) {
-            return Ok(WriterLock { _held: mine });
+            return Ok(Some(Hold { _held: mine }));
         }
         let io = |e: std::io::Error| OwtError::io(format!("{what}: cannot lock {}: {e}", lock.display()));
         loop {
-            let mut file =
-                OpenOptions::new().read(true).write(true).create(true).truncate(false).open(lock).map_err(io)?;
+            let opened = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(lock);
+            let mut file = match opened {
+                Err(e)
+                    if optional
+                        && matches!(
+                            e.kind(),
+                            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                        ) =>
+                {
+                    return Ok(None)
+                }
+                opened => opened.map_err(io)?,
+            };
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => return Err(busy(&mut file, what)),
@@ -95,9 +119,23 @@ impl WriterLock {
             let held = Arc::new(Held { path: lock.to_path_buf(), file, _on_signal });
             table.retain(|_, h| h.strong_count() > 0);
             table.insert(key, Arc::downgrade(&held));
-            return Ok(WriterLock { _held: held });
+            return Ok(Some(Hold { _held: held }));
         }
     }
+}
+
+/// One lock file held.
+struct Hold {
+    _held: Arc<Held>,
+}
+
+/// The lock file beside the output `path`: `.NAME.lock` in its parent, canonical where the
+/// parent exists.
+fn lock_beside(path: &Path) -> PathBuf {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dir.join(crate::train::atomic::sibling_name(&name, ".lock"))
 }
 
 /// Whether `path` still names the open `file` (a lock file removed and made again by others

@@ -28,7 +28,7 @@ fn photos() -> Vec<PathBuf> {
 /// A JPEG folder of three classes (crops of three photographs), shorter sides 40 to 130 so
 /// that a crop of 32 from a resize to 36 decodes some at a reduced DCT scale (72 or more),
 /// plus a grey JPEG and a PNG.
-fn jpeg_folder(dir: &Path, train: usize, val: usize) {
+pub(crate) fn jpeg_folder(dir: &Path, train: usize, val: usize) {
     let all = photos();
     let three: Vec<&Path> = all
         .iter()
