@@ -34,7 +34,17 @@ fn main() {
     let cli = match owt::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+            } else {
+                owt::err_line!("{}", owt::host::parse_error::one_line(&e.render().to_string()));
+            }
             owt::exit::now(e.exit_code());
         }
     };

@@ -495,10 +495,6 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
     if args.batch == 0 {
         return Err(OwtError::input("--batch must be at least 1, got 0"));
     }
-    if args.loader {
-        let report = crate::cli::bench_loader::run(args)?;
-        return print_report(&report, args.json, || report.table());
-    }
     let too_many = || {
         OwtError::input(format!(
             "--warmup {} and --steps {}: a benchmark runs at most {MAX_BENCH_STEPS} steps in all",
@@ -506,6 +502,10 @@ pub fn run(args: &BenchArgs) -> Result<(), OwtError> {
         ))
     };
     let total = args.warmup.checked_add(args.steps).filter(|&t| t <= MAX_BENCH_STEPS).ok_or_else(too_many)?;
+    if args.loader {
+        let report = crate::cli::bench_loader::run(args)?;
+        return print_report(&report, args.json, || report.table());
+    }
     // Under mpirun every process runs the same benchmark on its ranks of one mesh; process 0
     // prints the report (the job's traffic: every process's ledger summed).
     let processes = crate::runtime::processes::Processes::join()?;

@@ -66,6 +66,42 @@ impl InputReport {
     }
 }
 
+/// Refuses, before anything is read or allocated, a loader benchmark whose image order
+/// (`batches` x `--batch` indices, made up front), batches in flight and synthetic images
+/// (held in memory) need more than `available` bytes, naming the flags to lower.
+fn check_memory(args: &BenchArgs, image: [usize; 3], batches: usize, available: Option<u64>) -> Result<(), OwtError> {
+    let image_bytes = image.iter().map(|&d| d as u128).product::<u128>();
+    let images = batches as u128 * args.batch as u128;
+    let order = images * std::mem::size_of::<usize>() as u128;
+    // Each batch in flight as bytes and as the f32 values handed to the step.
+    let in_flight = (PREFETCH as u128 + 1) * args.batch as u128 * image_bytes * 5;
+    let synthetic = match args.dataset {
+        crate::data::DatasetKind::Synthetic => {
+            let n = args.limit.unwrap_or(crate::data::SYNTHETIC_TRAIN) as u128;
+            (n + (n / 4).max(1)) * image_bytes
+        }
+        _ => 0,
+    };
+    let needed = order + in_flight + synthetic;
+    let fits = match available {
+        Some(available) => needed <= available as u128,
+        None => needed <= u64::MAX as u128,
+    };
+    if fits {
+        return Ok(());
+    }
+    let human = |b: u128| crate::train::budget::human(b.min(u64::MAX as u128) as u64);
+    Err(OwtError::input(format!(
+        "bench --loader at --batch {} over {batches} batches needs about {} ({} of image order, {} of batches in flight, {} of synthetic images), this machine has {} available: lower --batch, --steps, --warmup or --limit",
+        args.batch,
+        human(needed),
+        human(order),
+        human(in_flight),
+        human(synthetic),
+        available.map_or("less".to_string(), |a| human(a as u128))
+    )))
+}
+
 /// Runs the loader benchmark `args` describe.
 pub fn run(args: &BenchArgs) -> Result<InputReport, OwtError> {
     let spec = args.model.spec();
@@ -77,9 +113,11 @@ pub fn run(args: &BenchArgs) -> Result<InputReport, OwtError> {
         ..DataRequest::new(args.dataset, arch.input)
     }
     .resized_as(&spec);
-    let train = open_splits(&request)?.train;
+    // At most MAX_BENCH_STEPS batches (checked by the caller).
     let batches = args.warmup + args.steps;
-    let images = batches.checked_mul(args.batch).ok_or_else(|| OwtError::input("--batch x --steps is too large"))?;
+    check_memory(args, arch.input, batches, crate::train::budget::available_memory())?;
+    let train = open_splits(&request)?.train;
+    let images = batches * args.batch;
     // As many passes over the split as the batches need, each in its own order.
     let mut order = Vec::with_capacity(images);
     let mut rng = StdRng::seed_from_u64(args.seed);

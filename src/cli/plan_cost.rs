@@ -292,6 +292,33 @@ pub fn print_node_speedups(rows: &[NodeRow], local: usize, per_rank: usize, sche
 /// A profile from `--profile` or the four explicit figures (all of which must then be given
 /// and positive), with any `--uplink SPAN,GBPS,US` above a custom profile's own links (the
 /// widest of them is the network between nodes).
+/// The figures of a custom profile and the range each is accepted in: from a thousandth of
+/// the slowest device or link anyone would plan for to a thousand times the fastest there is,
+/// so that every time the cost model predicts (flops over rate, bytes over bandwidth, plus
+/// latencies) is finite and positive, and a table never reads "NaNx faster".
+pub const FIGURES: [(&str, std::ops::RangeInclusive<f64>); 4] =
+    [("--tflops", 1e-3..=1e6), ("--mem-gbps", 1e-3..=1e6), ("--link-gbps", 1e-6..=1e6), ("--latency-us", 0.0..=1e9)];
+
+/// Bandwidths of an `--uplink`, GB/s: those of `--link-gbps`.
+const UPLINK_GBPS: std::ops::RangeInclusive<f64> = 1e-6..=1e6;
+
+/// Latencies of an `--uplink`, microseconds: those of `--latency-us`.
+const UPLINK_US: std::ops::RangeInclusive<f64> = 0.0..=1e9;
+
+/// The widest `--uplink` span: the speedup tables price up to 8 nodes of it, and a dry run
+/// takes at most [`crate::train::budget::MAX_DRY_RUN_RANKS`] ranks.
+pub const MAX_UPLINK_SPAN: usize = crate::train::budget::MAX_DRY_RUN_RANKS / 8;
+
+/// What a figure's range stands for, in words.
+fn why(name: &str) -> &'static str {
+    match name {
+        "--tflops" => "1 GFLOP/s to 1 EFLOP/s",
+        "--mem-gbps" => "1 MB/s to 1 PB/s",
+        "--link-gbps" => "1 KB/s to 1 PB/s",
+        _ => "up to 1000 s",
+    }
+}
+
 pub fn profile_from_args(
     preset: Option<&str>,
     figures: [Option<f64>; 4],
@@ -316,12 +343,18 @@ pub fn profile_from_args(
         )),
         (None, false) => Ok(None),
         (None, true) => {
-            let names = ["--tflops", "--mem-gbps", "--link-gbps", "--latency-us"];
             let mut values = [0.0; 4];
-            for ((v, name), out) in explicit.iter().zip(names).zip(&mut values) {
+            for ((v, (name, range)), out) in explicit.iter().zip(FIGURES).zip(&mut values) {
                 match v {
-                    Some(x) if x.is_finite() && (*x > 0.0 || (name == "--latency-us" && *x == 0.0)) => *out = *x,
-                    Some(x) => return Err(OwtError::input(format!("{name} must be positive, got {x}"))),
+                    Some(x) if range.contains(x) => *out = *x,
+                    Some(x) => {
+                        return Err(OwtError::input(format!(
+                            "{name} must be in [{}, {}] ({}), got {x:?}",
+                            range.start(),
+                            range.end(),
+                            why(name)
+                        )))
+                    }
                     None => {
                         return Err(OwtError::input(format!(
                             "{name} is missing: a custom profile needs all four figures"
@@ -353,13 +386,20 @@ pub fn profile_from_args(
 /// `SPAN,GBPS,US`: a shared link above each block of SPAN ranks.
 pub fn parse_uplink(s: &str) -> Result<Uplink, String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    let bad =
-        || format!("expected SPAN,GBPS,US (ranks behind the link, at least 2; GB/s > 0; latency us >= 0), got {s:?}");
+    let bad = || {
+        format!(
+            "expected SPAN,GBPS,US (ranks behind the link, 2 to {MAX_UPLINK_SPAN}; GB/s in [{}, {}]; latency us in [{}, {}]), got {s:?}",
+            UPLINK_GBPS.start(),
+            UPLINK_GBPS.end(),
+            UPLINK_US.start(),
+            UPLINK_US.end()
+        )
+    };
     let [span, gbps, us] = parts.as_slice() else { return Err(bad()) };
     let span: usize = span.parse().map_err(|_| bad())?;
     let gbps: f64 = gbps.parse().map_err(|_| bad())?;
     let latency_us: f64 = us.parse().map_err(|_| bad())?;
-    if span < 2 || !(gbps.is_finite() && gbps > 0.0) || !(latency_us.is_finite() && latency_us >= 0.0) {
+    if !(2..=MAX_UPLINK_SPAN).contains(&span) || !UPLINK_GBPS.contains(&gbps) || !UPLINK_US.contains(&latency_us) {
         return Err(bad());
     }
     Ok(Uplink { name: format!("uplink of {span}"), span, gbps, latency_us })
@@ -379,14 +419,29 @@ mod tests {
         let e = profile_from_args(Some("cpu"), [Some(1.0), None, None, None], &[]).unwrap_err();
         assert!(e.to_string().contains("not both"), "{e}");
         let e = profile_from_args(None, [Some(-1.0), Some(1.0), Some(1.0), Some(1.0)], &[]).unwrap_err();
-        assert!(e.to_string().contains("--tflops must be positive"), "{e}");
+        assert!(e.to_string().contains("--tflops must be in [0.001, 1000000]"), "{e}");
+        // Beyond the ranges a predicted time is infinite or zero: refused, naming the range.
+        for (i, x) in [(0, 1e-308), (1, 5e-324), (2, 1e308), (3, 1e308), (3, -0.5)] {
+            let mut figures = [Some(1.0); 4];
+            figures[i] = Some(x);
+            let e = profile_from_args(None, figures, &[]).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{} must be in [", FIGURES[i].0)) && e.ends_with(&format!("got {x:?}")),
+                "{e}"
+            );
+        }
+        let edges = [Some(1e-3), Some(1e6), Some(1e-6), Some(0.0)];
+        assert!(profile_from_args(None, edges, &[]).unwrap().is_some());
     }
 
     #[test]
     fn uplinks_are_parsed_checked_and_sorted() {
         let u = parse_uplink("8, 1.25, 30").unwrap();
         assert_eq!((u.span, u.gbps, u.latency_us), (8, 1.25, 30.0));
-        for bad in ["1,1,1", "4,0,1", "4,1,-1", "4,1", "x,1,1", "4,nan,1"] {
+        let widest = format!("{MAX_UPLINK_SPAN},1,1");
+        assert_eq!(parse_uplink(&widest).unwrap().span, MAX_UPLINK_SPAN);
+        let wider = format!("{},1,1", MAX_UPLINK_SPAN + 1);
+        for bad in ["1,1,1", "4,0,1", "4,1,-1", "4,1", "x,1,1", "4,nan,1", "4,5e-324,1", "4,1,1e308", &wider] {
             assert!(parse_uplink(bad).unwrap_err().contains("SPAN,GBPS,US"), "{bad}");
         }
         let figures = [Some(1.0), Some(1.0), Some(1.0), Some(1.0)];

@@ -11,6 +11,15 @@ use crate::train::schedule::{LrScaling, LrSchedule};
 /// and what reads them is bounded by it (100 times the 2012 paper's 90 epochs).
 pub const MAX_EPOCHS: usize = 10_000;
 
+/// The largest `--lighting`: 100 times the 2012 paper's 0.1. Beyond it the shift of a
+/// typical image (ImageNet's largest eigenvalue is about 0.22 on pixels in [0, 1]) is many
+/// times the pixels' whole range, and training sees saturated images.
+pub const MAX_LIGHTING: f64 = 10.0;
+
+/// The rates (`--lr`, and `--weight-decay` where not 0) an f32 weight update holds: below
+/// the smallest normal f32 a rate is lost to rounding, above the largest it is infinite.
+pub const F32_RATES: std::ops::RangeInclusive<f64> = (f32::MIN_POSITIVE as f64)..=(f32::MAX as f64);
+
 /// Hyper-parameters and choices of one training run. A checkpoint stores it so that
 /// `--resume` continues the same run and `owt eval` rebuilds the same network.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,21 +174,31 @@ impl TrainConfig {
                 self.epochs
             )));
         }
-        if !(self.lr.is_finite() && self.lr > 0.0) {
-            return Err(OwtError::input(format!("--lr must be a positive number, got {}", self.lr)));
+        if !F32_RATES.contains(&self.lr) {
+            return Err(OwtError::input(format!(
+                "--lr must be in [{:?}, {:?}] (what an f32 weight update holds), got {:?}",
+                F32_RATES.start(),
+                F32_RATES.end(),
+                self.lr
+            )));
         }
         if !(0.0..1.0).contains(&self.momentum) {
-            return Err(OwtError::input(format!("--momentum must be in [0, 1), got {}", self.momentum)));
+            return Err(OwtError::input(format!("--momentum must be in [0, 1), got {:?}", self.momentum)));
         }
-        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
-            return Err(OwtError::input(format!("--weight-decay must be >= 0, got {}", self.weight_decay)));
+        if !(self.weight_decay == 0.0 || F32_RATES.contains(&self.weight_decay)) {
+            return Err(OwtError::input(format!(
+                "--weight-decay must be 0 or in [{:?}, {:?}] (what an f32 weight update holds), got {:?}",
+                F32_RATES.start(),
+                F32_RATES.end(),
+                self.weight_decay
+            )));
         }
         if self.base_batch == 0 {
             return Err(OwtError::input("--base-batch must be at least 1, got 0"));
         }
-        if !(self.lighting.is_finite() && self.lighting >= 0.0) {
+        if !(0.0..=MAX_LIGHTING).contains(&self.lighting) {
             return Err(OwtError::input(format!(
-                "--lighting must be >= 0 (0.1 in the 2012 paper), got {}",
+                "--lighting must be in [0, {MAX_LIGHTING}] (0.1 in the 2012 paper), got {:?}",
                 self.lighting
             )));
         }

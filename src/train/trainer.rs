@@ -346,9 +346,14 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
         match since {
             None => Ok(()),
             Some((mean, images)) => Err(OwtError::input(format!(
-                "training diverged in epoch {} (learning rate {}): mean loss {mean:.4e} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
+                "training diverged in epoch {} (learning rate {}): mean loss {} over {images} images, above {:.1} ({DIVERGENCE_FACTOR}x a uniform guess's {uniform:.3}); lower --lr (got {}) or --weight-decay (got {})",
                 epoch + 1,
                 crate::train::schedule::Rate(lr),
+                match mean {
+                    m if m.is_nan() => "not a number".to_string(),
+                    m if m.is_infinite() => "beyond what an f64 holds".to_string(),
+                    m => format!("{m:.4e}"),
+                },
                 DIVERGENCE_FACTOR * uniform,
                 crate::train::schedule::Rate(config.lr),
                 config.weight_decay

@@ -695,7 +695,12 @@ fn lighting_noise_is_stored_with_the_run_and_part_of_it() {
     let grey =
         owt(&["train", "--model", "alexnet-small", "--dataset", "synthetic", "--epochs", "1", "--lighting", "0.1"]);
     assert_one_line_error(&grey, &["--lighting 0.1", "1 channel"]);
-    assert_one_line_error(&run(&["--epochs", "1", "--lighting=-1", "--overwrite"]), &["--lighting must be >= 0"]);
+    assert_one_line_error(&run(&["--epochs", "1", "--lighting=-1", "--overwrite"]), &["--lighting must be in [0, 10]"]);
+    // 1e308 trained on saturated pixels: past 100x the paper's level it is refused.
+    assert_one_line_error(
+        &run(&["--epochs", "1", "--lighting=1e308", "--overwrite"]),
+        &["--lighting must be in [0, 10]", "got 1e308"],
+    );
 }
 
 /// `owt report RUN --filters` on a checkpoint whose conv1 filters are made grey in tower 1

@@ -14,7 +14,7 @@ pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -625,19 +625,23 @@ fn export_refuses_to_replace_a_file_and_cleans_up_after_a_killed_export() {
     assert!(long.exists() && !stale.exists());
 }
 
-/// `owt report` of a run whose rate fell to subnormal values (it looped forever in the
-/// log-scale axis), drawn within a minute, to a picture whose name is at the length limit.
+/// `owt report` of a run whose rate fell to the smallest an f32 update holds and below (a
+/// subnormal rate looped forever in the log-scale axis: drawing such rates is the report's
+/// unit test, since `--lr` now refuses them), drawn within a minute, to a picture whose name
+/// is at the length limit.
 #[test]
-fn report_draws_a_subnormal_rate_to_a_name_at_the_length_limit() {
+fn report_draws_the_smallest_rate_to_a_name_at_the_length_limit() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    ok(&train(&run, &["--lr", "3e-323", "--epochs", "2", "--lr-schedule", "step:1"]));
+    one_line_error(&train(&run, &["--lr", "3e-323"]), &["--lr must be in [1.1754943508222875e-38, ", "got 3e-323"]);
+    let smallest = (f32::MIN_POSITIVE as f64).to_string();
+    ok(&train(&run, &["--lr", &smallest, "--epochs", "2", "--lr-schedule", "step:1"]));
     let name = format!("{}.svg", "r".repeat(255 - ".svg".len()));
     let picture = dir.path().join(&name);
     let o = owt_within(&["report", run.to_str().unwrap(), "--out", picture.to_str().unwrap()], 60);
     ok(&o);
     let svg = std::fs::read_to_string(&picture).unwrap();
-    assert!(svg.contains("outside 1e-300..1e300, not drawn"), "the rate panel says why it draws no curve");
+    assert!(svg.contains("rate (log scale)"), "1.2e-38 and 1.2e-39 are drawn on a log scale");
 }
 
 /// A node of a 2-D mesh run as threads that fails alone (node 0 cannot write metrics.json)

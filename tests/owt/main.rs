@@ -28,6 +28,7 @@ mod input_pipeline;
 mod jpeg_pipeline;
 mod learner;
 mod mixed_precision;
+mod numeric_flags;
 mod own_cnn;
 mod plan_traffic;
 mod preprocessing;
