@@ -319,3 +319,77 @@ fn the_statistics_traffic_is_two_all_reduces_of_the_channels_each_way() {
         }
     }
 }
+
+/// Accumulation with batch normalisation (issue 60 point 7): each micro-batch is normalised by
+/// its own statistics and moves the running statistics once, as a PyTorch loop that
+/// accumulates gradients does; the recipes chapter says so. Checked against computations that
+/// share nothing with the accumulated step: its weights are the mean of plain steps over each
+/// micro-batch alone (SGD's first step from zero momentum is linear in the gradient, and the
+/// losses weighted by their share make the accumulated gradient the micro-batches' mean), its
+/// running statistics those of train-mode passes over the micro-batches one after the other;
+/// and both differ from the whole batch's step, whose statistics are the batch's.
+#[test]
+fn accumulated_batch_norm_takes_each_micro_batchs_statistics() {
+    let spec = ModelSpec { dropout: Some(0.0), ..vgg11_bn() };
+    let whole = owt::train::TrainConfig { batch: 8, ..config(spec.clone(), 8, FcUpdate::PerStep) };
+    let half = owt::train::TrainConfig { batch: 4, ..whole.clone() };
+    let weights = initial_weights(&spec);
+    let one = SingleDevice::<Ref>::new(Default::default());
+    let device = one.device();
+    let arch = whole.model.architecture().unwrap();
+    let (x, y) = batch(0, 8, arch.input, arch.classes);
+    let rows = |r: std::ops::Range<usize>| {
+        (
+            one.place_input(Tensor::from_data(host_rows(&x, r.clone()), device)),
+            one.place_labels(Tensor::from_data(host_rows(&y, r), device)),
+        )
+    };
+    let key = DropoutKey::new(whole.seed, 0);
+    // The step in two micro-batches of 4.
+    let model = placed_model(&one, &whole, &weights);
+    let mut acc = owt::train::AccumulatedStep::new(8, whole.head, key);
+    for r in [0..4, 4..8] {
+        let (xm, ym) = rows(r);
+        acc.micro_batch(&one, &model, xm, ym);
+    }
+    let (accumulated, _) = acc.finish(&one, model, &mut sgd::<Ref>(&whole), whole.lr);
+    // Each micro-batch alone, a plain step of 4 images from the same weights.
+    // The learnt parameters (the running statistics are state, compared below).
+    let learnt = |values: Vec<(String, Vec<f64>)>| -> Vec<(String, Vec<f64>)> {
+        values.into_iter().filter(|(name, _)| !name.contains("running_")).collect()
+    };
+    let alone: Vec<Vec<(String, Vec<f64>)>> = [0..4, 4..8]
+        .into_iter()
+        .map(|r| {
+            let (xm, ym) = rows(r);
+            let model = placed_model(&one, &half, &weights);
+            let (next, _) =
+                train_step(&one, model, &mut sgd::<Ref>(&half), half.lr, half.head, half.fc_update, key, xm, ym);
+            learnt(parameter_values(&next))
+        })
+        .collect();
+    let mean: Vec<(String, Vec<f64>)> = alone[0]
+        .iter()
+        .zip(&alone[1])
+        .map(|((name, a), (_, b))| (name.clone(), a.iter().zip(b).map(|(a, b)| (a + b) / 2.0).collect()))
+        .collect();
+    let (gap, worst) = relative_gap(&learnt(parameter_values(&accumulated)), &mean);
+    assert!(gap <= 1e-10, "the accumulated step is not the micro-batches' mean step: {worst} off by {gap:e}");
+    // The running statistics: train-mode passes over the two micro-batches, one after the other.
+    let passes = placed_model(&one, &whole, &weights);
+    for r in [0..4, 4..8] {
+        let _ = passes.forward(rows(r).0);
+    }
+    let (gap, worst) = relative_gap(&running_statistics(&accumulated), &running_statistics(&passes));
+    assert!(gap <= 1e-12, "running statistics: {worst} off by {gap:e}");
+    // The whole batch in one step normalises by the batch's statistics: another step.
+    let (xw, yw) = rows(0..8);
+    let model = placed_model(&one, &whole, &weights);
+    let (step, _) =
+        train_step(&one, model, &mut sgd::<Ref>(&whole), whole.lr, whole.head, whole.fc_update, key, xw, yw);
+    let (gap, worst) = relative_gap(&learnt(parameter_values(&step)), &learnt(parameter_values(&accumulated)));
+    eprintln!("one batch against two micro-batches: weights {gap:.2e} apart ({worst})");
+    assert!(gap > 1e-8, "the whole batch's step equals the accumulated one ({gap:e}): the statistics would be the batch's");
+    let (gap, _) = relative_gap(&running_statistics(&step), &running_statistics(&accumulated));
+    assert!(gap > 1e-8, "one update of the running statistics equals two ({gap:e})");
+}
