@@ -425,10 +425,7 @@ mod tests {
             let mut figures = [Some(1.0); 4];
             figures[i] = Some(x);
             let e = profile_from_args(None, figures, &[]).unwrap_err().to_string();
-            assert!(
-                e.contains(&format!("{} must be in [", FIGURES[i].0)) && e.ends_with(&format!("got {x:?}")),
-                "{e}"
-            );
+            assert!(e.contains(&format!("{} must be in [", FIGURES[i].0)) && e.ends_with(&format!("got {x:?}")), "{e}");
         }
         let edges = [Some(1e-3), Some(1e6), Some(1e-6), Some(0.0)];
         assert!(profile_from_args(None, edges, &[]).unwrap().is_some());

@@ -166,7 +166,7 @@ pub fn open_test_split(req: &DataRequest) -> Result<Arc<dyn ImageSource>, OwtErr
             Arc::new(load_mnist_split(&dir, false, "MNIST", "Pass --data DIR with the IDX files.", req.model_input[1])?)
         }
         DatasetKind::Folder => Arc::new(held_out_split(req)?),
-        DatasetKind::Packed => open_splits(req)?.test,
+        DatasetKind::Packed => Arc::new(packed_held_out(req)?),
         DatasetKind::Synthetic => open_splits(req)?.test,
     };
     if test.is_empty() {
@@ -301,6 +301,12 @@ fn folder_splits(dir: &Path, req: &DataRequest) -> Result<Splits, OwtError> {
 
 fn packed_splits(dir: &Path, req: &DataRequest) -> Result<Splits, OwtError> {
     let [channels, side, _] = req.model_input;
+    if !dir.join("train").is_dir() && held_out_dir(dir).is_ok() {
+        return Err(OwtError::data(format!(
+            "{} has no train/ split to train on (it was packed from a folder without train/); evaluate it with owt eval --dataset packed, or prepare a folder that has train/",
+            dir.display()
+        )));
+    }
     let train = PackedImages::open(&dir.join("train"), channels, req.resize_side(), side, req.filter)?;
     let held_out = held_out_dir(dir)?;
     let test = PackedImages::open(&held_out, channels, req.resize_side(), side, req.filter)?;
@@ -310,6 +316,24 @@ fn packed_splits(dir: &Path, req: &DataRequest) -> Result<Splits, OwtError> {
         None => train,
     };
     Ok(Splits { train: Arc::new(train), test: Arc::new(test) })
+}
+
+/// The held-out split of a packed copy, for evaluation: a copy packed from a folder with only
+/// `val/` (or `test/`) has no training split, and needs none; where it has one, the two must
+/// have the same classes.
+fn packed_held_out(req: &DataRequest) -> Result<PackedImages, OwtError> {
+    let dir = req
+        .dir
+        .clone()
+        .ok_or_else(|| OwtError::data("--dataset packed needs --data DIR, a directory written by `owt prepare`"))?;
+    let [channels, side, _] = req.model_input;
+    let held_out = held_out_dir(&dir)?;
+    let test = PackedImages::open(&held_out, channels, req.resize_side(), side, req.filter)?;
+    if dir.join("train").is_dir() {
+        let train = PackedImages::open(&dir.join("train"), channels, req.resize_side(), side, req.filter)?;
+        same_classes(train.class_names(), &held_out, test.class_names())?;
+    }
+    Ok(test)
 }
 
 /// The held-out directory of a dataset directory: `DIR/val/`, else `DIR/test/`.

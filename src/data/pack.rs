@@ -109,6 +109,7 @@ pub fn pack_split(folder: &ImageFolder, dir: &Path, name: &str, opts: PackOption
             classes: folder.class_names().to_vec(),
             images: records.len(),
             records_crc32: crc32fast::hash(&table),
+            classes_crc32: Some(crate::data::packed::classes_crc32(folder.class_names())),
             shards,
             left_out,
             resize_filter: folder.filter(),

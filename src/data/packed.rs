@@ -25,8 +25,11 @@ use crate::error::OwtError;
 /// What `index.json` says the split is.
 pub const FORMAT: &str = "owt-packed";
 
-/// The version of the format this owt writes and reads.
-pub const VERSION: u32 = 1;
+/// The version of the format this owt writes (2: the index carries a CRC-32 of its classes).
+pub const VERSION: u32 = 2;
+
+/// The versions this owt reads: 1 (from before the class checksum, read unchecked) and 2.
+pub const READ_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
 
 /// A split's index file.
 pub const INDEX_FILE: &str = "index.json";
@@ -56,6 +59,11 @@ pub struct PackedIndex {
     pub images: usize,
     /// CRC-32 of `records.bin`.
     pub records_crc32: u32,
+    /// CRC-32 of the class names ([`classes_crc32`]): an edit of the class list (which
+    /// relabels every image, and is not caught by comparing the splits' lists when both are
+    /// edited alike) is refused. Absent in version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes_crc32: Option<u32>,
     /// The shards, in order.
     pub shards: Vec<ShardInfo>,
     /// Files of the source left out because they could not be decoded.
@@ -200,13 +208,29 @@ impl PackedImages {
             })?;
         let index: PackedIndex = serde_json::from_slice(&bytes)
             .map_err(|e| OwtError::data(format!("{}: not a packed split's index: {e}", index_path.display())))?;
-        if index.format != FORMAT || index.version != VERSION {
+        if index.format != FORMAT || !READ_VERSIONS.contains(&index.version) {
             return Err(OwtError::data(format!(
-                "{}: format {:?} version {}, expected {FORMAT:?} version {VERSION}",
+                "{}: format {:?} version {}, expected {FORMAT:?} version {} to {}",
                 index_path.display(),
                 index.format,
-                index.version
+                index.version,
+                READ_VERSIONS.start(),
+                READ_VERSIONS.end()
             )));
+        }
+        let crc = classes_crc32(&index.classes);
+        match index.classes_crc32 {
+            Some(stored) if stored == crc => {}
+            None if index.version == 1 => {}
+            stored => {
+                return Err(OwtError::data(format!(
+                    "{}: its class list ({} classes, first {:?}) was changed since it was packed: its CRC-32 is {crc:08x}, the index says {}; every image's label is an index into it, so restore the list or prepare the split again (owt prepare)",
+                    index_path.display(),
+                    index.classes.len(),
+                    index.classes.first().map(String::as_str).unwrap_or(""),
+                    stored.map_or("none".to_string(), |s| format!("{s:08x}"))
+                )));
+            }
         }
         if index.side < crop {
             return Err(OwtError::data(format!(
@@ -302,6 +326,17 @@ impl PackedImages {
             Crop::centre(w, h, self.crop)
         }
     }
+}
+
+/// The CRC-32 of a class list: each name's length (8 bytes, little-endian) and bytes, in
+/// class-id order, so that no two lists (a name holding a newline included) give one input.
+pub fn classes_crc32(classes: &[String]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    for name in classes {
+        hasher.update(&(name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+    }
+    hasher.finalize()
 }
 
 /// Reads and checks `records.bin`.

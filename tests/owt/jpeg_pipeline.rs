@@ -317,6 +317,77 @@ fn prepare_packs_atomically_and_damaged_shards_are_named() {
     let from_folder = train("folder", data.path(), &work.path().join("run-folder"));
     let from_packed = train("packed", &packed, &work.path().join("run-packed"));
     assert_eq!(from_folder, from_packed);
+    // A folder with only val/: packed, it evaluates as the folder does; training on the
+    // packed copy is refused in one line (it said only that train/index.json was missing).
+    let val_only = work.path().join("val-only");
+    for class in std::fs::read_dir(data.path().join("val")).unwrap() {
+        let class = class.unwrap().path();
+        let to = val_only.join("val").join(class.file_name().unwrap());
+        std::fs::create_dir_all(&to).unwrap();
+        for file in std::fs::read_dir(&class).unwrap() {
+            let file = file.unwrap().path();
+            std::fs::copy(&file, to.join(file.file_name().unwrap())).unwrap();
+        }
+    }
+    let packed_val = work.path().join("packed-val");
+    let o = owt(&["prepare", "--data", &d(&val_only), "--out", &d(&packed_val), "--side", "36"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = d(&work.path().join("run-folder"));
+    let eval = |kind: &str, dir: &Path| {
+        let o = owt(&["eval", "--checkpoint", &run, "--dataset", kind, "--data", &d(dir)]);
+        assert!(o.status.success(), "{kind}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let (folder, packed_only) = (eval("folder", &val_only), eval("packed", &packed_val));
+    assert!(folder.contains("test accuracy") && folder == packed_only, "{folder} against {packed_only}");
+    let o = owt(&[
+        "train",
+        "--model",
+        "alexnet-small",
+        "--channels",
+        "3",
+        "--input",
+        "32",
+        "--classes",
+        "3",
+        "--resize",
+        "36",
+        "--dataset",
+        "packed",
+        "--data",
+        &d(&packed_val),
+        "--out",
+        &d(&work.path().join("run-val-only")),
+    ]);
+    let e = stderr(&o);
+    assert!(!o.status.success() && e.lines().count() == 1 && e.contains("has no train/ split to train on"), "{e}");
+    // Both class lists edited alike (two names swapped: every image of them relabelled, and
+    // the splits still agree): refused naming the list. An index of version 1 (no checksum,
+    // from before it) is read as it was.
+    for split in ["train", "val"] {
+        let path = packed.join(split).join("index.json");
+        let mut index: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(index["version"], 2);
+        let classes = index["classes"].as_array_mut().unwrap();
+        classes.swap(0, 1);
+        std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+    }
+    let open = |split: &str| PackedImages::open(&packed.join(split), 3, 36, 32, ResizeFilter::Area);
+    let e = open("train").unwrap_err().to_string();
+    assert!(e.contains("its class list (3 classes, first") && e.contains("was changed since it was packed"), "{e}");
+    let path = packed.join("train/index.json");
+    let mut index: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    index.as_object_mut().unwrap().remove("classes_crc32");
+    index["version"] = 1.into();
+    std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+    assert!(open("train").is_ok(), "a version-1 index is read unchecked");
+    for split in ["train", "val"] {
+        let path = packed.join(split).join("index.json");
+        let mut index: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        index["classes"].as_array_mut().unwrap().swap(0, 1);
+        std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+    }
+    assert!(open("val").is_ok(), "restored");
     // A flipped byte in a shard: found when its images are first read, named.
     let shard = packed.join("train/shard-00000.bin");
     let mut bytes = std::fs::read(&shard).unwrap();

@@ -389,7 +389,10 @@ fn accumulated_batch_norm_takes_each_micro_batchs_statistics() {
         train_step(&one, model, &mut sgd::<Ref>(&whole), whole.lr, whole.head, whole.fc_update, key, xw, yw);
     let (gap, worst) = relative_gap(&learnt(parameter_values(&step)), &learnt(parameter_values(&accumulated)));
     eprintln!("one batch against two micro-batches: weights {gap:.2e} apart ({worst})");
-    assert!(gap > 1e-8, "the whole batch's step equals the accumulated one ({gap:e}): the statistics would be the batch's");
+    assert!(
+        gap > 1e-8,
+        "the whole batch's step equals the accumulated one ({gap:e}): the statistics would be the batch's"
+    );
     let (gap, _) = relative_gap(&running_statistics(&step), &running_statistics(&accumulated));
     assert!(gap > 1e-8, "one update of the running statistics equals two ({gap:e})");
 }
