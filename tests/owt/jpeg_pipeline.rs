@@ -251,6 +251,10 @@ fn a_packed_split_holds_the_folders_pixels_after_the_same_resize() {
     assert!(e.contains("resized with the area filter, the model resizes with bilinear"), "{e}");
 }
 
+/// The network the packed copies here are trained and evaluated with.
+const NETWORK: [&str; 10] =
+    ["--model", "alexnet-small", "--channels", "3", "--input", "32", "--classes", "3", "--resize", "36"];
+
 /// `owt prepare` writes a packed copy that trains as the folder does, never overwrites it,
 /// leaves nothing when it fails, and a damaged or truncated shard is refused naming it.
 #[test]
@@ -283,30 +287,24 @@ fn prepare_packs_atomically_and_damaged_shards_are_named() {
     // Training on the packed copy and on the folder: the same losses and accuracies.
     let train = |kind: &str, dir: &Path, out: &Path| {
         let o = owt(&[
-            "train",
-            "--model",
-            "alexnet-small",
-            "--channels",
-            "3",
-            "--input",
-            "32",
-            "--classes",
-            "3",
-            "--resize",
-            "36",
-            "--dataset",
-            kind,
-            "--data",
-            &d(dir),
-            "--epochs",
-            "1",
-            "--batch",
-            "8",
-            "--lighting",
-            "0",
-            "--out",
-            &d(out),
-        ]);
+            &["train"][..],
+            &NETWORK,
+            &[
+                "--dataset",
+                kind,
+                "--data",
+                &d(dir),
+                "--epochs",
+                "1",
+                "--batch",
+                "8",
+                "--lighting",
+                "0",
+                "--out",
+                &d(out),
+            ],
+        ]
+        .concat());
         assert!(o.status.success(), "{kind}: {}", stderr(&o));
         let metrics: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
@@ -341,24 +339,11 @@ fn prepare_packs_atomically_and_damaged_shards_are_named() {
     let (folder, packed_only) = (eval("folder", &val_only), eval("packed", &packed_val));
     assert!(folder.contains("test accuracy") && folder == packed_only, "{folder} against {packed_only}");
     let o = owt(&[
-        "train",
-        "--model",
-        "alexnet-small",
-        "--channels",
-        "3",
-        "--input",
-        "32",
-        "--classes",
-        "3",
-        "--resize",
-        "36",
-        "--dataset",
-        "packed",
-        "--data",
-        &d(&packed_val),
-        "--out",
-        &d(&work.path().join("run-val-only")),
-    ]);
+        &["train"][..],
+        &NETWORK,
+        &["--dataset", "packed", "--data", &d(&packed_val), "--out", &d(&work.path().join("run-val-only"))],
+    ]
+    .concat());
     let e = stderr(&o);
     assert!(!o.status.success() && e.lines().count() == 1 && e.contains("has no train/ split to train on"), "{e}");
     // Both class lists edited alike (two names swapped: every image of them relabelled, and
