@@ -94,11 +94,19 @@ pub fn prepare(out: &Path, existing: Existing, command: &str) -> Result<RunDir, 
     }
     let made: Vec<PathBuf> =
         out.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
-    std::fs::create_dir_all(out)
-        .map_err(|e| OwtError::io(format!("--out {shown}: cannot create the directory: {e}")))?;
+    let cannot = |e: std::io::Error| OwtError::io(format!("--out {shown}: cannot create the directory: {e}"));
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(cannot)?;
+    }
     // From here the guard removes a directory this run made, whatever refuses the run.
     let mut run = RunDir { path: out.to_path_buf(), existing, lock: None, made };
-    run.lock = Some(WriterLock::run_dir(out, command, &format!("--out {shown}"))?);
+    // The lock beside --out comes first: a writer refused here (another train, import or
+    // prepare of it runs) has made nothing the other may be using, and removes nothing.
+    let what = format!("--out {shown}");
+    let beside = WriterLock::beside_run_dir(out, command, &what).inspect_err(|_| run.made.clear())?;
+    std::fs::create_dir_all(out).map_err(cannot)?;
+    run.lock = Some(WriterLock::run_dir(out, command, &what)?);
+    drop(beside);
     remove_stale_temporaries(out, None);
     probe_write(out)?;
     let checkpoint = checkpoint_path(out);

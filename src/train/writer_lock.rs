@@ -63,10 +63,18 @@ impl WriterLock {
     /// The run also holds the lock beside the directory (see [`WriterLock::file`]) where its
     /// parent may be written.
     pub fn run_dir(dir: &Path, command: &str, what: &str) -> Result<WriterLock, OwtError> {
-        let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let beside = WriterLock::acquire(&lock_beside(&canonical), command, what, true)?;
+        let beside = WriterLock::acquire(&lock_beside(dir), command, what, true)?;
         let inside = WriterLock::acquire(&dir.join(RUN_LOCK_FILE), command, what, false)?;
         Ok(WriterLock { _held: inside.map(|l| l._held).into_iter().chain(beside.map(|l| l._held)).collect() })
+    }
+
+    /// Takes the lock beside the run directory `dir` alone, before `dir` is made (its parent
+    /// must exist), so that of two writers starting together the second is refused before it
+    /// makes or removes anything; [`WriterLock::run_dir`] then finds it held by this process.
+    /// None where the parent may not be written.
+    pub fn beside_run_dir(dir: &Path, command: &str, what: &str) -> Result<Option<WriterLock>, OwtError> {
+        let held = WriterLock::acquire(&lock_beside(dir), command, what, true)?;
+        Ok(held.map(|l| WriterLock { _held: vec![l._held] }))
     }
 
     /// Takes the lock of the output `path` (a file, or a directory not yet made) for
@@ -132,6 +140,14 @@ struct Hold {
 /// The lock file beside the output `path`: `.NAME.lock` in its parent, canonical where the
 /// parent exists.
 fn lock_beside(path: &Path) -> PathBuf {
+    // `.` and `..` have no name of their own: named by what they are.
+    let canonical;
+    let path = if path.file_name().is_none() {
+        canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        canonical.as_path()
+    } else {
+        path
+    };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
