@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::cli::bench::BenchArgs;
+use crate::cli::bench_args::BenchArgs;
 use crate::data::stages::StageTimes;
 use crate::data::{open_splits, DataRequest};
 use crate::error::OwtError;

@@ -2,11 +2,13 @@
 //! `prepare`.
 
 pub mod bench;
+pub mod bench_args;
 pub mod bench_loader;
 pub mod eval;
 pub mod import;
 pub mod info;
 pub mod plan;
+pub mod plan_args;
 pub mod plan_auto;
 pub mod plan_cost;
 pub mod prepare;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use owt_hybrid::auto_plan::{search, splittable_layers, AutoPlan};
 use owt_hybrid::{DeviceProfile, Exchange, GridPlan, Plan, PlanKind};
 
-use crate::cli::plan::PlanArgs;
+use crate::cli::plan_args::PlanArgs;
 use crate::error::OwtError;
 use crate::parallel::PlanDryRun;
 

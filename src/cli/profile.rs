@@ -16,7 +16,6 @@ use serde::Serialize;
 
 use owt_models::{Activation, Architecture, ConvNet, DropoutKey, Head, Stage};
 
-use crate::cli::bench::median;
 use crate::error::OwtError;
 
 /// One row of the profile: a layer (or the loss, optimizer, data) and its median times.
@@ -305,4 +304,15 @@ pub fn profile_step<B: AutodiffBackend, O: Optimizer<ConvNet<B>, B>>(
         parts_ms,
         step_ms: median(step),
     })
+}
+
+/// The median of `xs` (not empty).
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
 }

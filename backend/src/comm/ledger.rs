@@ -211,16 +211,5 @@ impl Ledger {
     }
 }
 
-/// Collective names as they appear in the ledger.
-pub mod names {
-    /// [`crate::comm::collectives::all_gather`].
-    pub const ALL_GATHER: &str = "all_gather";
-    /// [`crate::comm::collectives::reduce_scatter`].
-    pub const REDUCE_SCATTER: &str = "reduce_scatter";
-    /// [`crate::comm::collectives::all_reduce`].
-    pub const ALL_REDUCE: &str = "all_reduce";
-    /// [`crate::comm::collectives::broadcast`].
-    pub const BROADCAST: &str = "broadcast";
-    /// [`crate::comm::collectives::send`].
-    pub const SEND: &str = "send";
-}
+/// Collective names as they appear in the ledger (defined beside the keys that use them).
+pub use super::ledger_key::names;

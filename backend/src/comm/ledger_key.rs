@@ -9,8 +9,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::ledger::names;
-
 /// The kinds of collective the ledger counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Collective {
@@ -262,6 +260,20 @@ impl PartialEq<&str> for Phase {
     fn eq(&self, text: &&str) -> bool {
         self == *text
     }
+}
+
+/// Collective names as they appear in the ledger.
+pub mod names {
+    /// [`crate::comm::collectives::all_gather`].
+    pub const ALL_GATHER: &str = "all_gather";
+    /// [`crate::comm::collectives::reduce_scatter`].
+    pub const REDUCE_SCATTER: &str = "reduce_scatter";
+    /// [`crate::comm::collectives::all_reduce`].
+    pub const ALL_REDUCE: &str = "all_reduce";
+    /// [`crate::comm::collectives::broadcast`].
+    pub const BROADCAST: &str = "broadcast";
+    /// [`crate::comm::collectives::send`].
+    pub const SEND: &str = "send";
 }
 
 #[cfg(test)]
