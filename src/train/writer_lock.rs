@@ -65,7 +65,7 @@ impl WriterLock {
     pub fn run_dir(dir: &Path, command: &str, what: &str) -> Result<WriterLock, OwtError> {
         let beside = WriterLock::acquire(&lock_beside(dir), command, what, true)?;
         let inside = WriterLock::acquire(&dir.join(RUN_LOCK_FILE), command, what, false)?;
-        Ok(WriterLock { _held: inside.map(|l| l._held).into_iter().chain(beside.map(|l| l._held)).collect() })
+        Ok(WriterLock { _held: inside.into_iter().chain(beside).collect() })
     }
 
     /// Takes the lock beside the run directory `dir` alone, before `dir` is made (its parent
@@ -74,7 +74,7 @@ impl WriterLock {
     /// None where the parent may not be written.
     pub fn beside_run_dir(dir: &Path, command: &str, what: &str) -> Result<Option<WriterLock>, OwtError> {
         let held = WriterLock::acquire(&lock_beside(dir), command, what, true)?;
-        Ok(held.map(|l| WriterLock { _held: vec![l._held] }))
+        Ok(held.map(|held| WriterLock { _held: vec![held] }))
     }
 
     /// Takes the lock of the output `path` (a file, or a directory not yet made) for
@@ -82,16 +82,16 @@ impl WriterLock {
     /// that two spellings of one output take one lock.
     pub fn file(path: &Path, command: &str, what: &str) -> Result<WriterLock, OwtError> {
         let held = WriterLock::acquire(&lock_beside(path), command, what, false)?;
-        Ok(WriterLock { _held: held.map(|l| l._held).into_iter().collect() })
+        Ok(WriterLock { _held: held.into_iter().collect() })
     }
 
     /// Takes the lock file `lock`, or says who holds it; with `optional`, none where the lock
     /// file's directory may not be written (no other owt can write an output there either).
-    fn acquire(lock: &Path, command: &str, what: &str, optional: bool) -> Result<Option<Hold>, OwtError> {
+    fn acquire(lock: &Path, command: &str, what: &str, optional: bool) -> Result<Option<Arc<Held>>, OwtError> {
         let key = std::path::absolute(lock).unwrap_or_else(|_| lock.to_path_buf());
         let mut table = held().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(mine) = table.get(&key).and_then(Weak::upgrade) {
-            return Ok(Some(Hold { _held: mine }));
+            return Ok(Some(mine));
         }
         let io = |e: std::io::Error| OwtError::io(format!("{what}: cannot lock {}: {e}", lock.display()));
         loop {
@@ -127,14 +127,9 @@ impl WriterLock {
             let held = Arc::new(Held { path: lock.to_path_buf(), file, _on_signal });
             table.retain(|_, h| h.strong_count() > 0);
             table.insert(key, Arc::downgrade(&held));
-            return Ok(Some(Hold { _held: held }));
+            return Ok(Some(held));
         }
     }
-}
-
-/// One lock file held.
-struct Hold {
-    _held: Arc<Held>,
 }
 
 /// The lock file beside the output `path`: `.NAME.lock` in its parent, canonical where the
