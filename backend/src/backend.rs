@@ -3,7 +3,8 @@
 use std::marker::PhantomData;
 
 use burn::tensor::backend::{Backend, BackendTypes, DTypeUsageSet, ExecutionError};
-use burn::tensor::{DType, TensorData};
+use burn::tensor::quantization::{QTensorPrimitive, QuantScheme};
+use burn::tensor::{DType, Shape, TensorData, TensorMetadata};
 
 use crate::mesh::MeshDevice;
 use crate::tensor::dtensor::DTensor;
@@ -46,7 +47,7 @@ impl<B: Backend> BackendTypes for Hybrid<B> {
     type IntElem = B::IntElem;
     type BoolTensorPrimitive = HybridBool<B>;
     type BoolElem = B::BoolElem;
-    type QuantizedTensorPrimitive = crate::ops::quantization::NoQuantization;
+    type QuantizedTensorPrimitive = NoQuantization;
 }
 
 impl<B: Backend> Backend for Hybrid<B> {
@@ -99,5 +100,27 @@ impl<B: Backend> Backend for Hybrid<B> {
         Iter: Iterator<Item = &'a mut TensorData>,
     {
         B::staging(data, &device.rank_devices()[0])
+    }
+}
+
+/// The quantized tensor type of `Hybrid`; never constructed (quantized ops panic).
+#[derive(Debug, Clone)]
+pub struct NoQuantization {
+    scheme: QuantScheme,
+    shape: Shape,
+}
+
+impl TensorMetadata for NoQuantization {
+    fn dtype(&self) -> DType {
+        DType::QFloat(self.scheme)
+    }
+    fn shape(&self) -> Shape {
+        self.shape.clone()
+    }
+}
+
+impl QTensorPrimitive for NoQuantization {
+    fn scheme(&self) -> &QuantScheme {
+        &self.scheme
     }
 }

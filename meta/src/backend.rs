@@ -1,10 +1,10 @@
 //! `Meta`: the backend type, its associated types and the backend-level calls.
 
 use burn::tensor::backend::{Backend, BackendTypes, DTypeUsage, DTypeUsageSet};
-use burn::tensor::{BoolStore, DType};
+use burn::tensor::quantization::{QTensorPrimitive, QuantScheme};
+use burn::tensor::{BoolStore, DType, Shape, TensorMetadata};
 
 use crate::device::MetaDevice;
-use crate::ops::qtensor::NoQuantization;
 use crate::tensor::MetaTensor;
 
 /// A Burn backend that computes shapes and dtypes only, as Burn's Flex backend would, and logs
@@ -50,5 +50,27 @@ impl Backend for Meta {
 
     fn device_count(_type_id: u16) -> usize {
         1
+    }
+}
+
+/// The quantized tensor type of `Meta`; never constructed (quantized ops panic).
+#[derive(Debug, Clone)]
+pub struct NoQuantization {
+    scheme: QuantScheme,
+    shape: Shape,
+}
+
+impl TensorMetadata for NoQuantization {
+    fn dtype(&self) -> DType {
+        DType::QFloat(self.scheme)
+    }
+    fn shape(&self) -> Shape {
+        self.shape.clone()
+    }
+}
+
+impl QTensorPrimitive for NoQuantization {
+    fn scheme(&self) -> &QuantScheme {
+        &self.scheme
     }
 }

@@ -18,9 +18,7 @@
 //!   flops and its bytes. Creation ops (zeros, ones, full, random, from_data, arange) log the
 //!   bytes they write; `empty` writes nothing; `*_into_data` reads its input.
 
-use burn::tensor::DType;
-
-use crate::tensor::MetaTensor;
+use burn::tensor::{DType, Shape};
 
 /// One op run on a [`crate::MetaDevice`]: what it would cost on a real device. A cost model
 /// turns these into time; the Meta backend only counts (see the module doc for the rules).
@@ -75,11 +73,6 @@ pub(crate) fn bytes_of(elements: usize, dtype: DType) -> u64 {
     elements as u64 * dtype.size() as u64
 }
 
-/// Bytes of all of `inputs`, whole.
-pub(crate) fn bytes_read(inputs: &[&MetaTensor]) -> u64 {
-    inputs.iter().map(|t| t.bytes()).sum()
-}
-
 /// ⌈log2 n⌉ (0 for n ≤ 1): the depth factor of a comparison sort.
 pub(crate) fn ceil_log2(n: usize) -> u64 {
     if n <= 1 {
@@ -90,24 +83,26 @@ pub(crate) fn ceil_log2(n: usize) -> u64 {
 }
 
 /// 2·N·Cout·out-spatial·(Cin/groups)·kernel volume: the multiply-adds of a convolution of
-/// input `x` `[N, Cin, ..]` with weight `[Cout, Cin/groups, k..]` giving `out` `[N, Cout, ..]`.
+/// input `x` `[N, Cin, ..]` with a weight of shape `weight` `[Cout, Cin/groups, k..]` giving an
+/// output of shape `out` `[N, Cout, ..]`.
 /// `weight[1]` already is Cin/groups.
-pub(crate) fn conv_flops(weight: &MetaTensor, out: &MetaTensor) -> u64 {
-    let n = out.shape[0] as u64;
-    let cout = out.shape[1] as u64;
-    let out_spatial: u64 = out.shape[2..].iter().map(|&d| d as u64).product();
-    let cin_per_group = weight.shape[1] as u64;
-    let kernel: u64 = weight.shape[2..].iter().map(|&d| d as u64).product();
+pub(crate) fn conv_flops(weight: &Shape, out: &Shape) -> u64 {
+    let n = out[0] as u64;
+    let cout = out[1] as u64;
+    let out_spatial: u64 = out[2..].iter().map(|&d| d as u64).product();
+    let cin_per_group = weight[1] as u64;
+    let kernel: u64 = weight[2..].iter().map(|&d| d as u64).product();
     2 * n * cout * out_spatial * cin_per_group * kernel
 }
 
 /// 2·N·Cin·in-spatial·(Cout/groups)·kernel volume: the multiply-adds of a transposed
-/// convolution of input `x` `[N, Cin, ..]` with weight `[Cin, Cout/groups, k..]`.
-pub(crate) fn conv_transpose_flops(x: &MetaTensor, weight: &MetaTensor) -> u64 {
-    let n = x.shape[0] as u64;
-    let cin = x.shape[1] as u64;
-    let in_spatial: u64 = x.shape[2..].iter().map(|&d| d as u64).product();
-    let cout_per_group = weight.shape[1] as u64;
-    let kernel: u64 = weight.shape[2..].iter().map(|&d| d as u64).product();
+/// convolution of an input of shape `x` `[N, Cin, ..]` with a weight of shape `weight`
+/// `[Cin, Cout/groups, k..]`.
+pub(crate) fn conv_transpose_flops(x: &Shape, weight: &Shape) -> u64 {
+    let n = x[0] as u64;
+    let cin = x[1] as u64;
+    let in_spatial: u64 = x[2..].iter().map(|&d| d as u64).product();
+    let cout_per_group = weight[1] as u64;
+    let kernel: u64 = weight[2..].iter().map(|&d| d as u64).product();
     2 * n * cin * in_spatial * cout_per_group * kernel
 }

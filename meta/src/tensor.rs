@@ -3,7 +3,7 @@
 
 use burn::tensor::{DType, Shape, TensorMetadata};
 
-use crate::cost::{bytes_of, bytes_read};
+use crate::cost::bytes_of;
 use crate::device::MetaDevice;
 
 /// A tensor without data: what Burn's Flex backend would hold, minus the values. The device is
@@ -83,4 +83,9 @@ impl TensorMetadata for MetaTensor {
     fn rank(&self) -> usize {
         self.shape.num_dims()
     }
+}
+
+/// Bytes of all of `inputs`, whole.
+fn bytes_read(inputs: &[&MetaTensor]) -> u64 {
+    inputs.iter().map(|t| t.bytes()).sum()
 }

@@ -5,6 +5,7 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
 use burn::nn::{BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use burn::prelude::*;
+use burn::tensor::activation::relu;
 
 use crate::architecture::{Architecture, ArchitectureError, ConvLayer, Family, InitScheme};
 use crate::batch_norm::BatchNorm;
@@ -103,12 +104,6 @@ pub struct ConvNet<B: Backend> {
 
 /// An AlexNet-family network (the same module type as every member).
 pub type AlexNet<B> = ConvNet<B>;
-
-/// The conv layers a [`ConvNet`] has fields for, by name.
-pub(crate) const CONV_FIELDS: [&str; 18] = [
-    "conv1", "conv2", "conv3", "conv4", "conv5", "conv1_1", "conv1_2", "conv2_1", "conv2_2", "conv3_1", "conv3_2",
-    "conv3_3", "conv4_1", "conv4_2", "conv4_3", "conv5_1", "conv5_2", "conv5_3",
-];
 
 impl<B: Backend> ConvNet<B> {
     /// The conv layer called `name` (`conv3`, `conv3_2`), if the network has it.
@@ -506,3 +501,48 @@ pub trait LayerHook<B: Backend> {
 struct NoHook;
 
 impl<B: Backend> LayerHook<B> for NoHook {}
+
+impl<B: Backend> ConvNet<B> {
+    /// Runs one stage on `x`, dropout masks keyed by `key`. Panics if `x` is maps where the
+    /// stage takes features or the reverse (a stage out of order).
+    pub fn run_stage(&self, stage: Stage, x: Activation<B>, key: DropoutKey) -> Activation<B> {
+        use Activation::{Features, Maps};
+        match (stage, x) {
+            (Stage::Conv(n), Maps(x)) => Maps(self.conv(n).forward(x)),
+            (Stage::BatchNorm(n), Maps(x)) => Maps(crate::batch_norm::batch_norm(self.norm(n), x)),
+            (Stage::Relu(_), Maps(x)) => Maps(relu(x)),
+            (Stage::FcRelu(_), Features(h)) => Features(relu(h)),
+            (Stage::Lrn(_), Maps(x)) => Maps(self.lrn.forward(x)),
+            (Stage::Pool(_), Maps(x)) => Maps(self.pool.forward(x)),
+            (Stage::AvgPool, Maps(x)) => {
+                Maps(self.avgpool.as_ref().expect("AvgPool is a stage only of models with one").forward(x))
+            }
+            (Stage::Flatten, Maps(x)) => Features(x.flatten(1, 3)),
+            (Stage::Dropout(n), Features(h)) => Features(self.dropout.forward(h, key, &format!("fc{n}"))),
+            (Stage::Fc(n), Features(h)) => Features(self.fcs()[n - 6].forward(h)),
+            (stage, x) => panic!("{stage:?} cannot take {:?}-shaped input", x.per_image_shape()),
+        }
+    }
+
+    /// Conv layer `n` (1-based, in forward order).
+    pub fn conv(&self, n: usize) -> &burn::nn::conv::Conv2d<B> {
+        let name = self.architecture.conv_name(n);
+        self.conv_named(&name).unwrap_or_else(|| panic!("{} has no {name}", self.architecture.name))
+    }
+
+    /// The batch normalisation after conv layer `n`.
+    pub fn norm(&self, n: usize) -> &crate::BatchNorm<B> {
+        let name = self.architecture.stage_name(Stage::BatchNorm(n));
+        self.norm_named(&name).unwrap_or_else(|| panic!("{} has no {name}", self.architecture.name))
+    }
+
+    /// Every conv layer in forward order.
+    pub fn convs(&self) -> Vec<&burn::nn::conv::Conv2d<B>> {
+        (1..=self.architecture.convs.len()).map(|n| self.conv(n)).collect()
+    }
+
+    /// fc6..fc8.
+    pub fn fcs(&self) -> [&burn::nn::Linear<B>; 3] {
+        [&self.fc6, &self.fc7, &self.fc8]
+    }
+}

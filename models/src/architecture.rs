@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{ModelProfile, ProfileBuilder};
 use crate::stage::Stage;
 
 /// One convolution stage: filters, kernel, stride, padding and groups (towers it is split in).
@@ -134,37 +133,6 @@ pub const POOL_KERNEL: usize = 3;
 pub const POOL_STRIDE: usize = 2;
 
 impl Architecture {
-    /// The layer profile (parameters, MACs, output shape per layer), or why the geometry is
-    /// impossible (an input too small for the kernels, channels not divisible by groups).
-    ///
-    /// ```
-    /// use owt_models::AlexNetOwtConfig;
-    ///
-    /// let profile = AlexNetOwtConfig::new().architecture().profile().unwrap();
-    /// assert_eq!(profile.total_params, 61_100_840);
-    /// assert_eq!(profile.layer("conv1").unwrap().macs, 70_276_800);
-    /// let (conv_params, conv_macs) = profile.sum_by_prefix("conv");
-    /// assert!(conv_params * 20 < profile.total_params && conv_macs * 10 > profile.total_macs * 9);
-    /// ```
-    pub fn profile(&self) -> Result<ModelProfile, ArchitectureError> {
-        let mut p = ProfileBuilder::new(&self.name, self.input);
-        self.check_lists()?;
-        for stage in self.stages() {
-            let name = self.stage_name(stage);
-            match stage {
-                Stage::Conv(n) => p.conv(&name, &self.convs[n - 1])?,
-                Stage::BatchNorm(_) => p.batch_norm(&name),
-                Stage::Lrn(_) => p.shape_only(&name),
-                Stage::Pool(_) => p.pool(&name, self.pool.kernel, self.pool.stride)?,
-                Stage::AvgPool => p.adaptive_pool(&name, self.adaptive_pool.expect("AvgPool comes with a size")),
-                Stage::Flatten => p.flatten()?,
-                Stage::Fc(n) => p.linear(&name, self.fc_width(n))?,
-                Stage::Relu(_) | Stage::FcRelu(_) | Stage::Dropout(_) => {}
-            }
-        }
-        p.finish()
-    }
-
     /// Every parameter's path and shape, as the module built from this architecture holds
     /// them (`conv1.weight` `[filters, in/groups, k, k]`, `fc6.weight` `[in, out]`, biases),
     /// without building it: what a parallel plan is checked against.
@@ -218,7 +186,7 @@ impl Architecture {
 
     /// Refuses per-conv lists of another length than the conv layers, and a VGG of more conv
     /// layers in a block than its module has room for.
-    fn check_lists(&self) -> Result<(), ArchitectureError> {
+    pub(crate) fn check_lists(&self) -> Result<(), ArchitectureError> {
         let n = self.convs.len();
         if n == 0 || self.lrn_after.len() != n || self.pool_after.len() != n {
             return Err(ArchitectureError(format!(
@@ -230,7 +198,7 @@ impl Architecture {
         }
         for i in 1..=n {
             let name = self.conv_name(i);
-            if !crate::alexnet::CONV_FIELDS.contains(&name.as_str()) {
+            if !CONV_FIELDS.contains(&name.as_str()) {
                 return Err(ArchitectureError(format!(
                     "{}: conv layer {i} would be {name}, which the module has no field for (AlexNet: conv1..conv5; VGG: up to conv5_3, 2-2-3-3-3 per block)",
                     self.name
@@ -258,5 +226,130 @@ impl Architecture {
             )));
         }
         Ok(())
+    }
+}
+
+/// The conv layers a [`crate::ConvNet`] has fields for, by name.
+pub(crate) const CONV_FIELDS: [&str; 18] = [
+    "conv1", "conv2", "conv3", "conv4", "conv5", "conv1_1", "conv1_2", "conv2_1", "conv2_2", "conv3_1", "conv3_2",
+    "conv3_3", "conv4_1", "conv4_2", "conv4_3", "conv5_1", "conv5_2", "conv5_3",
+];
+
+impl Architecture {
+    /// The suffix that names conv layer `n` and its stages: `3` in an AlexNet, `3_2` (block 3,
+    /// second layer; blocks end at a pooling) in a VGG.
+    fn conv_suffix(&self, n: usize) -> String {
+        match self.family {
+            Family::AlexNet => n.to_string(),
+            Family::Vgg => {
+                let block = self.block_of(n);
+                let first = self.pool_after[..n - 1].iter().rposition(|&p| p).map_or(1, |i| i + 2);
+                format!("{block}_{}", n - first + 1)
+            }
+        }
+    }
+
+    /// The block conv layer `n` is in: 1 + the poolings before it.
+    fn block_of(&self, n: usize) -> usize {
+        1 + self.pool_after[..n - 1].iter().filter(|&&p| p).count()
+    }
+
+    /// The name of conv layer `n` (1-based): `conv3`, or `conv3_2` in a VGG.
+    pub fn conv_name(&self, n: usize) -> String {
+        format!("conv{}", self.conv_suffix(n))
+    }
+
+    /// The stage's name (`conv1`, `bn1_1`, `relu1`, `lrn1`, `pool1`, `avgpool`, `flatten`,
+    /// `dropout6`, `fc6`, `relu6`): the layer profile's and the timing profile's row names.
+    /// A VGG's pooling is named by its block (`pool3` after `conv3_3`), as in its Caffe models.
+    pub fn stage_name(&self, stage: Stage) -> String {
+        match stage {
+            Stage::Conv(n) => self.conv_name(n),
+            Stage::BatchNorm(n) => format!("bn{}", self.conv_suffix(n)),
+            Stage::Relu(n) => format!("relu{}", self.conv_suffix(n)),
+            Stage::Lrn(n) => format!("lrn{}", self.conv_suffix(n)),
+            Stage::Pool(n) => match self.family {
+                Family::AlexNet => format!("pool{n}"),
+                Family::Vgg => format!("pool{}", self.block_of(n)),
+            },
+            Stage::AvgPool => "avgpool".into(),
+            Stage::Flatten => "flatten".into(),
+            Stage::Dropout(n) => format!("dropout{n}"),
+            Stage::Fc(n) => format!("fc{n}"),
+            Stage::FcRelu(n) => format!("relu{n}"),
+        }
+    }
+
+    /// The layer the stage belongs to (`conv3` for `Lrn(3)`, `conv3_2` for its batch
+    /// normalisation, `fc6` for `Dropout(6)`): what traffic labels name. `None` for the
+    /// stages between the conv trunk and the FC layers.
+    pub fn stage_layer(&self, stage: Stage) -> Option<String> {
+        match stage {
+            Stage::Conv(n) | Stage::BatchNorm(n) | Stage::Relu(n) | Stage::Lrn(n) | Stage::Pool(n) => {
+                Some(self.conv_name(n))
+            }
+            Stage::Dropout(n) | Stage::Fc(n) | Stage::FcRelu(n) => Some(format!("fc{n}")),
+            Stage::AvgPool | Stage::Flatten => None,
+        }
+    }
+
+    /// The stages of the forward pass in order: conv n, its batch normalisation where the
+    /// network has it, its ReLU, response normalisation and pooling where marked; the
+    /// adaptive pool if any; flatten; then for FC layer n = 6..8 dropout where marked, the
+    /// layer and (for 6 and 7) its ReLU.
+    ///
+    /// ```
+    /// use owt_models::{AlexNet2012Config, Stage, VggConfig};
+    ///
+    /// let arch = AlexNet2012Config::new().architecture();
+    /// let stages = arch.stages();
+    /// let names: Vec<String> = stages.iter().take(5).map(|&s| arch.stage_name(s)).collect();
+    /// assert_eq!(names, ["conv1", "relu1", "lrn1", "pool1", "conv2"]);
+    /// assert_eq!(stages.last(), Some(&Stage::Fc(8)));
+    ///
+    /// let vgg = VggConfig::new(16).with_batch_norm(true).architecture();
+    /// let names: Vec<String> = vgg.stages().iter().take(8).map(|&s| vgg.stage_name(s)).collect();
+    /// assert_eq!(names, ["conv1_1", "bn1_1", "relu1_1", "conv1_2", "bn1_2", "relu1_2", "pool1", "conv2_1"]);
+    /// ```
+    pub fn stages(&self) -> Vec<Stage> {
+        let mut stages = Vec::new();
+        for i in 0..self.convs.len() {
+            let n = i + 1;
+            stages.push(Stage::Conv(n));
+            if self.batch_norm {
+                stages.push(Stage::BatchNorm(n));
+            }
+            stages.push(Stage::Relu(n));
+            if self.lrn_after[i] {
+                stages.push(Stage::Lrn(n));
+            }
+            if self.pool_after[i] {
+                stages.push(Stage::Pool(n));
+            }
+        }
+        if self.adaptive_pool.is_some() {
+            stages.push(Stage::AvgPool);
+        }
+        stages.push(Stage::Flatten);
+        for j in 0..3 {
+            let n = j + 6;
+            if self.dropout_before_fc[j] {
+                stages.push(Stage::Dropout(n));
+            }
+            stages.push(Stage::Fc(n));
+            if n < 8 {
+                stages.push(Stage::FcRelu(n));
+            }
+        }
+        stages
+    }
+
+    /// The output width of FC layer `n` (6, 7 or 8).
+    pub fn fc_width(&self, n: usize) -> usize {
+        match n {
+            6 => self.hidden[0],
+            7 => self.hidden[1],
+            _ => self.classes,
+        }
     }
 }

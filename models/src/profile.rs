@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::architecture::{ArchitectureError, ConvLayer};
+use crate::architecture::{Architecture, ArchitectureError, ConvLayer};
+use crate::stage::Stage;
 
 /// Cost of one layer for one image.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +49,39 @@ impl ModelProfile {
     /// Parameters and MACs of the layers whose name starts with `prefix` (e.g. "conv", "fc").
     pub fn sum_by_prefix(&self, prefix: &str) -> (usize, u64) {
         self.layers.iter().filter(|l| l.name.starts_with(prefix)).fold((0, 0), |(p, m), l| (p + l.params, m + l.macs))
+    }
+}
+
+impl Architecture {
+    /// The layer profile (parameters, MACs, output shape per layer), or why the geometry is
+    /// impossible (an input too small for the kernels, channels not divisible by groups).
+    ///
+    /// ```
+    /// use owt_models::AlexNetOwtConfig;
+    ///
+    /// let profile = AlexNetOwtConfig::new().architecture().profile().unwrap();
+    /// assert_eq!(profile.total_params, 61_100_840);
+    /// assert_eq!(profile.layer("conv1").unwrap().macs, 70_276_800);
+    /// let (conv_params, conv_macs) = profile.sum_by_prefix("conv");
+    /// assert!(conv_params * 20 < profile.total_params && conv_macs * 10 > profile.total_macs * 9);
+    /// ```
+    pub fn profile(&self) -> Result<ModelProfile, ArchitectureError> {
+        let mut p = ProfileBuilder::new(&self.name, self.input);
+        self.check_lists()?;
+        for stage in self.stages() {
+            let name = self.stage_name(stage);
+            match stage {
+                Stage::Conv(n) => p.conv(&name, &self.convs[n - 1])?,
+                Stage::BatchNorm(_) => p.batch_norm(&name),
+                Stage::Lrn(_) => p.shape_only(&name),
+                Stage::Pool(_) => p.pool(&name, self.pool.kernel, self.pool.stride)?,
+                Stage::AvgPool => p.adaptive_pool(&name, self.adaptive_pool.expect("AvgPool comes with a size")),
+                Stage::Flatten => p.flatten()?,
+                Stage::Fc(n) => p.linear(&name, self.fc_width(n))?,
+                Stage::Relu(_) | Stage::FcRelu(_) | Stage::Dropout(_) => {}
+            }
+        }
+        p.finish()
     }
 }
 

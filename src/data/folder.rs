@@ -12,7 +12,7 @@ use owt_models::ResizeFilter;
 
 use owt_pixels::{decode, Crop, Rgb};
 
-use crate::data::filter_of;
+use crate::data::filter::filter_of;
 use crate::data::images::{Batch, ImageSource};
 use crate::data::stages::{Stage, StageClock};
 use crate::data::val_labels::{label_files, ValLabels};

@@ -1,5 +1,6 @@
 //! Data sources: IDX (MNIST, Fashion-MNIST), image folders, synthetic images.
 
+pub mod filter;
 pub mod folder;
 pub mod idx;
 pub mod images;
@@ -16,6 +17,7 @@ pub mod val_labels;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use filter::filter_of;
 pub use folder::{class_names_in, ImageFolder};
 pub use idx::{encode_idx, parse_idx, read_idx, IdxArray};
 pub use images::{Batch, ImageSource, InMemoryImages};
@@ -29,14 +31,6 @@ pub use val_labels::ValLabels;
 use owt_models::ResizeFilter;
 
 use crate::error::OwtError;
-
-/// The resizer's filter a model spec's [`ResizeFilter`] names.
-pub fn filter_of(filter: ResizeFilter) -> owt_pixels::Filter {
-    match filter {
-        ResizeFilter::Area => owt_pixels::Filter::Area,
-        ResizeFilter::Bilinear => owt_pixels::Filter::Bilinear,
-    }
-}
 
 /// Which dataset (`--dataset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]

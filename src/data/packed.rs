@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use owt_pixels::{resize_shorter_to, Crop, Rgb};
 
-use crate::data::filter_of;
+use crate::data::filter::filter_of;
 use crate::data::images::{Batch, ImageSource};
 use crate::data::stages::{Stage, StageClock};
 use crate::error::OwtError;

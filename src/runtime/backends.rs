@@ -8,31 +8,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use owt_hybrid::{Hybrid, MeshDevice, RuntimeCapabilities, Transport};
 
 use crate::error::OwtError;
+pub use crate::runtime::backend_kind::BackendKind;
 use crate::runtime::processes::Processes;
-
-/// The compute backends `owt` can run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackendKind {
-    /// Burn's pure-Rust CPU backend (always available; what CI uses).
-    #[default]
-    Flex,
-    /// wgpu (Vulkan/Metal/DX12; on a CPU-only Linux box, Mesa lavapipe). Needs `--features wgpu`.
-    Wgpu,
-    /// CUDA through CubeCL. Needs `--features cuda` and an NVIDIA driver.
-    Cuda,
-}
-
-impl BackendKind {
-    /// CLI spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Flex => "flex",
-            BackendKind::Wgpu => "wgpu",
-            BackendKind::Cuda => "cuda",
-        }
-    }
-}
 
 /// Work that runs on whichever autodiff backend the user picked.
 pub trait BackendJob {

@@ -11,7 +11,7 @@ use owt_hybrid::cuda_libraries::{Math, Runner};
 use serde::Serialize;
 
 use crate::error::OwtError;
-use crate::runtime::backends::BackendKind;
+use crate::runtime::backend_kind::BackendKind;
 
 static CHOICE: Mutex<Option<KernelChoice>> = Mutex::new(None);
 static INSTALLED: OnceLock<Result<Installed, String>> = OnceLock::new();

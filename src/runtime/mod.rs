@@ -1,9 +1,10 @@
-//! Where a job runs: the inner backend chosen at run time and the meshes built over it
-//! (`backends`), what CUDA needs before it starts (`cuda_preflight`), who runs CUDA's
+//! Where a job runs: the inner backend chosen at run time (`backend_kind`) and the meshes
+//! built over it (`backends`), what CUDA needs before it starts (`cuda_preflight`), who runs CUDA's
 //! convolutions and matmuls (`cuda_kernels`: cuDNN, cuBLASLt or CubeCL), the step's small ops
 //! (dropout, SGD) in one-pass kernels on CubeCL's runtimes (`step_kernels`), CubeCL's caches in one
 //! place (`kernel_cache`), and this process among the processes of a job (`processes`).
 
+pub mod backend_kind;
 pub mod backends;
 pub mod cuda_kernels;
 pub mod cuda_preflight;

@@ -17,8 +17,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::parallel::plan::{BatchStats, Plan, PlanRule};
-use crate::parallel::scheme::Exchange;
-use crate::tensor::placement::Placement;
+use crate::spec::placement::Placement;
+use crate::spec::scheme::Exchange;
 
 /// At most this many candidates (plans times the schemes that matter for them) are tried
 /// exhaustively; more take the heuristic.

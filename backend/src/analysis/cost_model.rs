@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use owt_meta::OpCost;
 
 use crate::analysis::topology::{collective_seconds, groups_of, Pattern, Uplink};
-use crate::comm::ledger::{LedgerSnapshot, UNLABELLED};
-use crate::comm::CollectiveKey;
-use crate::comm::Stage;
+use crate::ledger::CollectiveKey;
+use crate::ledger::Stage;
+use crate::ledger::{LedgerSnapshot, UNLABELLED};
 
 /// What a device and its links can do.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -304,7 +304,7 @@ fn layer_and_stage(label: &str) -> (&str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::Collective;
+    use crate::ledger::Collective;
 
     #[test]
     fn the_sums_overlap_the_backward_of_the_layers_before_theirs() {
@@ -346,7 +346,7 @@ mod tests {
         // 4e9 bytes landing on 2 ranks over 1 GB/s links: 2 s.
         ledger.traffic.insert(
             ("fc6:forward".into(), Collective::AllGather.into()),
-            crate::comm::ledger::Traffic::within(4_000_000_000, 2),
+            crate::ledger::Traffic::within(4_000_000_000, 2),
         );
         let s = predict(&costs, &ledger, &p);
         assert_eq!(s.phases.len(), 1);

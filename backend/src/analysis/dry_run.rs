@@ -29,9 +29,9 @@ use owt_meta::{MetaDevice, OpCost};
 use serde::Serialize;
 
 use crate::analysis::cost_model::{predict, DeviceProfile, LayerOrder, StepPrediction};
-use crate::comm::ledger::{LedgerSnapshot, UNLABELLED};
-use crate::comm::transport::Transport;
+use crate::ledger::{LedgerSnapshot, UNLABELLED};
 use crate::mesh::MeshDevice;
+use crate::transport::Transport;
 
 /// One entry of a step's communication: what one collective moves in one phase of one layer
 /// (all of the layer's tensors together).

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::comm::{Collective, CollectiveKey};
+use crate::ledger::{Collective, CollectiveKey};
 
 /// A shared link above the ranks' own: the uplink of every block of `span` consecutive ranks.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

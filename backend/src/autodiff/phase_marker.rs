@@ -22,8 +22,8 @@ use burn::tensor::{Tensor, TensorPrimitive};
 use crate::backend::Hybrid;
 use crate::comm::along::redistribute_along;
 use crate::comm::collectives::redistribute;
-use crate::comm::Phase;
-use crate::tensor::placement::Placement;
+use crate::ledger::Phase;
+use crate::spec::placement::Placement;
 
 /// A parameter whose gradient is final when a marker's backward step runs (the layer that
 /// uses it has run its backward), and what its sync does there: its gradient brought to

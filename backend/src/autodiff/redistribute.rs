@@ -13,7 +13,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorPrimitive};
 
 use crate::backend::Hybrid;
-use crate::tensor::placement::Placement;
+use crate::spec::placement::Placement;
 
 #[derive(Debug)]
 struct Redistribute {
@@ -23,7 +23,7 @@ struct Redistribute {
     /// Along which dimension: the mesh's own ranks (`None`), or outer dimension `j`.
     along: Option<usize>,
     /// What the backward pass's traffic is labelled, where not the phase of the moment.
-    label: Option<crate::comm::Phase>,
+    label: Option<crate::ledger::Phase>,
 }
 
 impl<B: Backend> Backward<Hybrid<B>, 1> for Redistribute {
@@ -76,7 +76,7 @@ pub(crate) fn redistribute_along_labelled<B: Backend, const D: usize>(
     tensor: Tensor<Autodiff<Hybrid<B>>, D>,
     j: usize,
     placement: Placement,
-    label: Option<crate::comm::Phase>,
+    label: Option<crate::ledger::Phase>,
 ) -> Tensor<Autodiff<Hybrid<B>>, D> {
     let t = tensor.into_primitive().tensor();
     let from = t.primitive.outer[j];

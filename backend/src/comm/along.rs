@@ -24,35 +24,12 @@ use burn::tensor::{Shape, TensorMetadata};
 
 use super::axis::Columns;
 use super::collectives::{all_reduce_pieces, gather_pieces, redistribute, reduce_scatter_pieces, ReduceOp};
-use super::ledger_key::Collective;
-use crate::comm::ledger::Traffic;
+use crate::ledger::Collective;
+use crate::ledger::Traffic;
+use crate::mesh::grid::{cut_dim, sums_by_slices};
+use crate::spec::placement::{can_shard, shard_ranges, Placement};
 use crate::tensor::dtensor::{slices_along, DTensor};
 use crate::tensor::kind::ShardKind;
-use crate::tensor::placement::{can_shard, shard_ranges, Placement};
-
-/// The dim a replicated piece is cut along, locally and for free, before it crosses the nodes
-/// sharded along `dim` (a tensor of `dims`, on nodes of `local` ranks), so that it crosses once
-/// and not once per local rank: the first other dim with an entry per local rank. None on
-/// one local rank, or where no other dim has enough entries (then every local rank sends
-/// its whole copy). The summed or gathered pieces are then all-gathered inside the node.
-pub fn cut_dim(dims: &[usize], dim: usize, local: usize) -> Option<usize> {
-    if local < 2 {
-        return None;
-    }
-    (0..dims.len()).find(|&e| e != dim && dims[e] >= local)
-}
-
-/// Whether a pending sum replicated inside each node (placement `placement` there, `rows`
-/// long in its first dimension) is summed over the nodes of a mesh of `shape` = [N nodes, L
-/// local ranks] by slices: cut locally into one slice per local rank (`Shard(0)`, free),
-/// each local rank summing only its slice over the nodes, the slices all-gathered inside the
-/// node after, as NCCL's hierarchical all-reduce does. The bytes across nodes are then the
-/// tensor's once, not once per local rank. Not where a slice would be empty (fewer rows than
-/// local ranks), nor on one node or one local rank.
-pub fn sums_by_slices(placement: Placement, rows: usize, shape: [usize; 2]) -> bool {
-    let [nodes, local] = shape;
-    placement == Placement::Replicate && nodes > 1 && local > 1 && rows >= local
-}
 
 /// `shape` with `dim` set to `len`.
 fn with_len(shape: &Shape, dim: usize, len: usize) -> Shape {
@@ -228,5 +205,5 @@ pub(crate) fn extent_along<D: burn::tensor::backend::DeviceOps>(
     len: usize,
 ) -> usize {
     let dim = &mesh.outer_dims()[j];
-    super::process_group::summed_over(dim.group.as_ref(), len, &format!("over the {} dimension", dim.name))
+    crate::transport::process_group::summed_over(dim.group.as_ref(), len, &format!("over the {} dimension", dim.name))
 }

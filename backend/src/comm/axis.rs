@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use burn::tensor::backend::DeviceOps;
 
-use crate::comm::process_group::ProcessGroup;
-use crate::comm::transport::Transport;
-use crate::comm::WirePrecision;
 use crate::mesh::MeshDevice;
+use crate::spec::WirePrecision;
+use crate::transport::process_group::ProcessGroup;
+use crate::transport::Transport;
 
 /// Ranks of one collective: which this process holds, which process holds each, and how a
 /// piece reaches a rank of this process. Ranks are numbered over the whole axis's mesh, so a

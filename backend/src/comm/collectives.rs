@@ -12,20 +12,20 @@ use burn::tensor::backend::Backend;
 use burn::tensor::TensorMetadata;
 
 use super::axis::Axis;
-use super::ledger_key::Collective;
-use super::process_group::{collective_failed, summed_over};
-use super::wire;
-use crate::comm::ledger::Traffic;
-use crate::comm::transport::Transport;
+use crate::ledger::Collective;
+use crate::ledger::Traffic;
 use crate::mesh::MeshDevice;
 use crate::mutation::{self, Mutation};
+use crate::spec::placement::{can_shard, shard_ranges, Placement};
 use crate::tensor::dtensor::{bytes_of, slices_along, DTensor};
 use crate::tensor::kind::{holds_values, ShardKind};
-use crate::tensor::placement::{can_shard, shard_ranges, Placement};
+use crate::transport::process_group::{collective_failed, summed_over};
+use crate::transport::wire;
+use crate::transport::Transport;
 
-pub use crate::tensor::placement::ReduceOp;
+pub use crate::spec::placement::ReduceOp;
 
-pub use crate::comm::ledger::names;
+pub use crate::ledger::names;
 
 /// One piece leaving global rank `src` (one of this process's) for global rank `dst`; `key`
 /// orders the pieces a rank receives in one collective (the order a reduction adds them in).

@@ -1,19 +1,9 @@
-//! Communication: every collective over any mesh dimension, written once over an axis
+//! The collectives: every collective over any mesh dimension, written once over an axis
 //! ([`collectives`]; `along` lays a tensor out along an outer dimension, the nodes of a 2-D
-//! mesh, with the same collectives), the ranks one runs over (`axis`), how pieces travel
-//! (`transport`, the processes' [`process_group`], the format of what crosses them: `wire`)
-//! and what moved (`ledger`); NCCL on CUDA devices ([`nccl`]).
+//! mesh, with the same collectives) and the ranks one runs over (`axis`). Every transfer of a
+//! tensor's pieces goes through `collectives::route`, which moves them over the mesh's
+//! transport (`crate::transport`) and records them in its ledger (`crate::ledger`).
 
 pub(crate) mod along;
 mod axis;
 pub mod collectives;
-pub(crate) mod ledger;
-mod ledger_key;
-pub mod nccl;
-mod precision;
-pub mod process_group;
-pub(crate) mod transport;
-mod wire;
-
-pub use ledger_key::{Collective, CollectiveKey, Phase, Stage};
-pub use precision::WirePrecision;

@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use burn::tensor::backend::DeviceOps;
 
-use crate::comm::ledger::LedgerSnapshot;
-use crate::comm::process_group::{ProcessGroup, ThreadedGroup};
-use crate::comm::{Collective, CollectiveKey};
+use crate::ledger::LedgerSnapshot;
+use crate::ledger::{Collective, CollectiveKey};
 use crate::mesh::{MeshDevice, OuterDim};
-use crate::tensor::placement::{shard_ranges, Placement};
+use crate::spec::placement::{shard_ranges, Placement};
+use crate::transport::process_group::{ProcessGroup, ThreadedGroup};
 
 /// The default names of a 2-D mesh's dimensions: across nodes, then inside one.
 pub const DIM_NAMES: [&str; 2] = ["node", "local"];
@@ -252,7 +252,29 @@ impl<D: DeviceOps> GridMesh<D> {
 /// The placement of a tensor along each dimension of a 2-D mesh, outer first.
 pub type GridPlacement = [Placement; 2];
 
-pub use crate::comm::along::{cut_dim, sums_by_slices};
+/// The dim a replicated piece is cut along, locally and for free, before it crosses the nodes
+/// sharded along `dim` (a tensor of `dims`, on nodes of `local` ranks), so that it crosses once
+/// and not once per local rank: the first other dim with an entry per local rank. None on
+/// one local rank, or where no other dim has enough entries (then every local rank sends
+/// its whole copy). The summed or gathered pieces are then all-gathered inside the node.
+pub fn cut_dim(dims: &[usize], dim: usize, local: usize) -> Option<usize> {
+    if local < 2 {
+        return None;
+    }
+    (0..dims.len()).find(|&e| e != dim && dims[e] >= local)
+}
+
+/// Whether a pending sum replicated inside each node (placement `placement` there, `rows`
+/// long in its first dimension) is summed over the nodes of a mesh of `shape` = [N nodes, L
+/// local ranks] by slices: cut locally into one slice per local rank (`Shard(0)`, free),
+/// each local rank summing only its slice over the nodes, the slices all-gathered inside the
+/// node after, as NCCL's hierarchical all-reduce does. The bytes across nodes are then the
+/// tensor's once, not once per local rank. Not where a slice would be empty (fewer rows than
+/// local ranks), nor on one node or one local rank.
+pub fn sums_by_slices(placement: Placement, rows: usize, shape: [usize; 2]) -> bool {
+    let [nodes, local] = shape;
+    placement == Placement::Replicate && nodes > 1 && local > 1 && rows >= local
+}
 
 /// A placement per dimension as `owt plan` prints it: `[Replicate, Shard(1)]`.
 pub fn describe(p: &GridPlacement) -> String {
@@ -285,7 +307,7 @@ mod tests {
 
     #[test]
     fn nodes_with_different_local_meshes_refuse_naming_the_counts() {
-        let outcomes = crate::comm::process_group::ThreadedGroup::run(2, |group| {
+        let outcomes = crate::transport::process_group::ThreadedGroup::run(2, |group| {
             let local = MeshDevice::virtual_ranks(FlexDevice, 1 + group.rank());
             GridMesh::new(Arc::new(group), local).map(|_| ()).unwrap_err()
         });

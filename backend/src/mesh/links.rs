@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use burn::tensor::backend::Backend;
 
-use crate::comm::transport::{DeviceAllReduce, SendFence, Transport};
+use crate::transport::{DeviceAllReduce, SendFence, Transport};
 
 /// A mesh's links between ranks.
 pub(super) struct Links<D> {

@@ -15,11 +15,12 @@ use burn::tensor::backend::{Device, DeviceId, DeviceOps};
 
 use burn::tensor::backend::Backend;
 
-use crate::comm::ledger::{Ledger, LedgerSnapshot};
-use crate::comm::process_group::{GroupError, ProcessGroup, Solo};
-use crate::comm::transport::{DeviceAllReduce, SendFence, Transport};
-use crate::comm::{CollectiveKey, Phase, WirePrecision};
-use crate::parallel::scheme::Exchange;
+use crate::ledger::{CollectiveKey, Phase};
+use crate::ledger::{Ledger, LedgerSnapshot};
+use crate::spec::scheme::Exchange;
+use crate::spec::WirePrecision;
+use crate::transport::process_group::{GroupError, ProcessGroup, Solo};
+use crate::transport::{DeviceAllReduce, SendFence, Transport};
 use links::Links;
 pub use outer::OuterDim;
 use ranks::Ranks;
@@ -325,7 +326,7 @@ impl<D: DeviceOps> MeshDevice<D> {
             return mine;
         }
         let incoming = self.group().all_to_all(vec![mine.to_bytes(); p]).unwrap_or_else(|e| {
-            crate::comm::process_group::collective_failed(
+            crate::transport::process_group::collective_failed(
                 e,
                 &format!("{}, gathering the ledgers", self.group().describe()),
             )
@@ -390,7 +391,7 @@ impl<D: DeviceOps> MeshDevice<D> {
         self.ledger().current_phase().cloned()
     }
 
-    pub(crate) fn record(&self, collective: impl Into<CollectiveKey>, traffic: crate::comm::ledger::Traffic) {
+    pub(crate) fn record(&self, collective: impl Into<CollectiveKey>, traffic: crate::ledger::Traffic) {
         self.ledger().record(collective.into(), traffic)
     }
 

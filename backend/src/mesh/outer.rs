@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::comm::process_group::ProcessGroup;
+use crate::transport::process_group::ProcessGroup;
 
 /// One dimension of a mesh across processes: its name and the processes along it, this one
 /// among them at index `group.rank()`.

@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::comm::process_group::ProcessGroup;
+use crate::transport::process_group::ProcessGroup;
 
 /// The ranks of a mesh as this process sees them.
 pub(super) struct Ranks<D> {

@@ -6,10 +6,11 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{BoolDType, Scalar, Shape, Slice, TensorMetadata};
 
 use crate::ops::dispatch::{self, context, fixed, run1, run1_inner, run2, run2_inner, run3, spec};
-use crate::rules::{self, local_shape, ArgRule, Context, GatherRule, Linearity, ShardedReduce, Spec, Strategy};
+use crate::rules::{self, ArgRule, Context, GatherRule, Linearity, ShardedReduce, Spec, Strategy};
+use crate::spec::placement::local_shape;
+use crate::spec::placement::{shard_ranges, Placement};
 use crate::tensor::dtensor::DTensor;
 use crate::tensor::kind::{BoolKind, IntKind, ShardKind};
-use crate::tensor::placement::{shard_ranges, Placement};
 
 type IntPrim<B> = <IntKind as ShardKind<B>>::Prim;
 type BoolPrim<B> = <BoolKind as ShardKind<B>>::Prim;

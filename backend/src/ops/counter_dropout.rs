@@ -6,7 +6,7 @@ use burn::tensor::TensorMetadata;
 
 use crate::backend::{Hybrid, HybridFloat};
 use crate::kernels::counter_dropout::{CounterDropoutBackend, CounterMask};
-use crate::tensor::placement::{shard_ranges, Placement};
+use crate::spec::placement::{shard_ranges, Placement};
 
 impl<B: CounterDropoutBackend> CounterDropoutBackend for Hybrid<B> {
     /// Pieces of a tensor whole along a mesh's outer dimensions and not a pending sum (a sum's

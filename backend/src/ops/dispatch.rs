@@ -19,9 +19,9 @@ use crate::comm::along::{extent_along, redistribute_along};
 use crate::comm::collectives;
 use crate::mesh::MeshDevice;
 use crate::rules::{Context, Run, Spec, Strategy};
+use crate::spec::placement::{can_shard, shard_sizes, Placement};
 use crate::tensor::dtensor::DTensor;
 use crate::tensor::kind::ShardKind;
-use crate::tensor::placement::{can_shard, shard_sizes, Placement};
 
 /// The spec a rule sees of `t` along the mesh's own ranks: this process's view. A pending sum
 /// whose total is kept (an earlier op reduced it: see `DTensor::kept`) is the total, on every
@@ -537,7 +537,7 @@ pub(crate) fn to_mesh<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, device: &Me
     let whole = bring(whole_across(exact(t), ""), Placement::Replicate);
     let source = whole.shards[0].clone();
     // Between meshes: the host path works for any pair of devices.
-    replicate_with::<B, K>(device, |d| K::to_device(source.clone(), d, crate::comm::transport::Transport::HostStaged))
+    replicate_with::<B, K>(device, |d| K::to_device(source.clone(), d, crate::transport::Transport::HostStaged))
 }
 
 /// `t` on a handle of its mesh that sends pieces in their own precision: a tensor read back

@@ -1,7 +1,7 @@
 //! The activity exchange of "one weird trick" (Krizhevsky 2014, section 4): how a matmul whose
 //! left operand is sharded over the batch meets a weight split by output columns. Each rank
 //! needs every rank's rows against its own columns; the scheme
-//! ([`Exchange`](crate::parallel::scheme::Exchange), in `scheme.rs`) says how they travel.
+//! ([`Exchange`](crate::spec::scheme::Exchange), in `scheme.rs`) says how they travel.
 //!
 //! The same exchange serves a matmul whose left operand is split on the contraction dimension
 //! (fc7's input, split by the columns fc6 produced): each round's pieces contribute a summand
@@ -14,11 +14,11 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Shape, TensorMetadata};
 
 use crate::comm::collectives::{self, Outgoing};
-use crate::comm::ledger::Traffic;
-use crate::parallel::scheme::Exchange;
+use crate::ledger::Traffic;
+use crate::spec::placement::{shard_ranges, Placement};
+use crate::spec::scheme::Exchange;
 use crate::tensor::dtensor::{slices_along, DTensor};
 use crate::tensor::kind::ShardKind;
-use crate::tensor::placement::{shard_ranges, Placement};
 
 fn rows<B: Backend, K: ShardKind<B>>(p: K::Prim, dim: usize, range: Range<usize>) -> K::Prim {
     let shape = p.shape();

@@ -1,7 +1,7 @@
 //! Doing: Burn's op traits for `Hybrid<B>`, one file per trait, each op naming its rule
 //! (`crate::rules`) and handing its inner op to the dispatcher (`dispatch`), which carries the
 //! rule out along every mesh dimension; a matmul exchanging its left operand in rounds
-//! (`exchange_matmul`); the refusal of quantized tensors (`quantization`); and owt's own kernel
+//! (`exchange_matmul`); the refusal of quantized tensors (`qtensor`); and owt's own kernel
 //! traits on `Hybrid` (`counter_dropout`, `sgd_momentum`: each rank runs the inner backend's
 //! kernel on its pieces).
 
@@ -16,6 +16,5 @@ pub mod int;
 mod macros;
 pub mod module;
 pub mod qtensor;
-pub(crate) mod quantization;
 mod sgd_momentum;
 pub mod transaction;

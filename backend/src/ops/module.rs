@@ -15,8 +15,8 @@ use crate::ops::dispatch::{
     OuterLayout,
 };
 use crate::rules::{self, Context, ConvLayout, ConvPass, Spec, Strategy};
+use crate::spec::placement::Placement;
 use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
-use crate::tensor::placement::Placement;
 
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;

@@ -5,9 +5,9 @@ use burn::tensor::ops::QTensorOps;
 use burn::tensor::quantization::{QuantScheme, QuantizationParametersPrimitive};
 use burn::tensor::{FloatDType, Shape, Slice, TensorData};
 
+use crate::backend::NoQuantization;
 use crate::backend::{Hybrid, HybridFloat, HybridInt};
 use crate::mesh::MeshDevice;
-use crate::ops::quantization::NoQuantization;
 
 const UNSUPPORTED: &str =
     "quantization is not supported on Hybrid (owt-hybrid): keep quantized tensors on the inner backend";

@@ -8,11 +8,11 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
+use crate::api::distributed::Distributed;
 use crate::backend::Hybrid;
-use crate::comm::{Phase, Stage};
+use crate::ledger::{Phase, Stage};
 use crate::mesh::MeshDevice;
 use crate::parallel::layer_labels::layer_of;
-use crate::tensor::distributed::Distributed;
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 

@@ -26,19 +26,20 @@ use burn::prelude::*;
 use burn::tensor::backend::{get_device_settings, set_default_dtypes, AutodiffBackend};
 use burn::tensor::{DType, TensorData};
 
+use crate::api::distributed::Distributed;
+use crate::api::upload::RowSplit;
 use crate::backend::Hybrid;
-use crate::comm::ledger::LedgerSnapshot;
-use crate::comm::{Phase, Stage, WirePrecision};
+use crate::ledger::LedgerSnapshot;
+use crate::ledger::{Phase, Stage};
 use crate::mesh::grid::{GridMesh, GridPlacement};
 use crate::parallel::grid_plan::GridPlan;
 use crate::parallel::layer_labels::{layer_of, LayerLabels};
 use crate::parallel::layout::{Feed, GradientSync, MeshLayout, ModulePlacement, StepMesh};
 use crate::parallel::params::parameter_paths;
 use crate::parallel::plan::{Plan, PlanError};
-use crate::parallel::scheme::Exchange;
-use crate::tensor::distributed::Distributed;
-use crate::tensor::placement::{can_shard, Placement};
-use crate::tensor::upload::RowSplit;
+use crate::spec::placement::{can_shard, Placement};
+use crate::spec::scheme::Exchange;
+use crate::spec::WirePrecision;
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 
@@ -273,7 +274,7 @@ impl<IB: Backend> Feed<AH<IB>> for GridLayout<IB> {
     ) -> Tensor<AH<IB>, D> {
         assert_eq!(rows, self.rows(total), "node {} uploads its own rows", self.grid.node());
         let local = self.inner.upload_input(data);
-        Tensor::from_inner(crate::tensor::upload::node_block(local.inner(), rows, total))
+        Tensor::from_inner(crate::api::upload::node_block(local.inner(), rows, total))
     }
 
     fn upload_labels_rows<const D: usize>(
@@ -285,7 +286,7 @@ impl<IB: Backend> Feed<AH<IB>> for GridLayout<IB> {
     ) -> Tensor<AH<IB>, D, Int> {
         assert_eq!(rows, self.rows(total), "node {} uploads its own rows", self.grid.node());
         let local = self.inner.upload_labels::<D>(data, dtype);
-        Tensor::from_primitive(crate::tensor::upload::node_block_int(local.into_primitive(), rows, total))
+        Tensor::from_primitive(crate::api::upload::node_block_int(local.into_primitive(), rows, total))
     }
 }
 

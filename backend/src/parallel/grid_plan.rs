@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mesh::grid::{GridPlacement, DIM_NAMES};
 use crate::parallel::plan::{pattern_matches, Plan, PlanError, PlanRule};
-use crate::tensor::placement::Placement;
+use crate::spec::placement::Placement;
 
 /// One line of a [`GridPlan`]: parameters whose path matches `pattern` (as in [`PlanRule`])
 /// get `placement`, one entry per mesh dimension, outer first.
@@ -248,7 +248,7 @@ mod tests {
         assert!(e.contains("the input asks for Shard(1)") && e.contains("Replicate (every node"), "{e}");
         plan.input = [Placement::Replicate, Placement::Shard(0)];
         assert!(plan.local_plan().is_ok());
-        plan.default = [Placement::Partial(crate::tensor::placement::ReduceOp::Sum), Placement::Replicate];
+        plan.default = [Placement::Partial(crate::spec::placement::ReduceOp::Sum), Placement::Replicate];
         let e = plan.local_plan().unwrap_err().to_string();
         assert!(e.contains("the default asks for Partial") && e.contains("not a pending sum"), "{e}");
     }

@@ -15,11 +15,11 @@ use std::collections::HashMap;
 
 use burn::module::{Module, ModuleVisitor, Param};
 
+use crate::api::distributed::Distributed;
 use crate::autodiff::phase_marker::{mark_and_sync, mark_backward_phase, ReadyParam};
 use crate::backend::Hybrid;
-use crate::comm::{Phase, Stage};
+use crate::ledger::{Phase, Stage};
 use crate::mesh::MeshDevice;
-use crate::tensor::distributed::Distributed;
 
 type AH<IB> = Autodiff<Hybrid<IB>>;
 

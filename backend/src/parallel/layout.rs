@@ -14,16 +14,17 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{DType, TensorData};
 
+use crate::api::distributed::Distributed;
+use crate::api::upload::{RowSplit, Upload};
 use crate::backend::Hybrid;
-use crate::comm::ledger::LedgerSnapshot;
-use crate::comm::{Phase, Stage, WirePrecision};
+use crate::ledger::LedgerSnapshot;
+use crate::ledger::{Phase, Stage};
 use crate::mesh::MeshDevice;
 use crate::parallel::gradient_sync::sync_gradients;
 use crate::parallel::layer_labels::LayerLabels;
 use crate::parallel::plan::{Plan, PlanError};
-use crate::parallel::scheme::Exchange;
-use crate::tensor::distributed::Distributed;
-use crate::tensor::upload::{RowSplit, Upload};
+use crate::spec::scheme::Exchange;
+use crate::spec::WirePrecision;
 use std::ops::Range;
 
 /// Labels a step's layers as they run (see [`crate::LayerLabels`]); does nothing on one device.

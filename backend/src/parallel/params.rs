@@ -9,9 +9,9 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
+use crate::api::distributed::Distributed;
 use crate::backend::Hybrid;
-use crate::tensor::distributed::Distributed;
-use crate::tensor::placement::Placement;
+use crate::spec::placement::Placement;
 
 struct Placer<'a> {
     path: Vec<String>,

@@ -9,10 +9,10 @@ use burn::module::Module;
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::api::distributed::Distributed;
 use crate::backend::Hybrid;
 use crate::parallel::params::{parameter_paths, place_parameters};
-use crate::tensor::distributed::Distributed;
-use crate::tensor::placement::Placement;
+use crate::spec::placement::Placement;
 
 /// Why a plan cannot run as asked: one line naming what was expected and what was given.
 #[derive(Debug, Clone, PartialEq, Eq)]

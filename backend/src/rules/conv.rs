@@ -2,9 +2,9 @@
 //! the forward pass ran in decides every pass), pooling and resizing local on batch or
 //! channel shards.
 
-use crate::tensor::placement::{can_shard, Placement, ReduceOp};
+use crate::spec::placement::{can_shard, Placement, ReduceOp};
 
-use super::{resolved, Context, Spec, Strategy};
+use super::strategy::{resolved, Context, Spec, Strategy};
 
 /// How a convolution runs, from the placements of input and weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

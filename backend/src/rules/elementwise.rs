@@ -4,9 +4,9 @@
 //! resort.
 
 use crate::mutation::{self, Mutation};
-use crate::tensor::placement::{can_shard, Placement, ReduceOp};
+use crate::spec::placement::{can_shard, Placement, ReduceOp};
 
-use super::{resolved, Context, Spec, Strategy};
+use super::strategy::{resolved, Context, Spec, Strategy};
 
 /// How an elementwise op treats `Partial` (pending-sum) operands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

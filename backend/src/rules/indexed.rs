@@ -4,9 +4,10 @@
 
 use burn::tensor::Slice;
 
-use crate::tensor::placement::{can_shard, Placement};
+use crate::spec::placement::{can_shard, Placement};
 
-use super::{resolved, shape::covers_dim, Context, Spec, Strategy};
+use super::shape::covers_dim;
+use super::strategy::{resolved, Context, Spec, Strategy};
 
 /// How `gather(dim, tensor, indices)` runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

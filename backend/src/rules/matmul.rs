@@ -2,10 +2,10 @@
 //! column-split weights (activities exchanged by the chosen scheme), summands when the
 //! contraction dimension is split.
 
-use crate::parallel::scheme::Exchange;
-use crate::tensor::placement::{Placement, ReduceOp};
+use crate::spec::placement::{Placement, ReduceOp};
+use crate::spec::scheme::Exchange;
 
-use super::{Context, Run, Spec, Strategy};
+use super::strategy::{Context, Run, Spec, Strategy};
 
 /// The rule of `lhs @ rhs`. A left operand kept whole on every rank (a matmul gathered it
 /// before: the FC input meeting its weight gradient) is used whole wherever the rule would

@@ -2,9 +2,10 @@
 //! elements. Rank-local unless the reduced dimension is the sharded one, where local results
 //! are summands, maxima to combine, candidates to compare, or (no rule) gathered.
 
-use crate::tensor::placement::{Placement, ReduceOp};
+use crate::spec::placement::{Placement, ReduceOp};
 
-use super::{elementwise, Context, Linearity, Spec, Strategy};
+use super::elementwise::{elementwise, Linearity};
+use super::strategy::{Context, Spec, Strategy};
 
 /// What a reduction along a dimension does when that dimension is the sharded one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use burn::tensor::{Shape, Slice};
 
-use crate::tensor::placement::{shard_ranges, shard_sizes, Placement};
+use crate::spec::placement::{shard_ranges, shard_sizes, Placement};
 
-use super::{Context, Run, Spec, Strategy};
+use super::strategy::{Context, Run, Spec, Strategy};
 
 /// Where a `Shard(d)` of `old` lands after reshaping to `new` without moving data: the new
 /// sharded dimension, when every rank's block stays a contiguous run of whole rows of the new

@@ -4,8 +4,8 @@
 
 use burn::tensor::Slice;
 
-use crate::parallel::scheme::Exchange;
-use crate::tensor::placement::{Placement, ReduceOp};
+use crate::spec::placement::{Placement, ReduceOp};
+use crate::spec::scheme::Exchange;
 
 use super::{
     arg_extreme, cat, conv, elementwise, expand, flip, gather, matmul, permute, pool, pool_backward, reduce_all,

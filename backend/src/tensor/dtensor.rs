@@ -7,8 +7,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Shape, Slice, TensorMetadata};
 
 use crate::mesh::MeshDevice;
+use crate::spec::placement::Placement;
 use crate::tensor::kind::ShardKind;
-use crate::tensor::placement::Placement;
 
 /// A tensor of `Hybrid<B>`: what it is globally (shape, dtype), how it is laid out
 /// (a placement along each dimension of its mesh) and the pieces of this process's ranks:
@@ -212,7 +212,7 @@ impl<B: Backend, K: ShardKind<B>> DTensor<B, K> {
 
     /// The shape rank `rank` holds under the placement.
     pub fn local_shape(&self, rank: usize) -> Shape {
-        crate::rules::local_shape(&self.shape, self.placement, self.ranks(), rank)
+        crate::spec::placement::local_shape(&self.shape, self.placement, self.ranks(), rank)
     }
 
     /// Applies `f` to every rank's piece, keeping shape and placement (detach, grad flags).

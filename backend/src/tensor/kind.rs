@@ -4,7 +4,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Shape, Slice, TensorMetadata};
 
-use crate::comm::transport::Transport;
+use crate::transport::Transport;
 
 /// What the placement machinery needs from an inner tensor kind.
 pub trait ShardKind<B: Backend>: 'static {
@@ -58,7 +58,7 @@ pub trait ShardKind<B: Backend>: 'static {
 }
 
 /// Whether `B`'s tensors hold values: every backend but owt-meta's shape-only [`owt_meta::Meta`],
-/// whose pieces cross processes as their shapes ([`crate::comm::wire::Payload::ShapeOnly`]).
+/// whose pieces cross processes as their shapes ([`crate::transport::wire::Payload::ShapeOnly`]).
 pub(crate) fn holds_values<B: Backend>() -> bool {
     std::any::TypeId::of::<B>() != std::any::TypeId::of::<owt_meta::Meta>()
 }

@@ -14,7 +14,7 @@ type T = MetaTensor;
 pub(crate) fn conv<const D: usize>(op: &'static str, x: T, weight: T, bias: Option<T>, o: &ConvOptions<D>) -> T {
     let shape = shapes::conv(op, &x.shape, &weight.shape, o);
     let out = x.like(shape, x.dtype);
-    let flops = conv_flops(&weight, &out);
+    let flops = conv_flops(&weight.shape, &out.shape);
     match &bias {
         Some(b) => MetaTensor::log(op, &[&x, &weight, b], out, flops),
         None => MetaTensor::log(op, &[&x, &weight], out, flops),
@@ -31,14 +31,14 @@ pub(crate) fn conv_x_backward(op: &'static str, x: T, weight: T, output_grad: T,
     shape[0] = output_grad.shape[0];
     shape[1] = weight.shape[1] * groups;
     let out = x.like(shape, x.dtype);
-    let flops = conv_flops(&weight, &output_grad);
+    let flops = conv_flops(&weight.shape, &output_grad.shape);
     MetaTensor::log(op, &[&weight, &output_grad], out, flops)
 }
 
 /// The weight gradient of a convolution: `weight`'s shape, the forward's flops.
 pub(crate) fn conv_weight_backward(op: &'static str, x: T, weight: T, output_grad: T) -> T {
     let out = weight.like(weight.shape.clone(), weight.dtype);
-    let flops = conv_flops(&weight, &output_grad);
+    let flops = conv_flops(&weight.shape, &output_grad.shape);
     MetaTensor::log(op, &[&x, &output_grad], out, flops)
 }
 
@@ -59,7 +59,7 @@ pub(crate) fn conv_transpose<const D: usize>(
 ) -> T {
     let shape = shapes::conv_transpose(op, &x.shape, &weight.shape, o);
     let out = x.like(shape, x.dtype);
-    let flops = conv_transpose_flops(&x, &weight);
+    let flops = conv_transpose_flops(&x.shape, &weight.shape);
     match &bias {
         Some(b) => MetaTensor::log(op, &[&x, &weight, b], out, flops),
         None => MetaTensor::log(op, &[&x, &weight], out, flops),
@@ -82,13 +82,13 @@ pub(crate) fn conv_transpose_x_backward<const D: usize>(
         dims.push((g[2 + i] + 2 * o.padding[i] - span - o.padding_out[i] - 1) / o.stride[i] + 1);
     }
     let out = output_grad.like(Shape::from(dims), output_grad.dtype);
-    let flops = conv_transpose_flops(&out, &weight);
+    let flops = conv_transpose_flops(&out.shape, &weight.shape);
     MetaTensor::log(op, &[&weight, &output_grad], out, flops)
 }
 
 /// The weight gradient of a transposed convolution: `weight`'s shape, the forward's flops.
 pub(crate) fn conv_transpose_weight_backward(op: &'static str, x: T, weight: T, output_grad: T) -> T {
     let out = weight.like(weight.shape.clone(), weight.dtype);
-    let flops = conv_transpose_flops(&x, &weight);
+    let flops = conv_transpose_flops(&x.shape, &weight.shape);
     MetaTensor::log(op, &[&x, &output_grad], out, flops)
 }

@@ -147,7 +147,7 @@ impl ModuleOps<Self> for Meta {
         let op = "deform_conv2d";
         let shape = Shape::new([x.shape[0], weight.shape[0], offset.shape[2], offset.shape[3]]);
         let out = x.like(shape, x.dtype);
-        let flops = conv_flops(&weight, &out);
+        let flops = conv_flops(&weight.shape, &out.shape);
         let mut inputs = vec![&x, &offset, &weight];
         inputs.extend(mask.as_ref());
         inputs.extend(bias.as_ref());
@@ -165,7 +165,7 @@ impl ModuleOps<Self> for Meta {
         _options: DeformConvOptions<2>,
     ) -> DeformConv2dBackward<Self> {
         let op = "deform_conv2d_backward";
-        let flops = 2 * conv_flops(&weight, &output_grad);
+        let flops = 2 * conv_flops(&weight.shape, &output_grad.shape);
         let written = x.bytes()
             + offset.bytes()
             + weight.bytes()

@@ -2,37 +2,18 @@
 
 use burn::tensor::backend::ExecutionError;
 use burn::tensor::ops::QTensorOps;
-use burn::tensor::quantization::{QTensorPrimitive, QuantScheme, QuantizationParametersPrimitive};
-use burn::tensor::{DType, FloatDType, Shape, Slice, TensorData, TensorMetadata};
+use burn::tensor::quantization::{QuantScheme, QuantizationParametersPrimitive};
+use burn::tensor::{FloatDType, Shape, Slice, TensorData};
 
 use crate::backend::Meta;
 use crate::device::MetaDevice;
 use crate::tensor::MetaTensor;
 
+/// The quantized tensor type of `Meta` (defined beside it; named here, where its ops refuse).
+pub use crate::backend::NoQuantization;
+
 const UNSUPPORTED: &str =
     "quantization is not supported on Meta (owt-meta): it only tracks shapes of float, int and bool tensors";
-
-/// The quantized tensor type of `Meta`; never constructed (quantized ops panic).
-#[derive(Debug, Clone)]
-pub struct NoQuantization {
-    scheme: QuantScheme,
-    shape: Shape,
-}
-
-impl TensorMetadata for NoQuantization {
-    fn dtype(&self) -> DType {
-        DType::QFloat(self.scheme)
-    }
-    fn shape(&self) -> Shape {
-        self.shape.clone()
-    }
-}
-
-impl QTensorPrimitive for NoQuantization {
-    fn scheme(&self) -> &QuantScheme {
-        &self.scheme
-    }
-}
 
 type Q = NoQuantization;
 

@@ -1,6 +1,7 @@
 //! owt-models' integration tests, in one test binary: each module is one
 //! former test file, so the crate's generic code is compiled and linked once for all of them.
 
+mod dropout;
 mod lrn_and_heads;
 mod profile;
 mod vgg;

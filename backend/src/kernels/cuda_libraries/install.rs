@@ -21,10 +21,12 @@ use burn_cubecl::tensor::CubeTensor;
 use cubecl_cuda::{CudaRuntime, CudaServer, ForeignBuffer};
 use cubecl_runtime::server::Handle;
 
-use super::{ConvKernels, Installed, KernelChoice, Math, MatmulKernels, Runner, COUNTERS};
+use super::choice::{ConvKernels, Installed, KernelChoice, MatmulKernels, Runner};
+use super::usage::COUNTERS;
 use crate::kernels::cublaslt::{self, gemm};
 use crate::kernels::cudnn::algorithm_cache::{version_name, FILE_NAME};
 use crate::kernels::cudnn::problem::packed_strides;
+use crate::kernels::cudnn::Math;
 use crate::kernels::cudnn::{self, AlgorithmCache, Choice, ConvDtype, ConvOp, ConvProblem, Identity};
 use crate::kernels::libraries::{find, Library, Loader};
 

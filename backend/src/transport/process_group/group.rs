@@ -1,27 +1,7 @@
-//! The processes a mesh spans, and the one all-to-all of bytes that crosses them.
-//!
-//! The shape is JAX's across hosts: every process runs the same program and drives only its
-//! own ranks (its local devices); a mesh of K = P x L ranks spans P processes of L ranks each,
-//! rank r living on process r / L. Collectives (`collectives.rs`) combine the local pieces
-//! themselves and hand everything bound for another process to [`ProcessGroup::all_to_all`],
-//! which every process calls in the same order (the program is the same everywhere).
-//!
-//! Engines, never a home-made network layer: [`Solo`] is one process (today's path, nothing
-//! crosses), [`ThreadedGroup`] stands P processes up as threads of one process (tests, and
-//! trying a multi-process layout without a launcher), and `MpiGroup` (cargo feature `mpi`)
-//! crosses real processes through MPI.
+//! A group of processes (the trait every engine implements), how a collective fails across
+//! them ([`GroupError`]), and the group of one process ([`Solo`]).
 
 use std::time::Duration;
-
-mod launch;
-#[cfg(feature = "mpi")]
-mod mpi;
-mod threaded;
-
-#[cfg(feature = "mpi")]
-pub use self::mpi::MpiGroup;
-pub use launch::Launch;
-pub use threaded::ThreadedGroup;
 
 /// A group of processes that run the same program, each driving its own ranks of a mesh.
 pub trait ProcessGroup: Send + Sync + 'static {
@@ -93,8 +73,8 @@ impl std::error::Error for GroupError {}
 /// What a collective inside a tensor op unwinds with when its exchange fails (a Burn op
 /// cannot return an error). A process that stopped because another left
 /// ([`GroupError::Lost`]) unwinds without the panic hook, so nothing is printed for it: the one
-/// that left says why; [`ThreadedGroup::try_run`] hands it back as the error. Every other
-/// failure is an ordinary panic with the error's text.
+/// that left says why; [`ThreadedGroup::try_run`](crate::ThreadedGroup::try_run) hands it back
+/// as the error. Every other failure is an ordinary panic with the error's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectiveFailed(pub GroupError);
 
@@ -132,29 +112,5 @@ impl ProcessGroup for Solo {
     }
     fn describe(&self) -> String {
         "one process".to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn broadcast_hands_every_process_the_roots_bytes() {
-        for root in 0..3 {
-            let got = ThreadedGroup::run(3, |g| {
-                let mine = (g.rank() == root).then(|| vec![root as u8 + 7; 128]);
-                g.broadcast(root, mine).unwrap()
-            });
-            assert_eq!(got, vec![vec![root as u8 + 7; 128]; 3], "root {root}");
-        }
-        assert_eq!(Solo.broadcast(0, Some(vec![1, 2])).unwrap(), vec![1, 2]);
-    }
-
-    #[test]
-    fn all_gather_lists_every_process_in_order() {
-        let got = ThreadedGroup::run(4, |g| g.all_gather(vec![g.rank() as u8; g.rank() + 1]).unwrap());
-        let expected: Vec<Vec<u8>> = (0..4u8).map(|p| vec![p; p as usize + 1]).collect();
-        assert!(got.iter().all(|g| g == &expected), "{got:?}");
     }
 }

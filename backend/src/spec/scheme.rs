@@ -6,8 +6,8 @@
 
 use std::ops::Range;
 
-use crate::comm::Collective;
-use crate::tensor::placement::shard_ranges;
+use crate::ledger::Collective;
+use crate::spec::placement::shard_ranges;
 
 /// How batch-sharded activities reach column-split weights (scheme letters as in the paper).
 ///

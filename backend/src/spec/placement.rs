@@ -2,6 +2,8 @@
 
 use std::ops::Range;
 
+use burn::tensor::Shape;
+
 /// How the summands of a [`Placement::Partial`] tensor combine into its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
@@ -126,6 +128,15 @@ pub fn shard_ranges(len: usize, ranks: usize) -> Vec<Range<usize>> {
             range
         })
         .collect()
+}
+
+/// The local shape rank `rank` of `ranks` holds of a tensor of `shape` in `placement`.
+pub(crate) fn local_shape(shape: &Shape, placement: Placement, ranks: usize, rank: usize) -> Shape {
+    let mut s = shape.clone();
+    if let Placement::Shard(d) = placement {
+        s[d] = shard_sizes(shape[d], ranks)[rank];
+    }
+    s
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ledger_key::{CollectiveKey, Phase};
+use super::keys::{CollectiveKey, Phase};
 
 /// Bytes and messages of one kind of transfer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -46,9 +46,6 @@ impl std::ops::AddAssign for Traffic {
     }
 }
 
-/// The phase's text recorded when the caller set none ([`Phase::unlabelled`]).
-pub const UNLABELLED: &str = "-";
-
 /// What moved between ranks since the last reset: traffic per (phase, collective), the ops
 /// that had no placement rule and ran gathered (fallbacks), by op name, and the empty pieces
 /// that reached a rank (empty work: some inner backends, CubeCL CUDA among them, fail on a
@@ -86,7 +83,7 @@ impl LedgerSnapshot {
     }
 
     /// Total of one phase over all collectives, the phase named as reports write it
-    /// (`fc6:forward`, a label of the caller's own, or [`UNLABELLED`]).
+    /// (`fc6:forward`, a label of the caller's own, or [`crate::UNLABELLED`]).
     pub fn by_phase(&self, phase: &str) -> Traffic {
         self.sum_where(|(p, _)| p == phase)
     }
@@ -210,6 +207,3 @@ impl Ledger {
         self.phases.last().or(self.base.as_ref())
     }
 }
-
-/// Collective names as they appear in the ledger (defined beside the keys that use them).
-pub use super::ledger_key::names;

@@ -9,6 +9,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The phase's text recorded when the caller set none ([`Phase::unlabelled`]).
+pub const UNLABELLED: &str = "-";
+
 /// The kinds of collective the ledger counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Collective {
@@ -191,7 +194,7 @@ impl Phase {
 
     /// What traffic is recorded under when no phase is set ([`crate::UNLABELLED`]).
     pub fn unlabelled() -> Phase {
-        Phase::label(super::ledger::UNLABELLED)
+        Phase::label(UNLABELLED)
     }
 
     /// The phase a report's text names: `layer:stage` where the part after the last `:` is a

@@ -3,6 +3,14 @@
 //! GPUs itself (NCCL send/recv) and can all-reduce them (NCCL all-reduce); its wgpu runtime
 //! cannot (its server-to-server `send` is unimplemented), so a wgpu mesh stages through host
 //! memory. Ranks on one device (virtual ranks) never transfer at all.
+//!
+//! Also what a transfer is made of below the collectives: the processes a mesh spans and their
+//! one all-to-all of bytes ([`process_group`]), the format of what crosses them (`wire`), and
+//! NCCL on CUDA devices ([`nccl`]).
+
+pub mod nccl;
+pub mod process_group;
+pub(crate) mod wire;
 
 use burn::tensor::backend::Backend;
 

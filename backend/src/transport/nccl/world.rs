@@ -12,7 +12,7 @@ use std::ffi::c_void;
 use std::sync::Mutex;
 
 use super::join::{shared_gpu, JoinRefusal};
-use super::Plain;
+use super::plain::CudaPlain as Plain;
 use crate::{DeviceAllReduce, ProcessGroup};
 use burn::tensor::DType;
 use burn_cubecl::tensor::CubeTensor;

@@ -3,7 +3,7 @@
 //! Each rank's piece is copied into a fresh contiguous buffer that NCCL sums in place on every
 //! GPU ([`buffer`](super::buffer): the count is the buffer's, here counted by CubeCL from the same size).
 
-use super::Plain;
+use super::plain::CudaPlain as Plain;
 use crate::DeviceAllReduce;
 use burn::tensor::backend::Device as _;
 use burn_cubecl::cubecl::server::ReduceOperation;

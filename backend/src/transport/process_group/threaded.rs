@@ -4,7 +4,7 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{CollectiveFailed, GroupError, ProcessGroup};
+use super::group::{CollectiveFailed, GroupError, ProcessGroup};
 
 /// The mailbox the threads of a [`ThreadedGroup`] share.
 struct Mailbox {
@@ -169,7 +169,7 @@ impl Drop for ThreadedGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comm::process_group::GroupError;
+    use crate::transport::process_group::group::Solo;
 
     #[test]
     fn every_process_receives_what_each_sent_it() {
@@ -216,5 +216,24 @@ mod tests {
             Err(GroupError::TimedOut { waited }) => assert!(waited >= Duration::from_millis(50)),
             other => panic!("expected a timeout, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn broadcast_hands_every_process_the_roots_bytes() {
+        for root in 0..3 {
+            let got = ThreadedGroup::run(3, |g| {
+                let mine = (g.rank() == root).then(|| vec![root as u8 + 7; 128]);
+                g.broadcast(root, mine).unwrap()
+            });
+            assert_eq!(got, vec![vec![root as u8 + 7; 128]; 3], "root {root}");
+        }
+        assert_eq!(Solo.broadcast(0, Some(vec![1, 2])).unwrap(), vec![1, 2]);
+    }
+
+    #[test]
+    fn all_gather_lists_every_process_in_order() {
+        let got = ThreadedGroup::run(4, |g| g.all_gather(vec![g.rank() as u8; g.rank() + 1]).unwrap());
+        let expected: Vec<Vec<u8>> = (0..4u8).map(|p| vec![p; p as usize + 1]).collect();
+        assert!(got.iter().all(|g| g == &expected), "{got:?}");
     }
 }

@@ -19,6 +19,8 @@ mod all_reduce;
 pub mod buffer;
 mod join;
 #[cfg(feature = "cuda")]
+mod plain;
+#[cfg(feature = "cuda")]
 mod send_fence;
 #[cfg(feature = "cuda")]
 mod world;
@@ -27,13 +29,8 @@ mod world;
 pub use all_reduce::NcclAllReduce;
 pub use join::{shared_gpu, JoinRefusal};
 #[cfg(feature = "cuda")]
+pub use plain::CudaPlain;
+#[cfg(feature = "cuda")]
 pub use send_fence::CudaSendFence;
 #[cfg(feature = "cuda")]
 pub use world::NcclWorld;
-
-/// The plain CubeCL CUDA backend (no fusion) that meshes of CUDA devices run on, and the one
-/// the NCCL all-reduces are implemented for.
-#[cfg(feature = "cuda")]
-pub type CudaPlain = burn_cubecl::CubeBackend<cubecl_cuda::CudaRuntime, f32, i32, u8>;
-#[cfg(feature = "cuda")]
-use CudaPlain as Plain;

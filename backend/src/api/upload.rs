@@ -8,9 +8,9 @@ use burn::tensor::{DType, Int, Shape, Tensor, TensorData, TensorPrimitive};
 
 use crate::backend::Hybrid;
 use crate::mesh::MeshDevice;
+use crate::spec::placement::{can_shard, shard_ranges, Placement, ReduceOp};
 use crate::tensor::dtensor::DTensor;
 use crate::tensor::kind::{FloatKind, IntKind, ShardKind};
-use crate::tensor::placement::{can_shard, shard_ranges, Placement, ReduceOp};
 
 /// The rows `range` of dimension `dim` of row-major host data.
 pub(crate) fn host_slice(data: &TensorData, dim: usize, range: std::ops::Range<usize>) -> TensorData {

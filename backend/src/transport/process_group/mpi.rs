@@ -16,7 +16,7 @@ use std::time::Duration;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::traits::*;
 
-use super::{GroupError, ProcessGroup};
+use super::group::{GroupError, ProcessGroup};
 
 type Reply = Sender<Result<Vec<Vec<u8>>, GroupError>>;
 

@@ -7,7 +7,7 @@ use burn::tensor::{Tensor, TensorMetadata, TensorPrimitive};
 
 use crate::backend::{Hybrid, HybridFloat};
 use crate::comm::collectives::redistribute;
-use crate::tensor::placement::Placement;
+use crate::spec::placement::Placement;
 
 /// Placement control on float tensors of a `Hybrid` backend.
 ///
