@@ -63,4 +63,6 @@ pub mod book {
     pub struct Papers;
     #[doc = include_str!("../docs/src/which-burn.md")]
     pub struct WhichBurn;
+    #[doc = include_str!("../docs/src/testing.md")]
+    pub struct Testing;
 }

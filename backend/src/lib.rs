@@ -34,7 +34,7 @@ pub use comm::collectives;
 pub use kernels::{
     computes_on_flex, conv_grad, counter_dropout, cublaslt, cuda_libraries, cudnn, libraries, max_pool, sgd_momentum,
 };
-pub use ledger::{Collective, CollectiveKey, LedgerSnapshot, Phase, Stage, Traffic, UNLABELLED};
+pub use ledger::{Collective, CollectiveKey, LedgerSnapshot, Phase, Stage, Traffic, READS, UNLABELLED};
 pub use mesh::grid::{self, GridError, GridMesh, GridPlacement};
 pub use mesh::{live_meshes, MeshDevice, OuterDim, PhaseGuard, SpanError};
 pub use parallel::gradient_sync::sync_gradients;

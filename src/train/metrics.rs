@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use owt_hybrid::LedgerSnapshot;
+use owt_hybrid::{LedgerSnapshot, Phase};
 use serde::{Deserialize, Serialize};
 
 /// File name of a run's metrics inside its run directory: a copy of the checkpoint's, for
@@ -57,31 +57,82 @@ pub struct EpochMetrics {
     pub loss_scale: Option<crate::train::precision::LossScale>,
 }
 
-/// A mesh run's traffic per training step, averaged over an epoch's steps.
+/// A mesh run's traffic in an epoch: one full training step's (a batch of `--batch` images),
+/// the one figure `owt plan`'s dry run predicts, by collective and by layer; all the epoch's
+/// steps together (a short last step at its own size); and, apart, what crossed besides the
+/// steps (the figures read back, the evaluation, the checkpoint).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Communication {
     /// Steps the epoch took.
     pub steps: usize,
-    /// Bytes per step over all collectives.
+    /// Bytes of one full step over all collectives.
     pub bytes_per_step: f64,
-    /// Messages per step over all collectives.
+    /// Messages of one full step over all collectives.
     pub messages_per_step: f64,
-    /// Per collective (`all_gather`, `all_reduce`, ...): bytes and messages per step.
+    /// Per collective (`all_gather`, `all_reduce`, ...): one full step's bytes and messages.
     pub by_collective: BTreeMap<String, TrafficPerStep>,
-    /// Per layer and phase (`fc6:forward`, `conv1:sync`, ...): bytes and messages per step.
-    /// Absent in runs from before it was recorded.
+    /// Per layer and phase (`fc6:forward`, `conv1:sync`, ...): one full step's bytes and
+    /// messages. Absent in runs from before it was recorded.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_phase: BTreeMap<String, TrafficPerStep>,
     /// Of `bytes_per_step`, those that crossed between processes (a mesh spanning processes;
     /// absent inside one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross_process_bytes_per_step: Option<f64>,
+    /// The epoch's steps together, a short last step at its own size (absent in runs from
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_total: Option<TrafficTotal>,
+    /// What crossed in the epoch besides its steps (absent in runs from before it was counted
+    /// apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub besides_steps: Option<BesidesSteps>,
     /// Ops that had no placement rule and ran gathered, with their counts over the epoch.
     pub fallbacks: BTreeMap<String, u64>,
     /// Tensors made with a zero-element piece on some rank, by kind, placement and shape,
     /// over the epoch (each would launch empty work; none are expected).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub empty_ops: BTreeMap<String, u64>,
+}
+
+/// Bytes and messages in all, over some stretch of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrafficTotal {
+    /// Bytes.
+    pub bytes: u64,
+    /// Messages.
+    pub messages: u64,
+}
+
+impl TrafficTotal {
+    /// Every entry of `ledger` that `keep` keeps, summed.
+    fn of(ledger: &LedgerSnapshot, keep: impl Fn(&Phase) -> bool) -> Self {
+        let mut total = TrafficTotal::default();
+        for ((phase, _), t) in &ledger.traffic {
+            if keep(phase) {
+                total.bytes += t.bytes;
+                total.messages += t.messages;
+            }
+        }
+        total
+    }
+
+    /// All of `ledger`.
+    pub fn all(ledger: &LedgerSnapshot) -> Self {
+        Self::of(ledger, |_| true)
+    }
+}
+
+/// What crossed between ranks in an epoch besides its training steps, each counted apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BesidesSteps {
+    /// The training loss and correct count read back during the epoch (progress, the
+    /// divergence check, the epoch's figures), and their tally.
+    pub reads: TrafficTotal,
+    /// The evaluation on the test split, the model gathered for it included.
+    pub evaluation: TrafficTotal,
+    /// The checkpoint: the model and the momentum read whole.
+    pub checkpoint: TrafficTotal,
 }
 
 /// One collective's bytes and messages per step.
@@ -94,29 +145,74 @@ pub struct TrafficPerStep {
 }
 
 impl Communication {
-    /// The per-step averages of a ledger that recorded `steps` training steps (evaluation
-    /// excluded).
+    /// The per-step averages of a ledger that recorded `steps` training steps of one size
+    /// (evaluation excluded, reads of the figures left out).
     pub fn per_step(ledger: &LedgerSnapshot, steps: usize) -> Self {
         let per = |x: u64| x as f64 / steps.max(1) as f64;
         let mut by_collective: BTreeMap<String, TrafficPerStep> = BTreeMap::new();
         let mut by_phase: BTreeMap<String, TrafficPerStep> = BTreeMap::new();
-        for ((phase, collective), t) in &ledger.traffic {
+        let (mut bytes, mut messages, mut cross) = (0, 0, 0);
+        for ((phase, collective), t) in ledger.traffic.iter().filter(|((phase, _), _)| !phase.is_reads()) {
             for e in [by_collective.entry(collective.to_string()), by_phase.entry(phase.to_string())] {
                 let e = e.or_insert(TrafficPerStep { bytes: 0.0, messages: 0.0 });
                 e.bytes += per(t.bytes);
                 e.messages += per(t.messages);
             }
+            (bytes, messages, cross) = (bytes + t.bytes, messages + t.messages, cross + t.cross_process_bytes);
         }
-        let total = ledger.total();
         Communication {
             steps,
-            bytes_per_step: per(total.bytes),
-            messages_per_step: per(total.messages),
-            cross_process_bytes_per_step: (total.cross_process_bytes > 0).then(|| per(total.cross_process_bytes)),
+            bytes_per_step: per(bytes),
+            messages_per_step: per(messages),
+            cross_process_bytes_per_step: (cross > 0).then(|| per(cross)),
             by_collective,
             by_phase,
+            steps_total: None,
+            besides_steps: None,
             fallbacks: ledger.fallbacks.clone(),
             empty_ops: ledger.empty_ops.clone(),
+        }
+    }
+
+    /// The traffic as the epoch's line says it: a full step's, then what crossed besides the
+    /// steps.
+    pub fn line(&self) -> String {
+        // On a 2-D mesh what crosses is what the node dimension moves (`...[node]`).
+        let tier = if self.by_collective.keys().any(|k| k.ends_with("[node]")) { "nodes" } else { "processes" };
+        let across =
+            self.cross_process_bytes_per_step.map(|b| format!(" ({b:.0} bytes across {tier})")).unwrap_or_default();
+        let besides = self
+            .besides_steps
+            .map(|b| {
+                format!(
+                    "; besides the steps: reads {} bytes / {} messages, evaluation {} / {}, checkpoint {} / {}",
+                    b.reads.bytes,
+                    b.reads.messages,
+                    b.evaluation.bytes,
+                    b.evaluation.messages,
+                    b.checkpoint.bytes,
+                    b.checkpoint.messages
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "{:.0} bytes / {:.0} messages per step between ranks{across}{besides}",
+            self.bytes_per_step, self.messages_per_step
+        )
+    }
+
+    /// An epoch of `steps` steps: `full_step` the ledger of one full step (the epoch's first),
+    /// `epoch` the whole epoch's (its reads of the figures under [`Phase::reads`]).
+    /// Evaluation and checkpoint are set by the caller, once they ran.
+    pub fn of_epoch(full_step: &LedgerSnapshot, epoch: &LedgerSnapshot, steps: usize) -> Self {
+        let step = Communication::per_step(full_step, 1);
+        Communication {
+            steps,
+            steps_total: Some(TrafficTotal::of(epoch, |p| !p.is_reads())),
+            besides_steps: Some(BesidesSteps { reads: TrafficTotal::of(epoch, Phase::is_reads), ..Default::default() }),
+            fallbacks: epoch.fallbacks.clone(),
+            empty_ops: epoch.empty_ops.clone(),
+            ..step
         }
     }
 }
@@ -139,15 +235,7 @@ impl EpochMetrics {
         ) + &self
             .communication
             .as_ref()
-            .map(|c| {
-                // On a 2-D mesh what crosses is what the node dimension moves (`...[node]`).
-                let tier = if c.by_collective.keys().any(|k| k.ends_with("[node]")) { "nodes" } else { "processes" };
-                let across = c
-                    .cross_process_bytes_per_step
-                    .map(|b| format!(" ({b:.0} bytes across {tier})"))
-                    .unwrap_or_default();
-                format!(", {:.0} bytes / {:.0} messages per step between ranks{across}", c.bytes_per_step, c.messages_per_step)
-            })
+            .map(|c| format!(", {}", c.line()))
             .unwrap_or_default()
     }
 }

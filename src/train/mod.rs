@@ -26,7 +26,7 @@ pub use config::TrainConfig;
 pub use dataset_identity::DatasetIdentity;
 pub use evaluate::{evaluate, evaluate_with, predictions, Evaluation, EVAL_BATCH};
 pub use input::{batch_tensors, upload_batch, upload_eval};
-pub use metrics::{Communication, EpochMetrics, TrafficPerStep, METRICS_FILE};
+pub use metrics::{BesidesSteps, Communication, EpochMetrics, TrafficPerStep, TrafficTotal, METRICS_FILE};
 pub use run_dir::{prepare as prepare_run_dir, Existing, RunDir};
 pub use schedule::{LrScaling, LrSchedule};
 pub use step::{

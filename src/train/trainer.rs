@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use owt_hybrid::StepLayout;
+use owt_hybrid::{LedgerSnapshot, StepLayout};
 use owt_models::{Architecture, ConvNet, DropoutKey};
 
 use crate::data::{Batch, Splits};
@@ -26,7 +26,7 @@ use crate::train::checkpoint::{record_from_bytes, record_to_bytes, Checkpoint, C
 use crate::train::config::TrainConfig;
 use crate::train::evaluate::evaluate_rows;
 use crate::train::input::{upload_eval, Tally, TallyValues, UploadAhead};
-use crate::train::metrics::{Communication, EpochMetrics};
+use crate::train::metrics::{BesidesSteps, Communication, EpochMetrics, TrafficTotal};
 use crate::train::momentum;
 use crate::train::precision::LossScale;
 use crate::train::prefetch::{available_cores, Prefetch, Preparation};
@@ -203,11 +203,26 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         )?;
         run.model = model;
         // The model as a step computes with it (on a 2-D mesh that shards parameters over
-        // its nodes, gathered once here): evaluated, then checkpointed whole.
+        // its nodes, gathered once here): evaluated, then checkpointed whole. What each moves
+        // between ranks is counted apart from the steps'.
+        layout.reset_traffic();
         let gathered = layout.compute_module(&run.model);
         let upload = |batch: &Batch| upload_eval(layout, batch, &config.model.pixel_norm);
         let test =
             evaluate_rows(&gathered.valid(), config.head, &splits.test, micro, how, layout.row_split(), &upload)?;
+        let evaluation = layout.traffic();
+        layout.reset_traffic();
+        let tensors = checkpoint_tensors(&run, gathered)?;
+        let saving = layout.traffic();
+        let mut communication = trained.communication;
+        if let (Some(c), Some(evaluation), Some(saving)) = (communication.as_mut(), evaluation, saving) {
+            let reads = c.besides_steps.unwrap_or_default().reads;
+            c.besides_steps = Some(BesidesSteps {
+                reads,
+                evaluation: TrafficTotal::all(&evaluation),
+                checkpoint: TrafficTotal::all(&saving),
+            });
+        }
         let m = EpochMetrics {
             epoch: epoch + 1,
             train_loss: trained.values.mean_loss(),
@@ -220,12 +235,12 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
             input_wait_s: Some(trained.input_wait_s),
             seconds: started.elapsed().as_secs_f64(),
             layout: Some(layout.describe()),
-            communication: trained.communication,
+            communication,
             loss_scale: trained.loss_scale,
         };
         let line = verbose.then(|| m.summary(config.epochs));
         run.metrics.push(m);
-        checkpoint(config, dir, layout.primary(), &data, &run, gathered, epoch)?;
+        checkpoint(config, dir, layout.primary(), &data, &run, tensors, epoch)?;
         // Said once the epoch is saved: a closed or full stdout loses a line, never an epoch.
         if let Some(line) = line {
             crate::out_line!("{line}");
@@ -335,6 +350,7 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
     let mut batches = Prefetch::start_rows(train_set.clone(), order, micro, true, rng, how, layout.row_split());
     let mut tally = Tally::<B::InnerBackend>::default();
     let mut steps = 0usize;
+    let mut full_step: Option<Option<LedgerSnapshot>> = None;
     layout.reset_traffic();
     // Divergence is checked at every read over the images since the previous read. The
     // previous epoch's checkpoint stays as it is.
@@ -387,35 +403,54 @@ fn train_epoch<B: AutodiffBackend, L: StepLayout<B>>(
         // The step's work is queued: the next batch uploads while it runs.
         uploads.refill(&mut batches)?;
         model = next;
-        tally.add(outcome.loss, outcome.correct, outcome.images);
+        // The figures' tally is bookkeeping, not the step: what it moves (a sum of a pending
+        // loss and one a read made whole) is counted with the reads.
+        layout.reading(|| tally.add(outcome.loss, outcome.correct, outcome.images));
         steps += 1;
+        // The traffic of one full step: the epoch's first (only its last may be short).
+        if full_step.is_none() && step_images == config.batch {
+            full_step = Some(layout.traffic());
+        }
         if steps % opts.read_every.max(1) == 0 && tally.images() < total {
-            let values = tally.read();
+            let values = layout.reading(|| tally.read());
             check(values)?;
             progress.update(values.images, values.mean_loss(), values.accuracy());
         }
     }
     // Reading waits for the epoch's queued work, so the clock stops after it.
-    let values = tally.read();
+    let values = layout.reading(|| tally.read());
     check(values)?;
     progress.update(values.images, values.mean_loss(), values.accuracy());
     let seconds = started.elapsed().as_secs_f64();
     let input_wait_s = batches.waited().as_secs_f64();
-    let communication = layout.traffic().map(|ledger| Communication::per_step(&ledger, steps));
+    let communication = layout.traffic().map(|epoch_ledger| {
+        let full_step = full_step.flatten();
+        Communication::of_epoch(full_step.as_ref().unwrap_or(&epoch_ledger), &epoch_ledger, steps)
+    });
     Ok((model, Trained { values, seconds, input_wait_s, communication, loss_scale }))
 }
 
-/// The checkpoint after `epoch` (0-based): the whole model (`gathered`, as a step computes
-/// with it) and the whole momentum, with the run's state, written atomically with
-/// `metrics.json` by the `primary` process (or node) if it holds `dir`'s lock; read by every
-/// process (reading a sharded tensor is a collective).
+/// A checkpoint's tensors as bytes: the whole model (`gathered`, as a step computes with it)
+/// and the whole momentum, read by every process (reading a sharded tensor is a collective).
+fn checkpoint_tensors<B: AutodiffBackend>(run: &Run<B>, gathered: ConvNet<B>) -> Result<(Vec<u8>, Vec<u8>), OwtError> {
+    let model_bytes = record_to_bytes::<B, _>(gathered.into_record())?;
+    // In module order: every process must read the same tensor at the same time (the
+    // record's own order is a hash map's).
+    let whole = momentum::whole(run.optim.to_record(), &run.model);
+    let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(whole, &run.model))?;
+    Ok((model_bytes, optim_bytes))
+}
+
+/// The checkpoint after `epoch` (0-based): the tensors [`checkpoint_tensors`] read, with the
+/// run's state, written atomically with `metrics.json` by the `primary` process (or node) if
+/// it holds `dir`'s lock.
 fn checkpoint<B: AutodiffBackend>(
     config: &TrainConfig,
     dir: &RunDir,
     primary: bool,
     data: &crate::train::DatasetIdentity,
     run: &Run<B>,
-    gathered: ConvNet<B>,
+    (model_bytes, optim_bytes): (Vec<u8>, Vec<u8>),
     epoch: usize,
 ) -> Result<(), OwtError> {
     let state = CheckpointState {
@@ -425,11 +460,6 @@ fn checkpoint<B: AutodiffBackend>(
         imported_from: run.imported_from.clone(),
         dataset: Some(data.clone()),
     };
-    let model_bytes = record_to_bytes::<B, _>(gathered.into_record())?;
-    // In module order: every process must read the same tensor at the same time (the
-    // record's own order is a hash map's).
-    let whole = momentum::whole(run.optim.to_record(), &run.model);
-    let optim_bytes = record_to_bytes::<B, _>(InParameterOrder::new(whole, &run.model))?;
     if primary && dir.writes() {
         Checkpoint::save(dir.path(), &state, &model_bytes, &optim_bytes)?;
         let json = serde_json::to_vec_pretty(&run.metrics).map_err(|e| OwtError::io(e.to_string()))?;

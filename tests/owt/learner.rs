@@ -24,15 +24,21 @@ use owt_models::{AlexNetSmallConfig, Head, ModelKind, ModelSpec};
 type Ref = Autodiff<Flex>;
 type H = Autodiff<Hybrid<Flex>>;
 
-const BUDGET: Budget = Budget { epochs: 1, train_images: 128, test_images: 64, batch: 32 };
+const BUDGET: Budget = Budget { epochs: 1, train_images: 128, test_images: 64, batch: 32, seed: 1 };
 
 fn weights<B: burn::tensor::backend::Backend>(model: &Classifier<B>) -> Vec<(String, Vec<f64>)> {
     parameter_values(model)
 }
 
-/// The traffic of one training step and one evaluation batch of the example's own code, its
-/// outputs read back as the Learner's metrics read them, on a fresh two-rank mesh.
-fn one_step_each(bytes: &[u8], splits: &owt::data::Splits) -> (LedgerSnapshot, LedgerSnapshot) {
+/// The traffic of one training step of `train` images and one evaluation batch of `eval` of
+/// the example's own code, its outputs read back as the Learner's metrics read them, on a
+/// fresh two-rank mesh.
+fn one_step_each(
+    bytes: &[u8],
+    splits: &owt::data::Splits,
+    train: usize,
+    eval: usize,
+) -> (LedgerSnapshot, LedgerSnapshot) {
     let layout = MeshLayout::<Flex>::new(
         MeshDevice::virtual_ranks(FlexDevice, 2),
         PlanKind::WeirdTrick.plan(),
@@ -45,14 +51,13 @@ fn one_step_each(bytes: &[u8], splits: &owt::data::Splits) -> (LedgerSnapshot, L
     let mut optim = SgdConfig::new()
         .with_momentum(Some(MomentumConfig { momentum: 0.9, dampening: 0.0, nesterov: false }))
         .init::<H, Classifier<H>>();
-    let indices: Vec<usize> = (0..BUDGET.batch).collect();
-    let batch = Batcher::<H, _, _>::batch(&ImageBatcher(splits.train.clone()), indices.clone(), &mesh);
+    let batch = Batcher::<H, _, _>::batch(&ImageBatcher(splits.train.clone()), (0..train).collect(), &mesh);
     mesh.reset_ledger();
     let out = TrainStep::step(&model, batch);
     let model = model.optimize(&mut optim, 0.01, out.grads);
     let _ = out.item.sync();
     let train = mesh.ledger_snapshot();
-    let batch = Batcher::<Hybrid<Flex>, _, _>::batch(&ImageBatcher(splits.test.clone()), indices, &mesh);
+    let batch = Batcher::<Hybrid<Flex>, _, _>::batch(&ImageBatcher(splits.test.clone()), (0..eval).collect(), &mesh);
     mesh.reset_ledger();
     let _ = InferenceStep::step(&model.valid(), batch).sync();
     (train, mesh.ledger_snapshot())
@@ -142,7 +147,7 @@ fn the_learner_on_two_ranks_matches_one_device_and_moves_the_plans_traffic() {
     // moves alone, nothing else, and no op without a rule.
     assert_eq!(ledger.total_fallbacks(), 0, "{:?}", ledger.fallbacks);
     assert_eq!(ledger.total_empty_ops(), 0, "{:?}", ledger.empty_ops);
-    let (step, eval) = one_step_each(&bytes, &splits);
+    let (step, eval) = one_step_each(&bytes, &splits, BUDGET.batch, BUDGET.batch);
     let (steps, evals) = ((BUDGET.train_images / BUDGET.batch) as u64, (BUDGET.test_images / BUDGET.batch) as u64);
     for collective in ["all_gather", "reduce_scatter", "all_reduce", "broadcast", "send"] {
         let want = steps * step.by_collective(collective).bytes + evals * eval.by_collective(collective).bytes;
@@ -171,4 +176,39 @@ fn the_learner_on_two_ranks_matches_one_device_and_moves_the_plans_traffic() {
     let fc_forward: u64 =
         dry.comm.layers.iter().filter(|t| t.layer.starts_with("fc") && t.phase == "forward").map(|t| t.bytes).sum();
     assert!(step.by_collective("all_gather").bytes >= fc_forward && fc_forward > 0);
+}
+
+/// The figures the book gives for `cargo run --locked --example learner -- 1 6400`
+/// (docs/src/performance.md): bytes and messages between the ranks.
+fn books_learner_figures() -> (u64, u64) {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/performance.md")).unwrap();
+    let at = page.find("--example learner -- 1 6400").expect("the performance chapter's Learner run");
+    let text = &page[at..];
+    let number = |before: &str| -> u64 {
+        let end = text.find(before).unwrap_or_else(|| panic!("no {before:?} after the Learner's command"));
+        let digits: String =
+            text[..end].trim_end().rsplit(' ').next().unwrap().chars().filter(char::is_ascii_digit).collect();
+        digits.parse().unwrap()
+    };
+    (number(" bytes in "), number(" messages between"))
+}
+
+#[test]
+fn the_books_learner_traffic_is_its_initialisation_steps_and_evaluation_batches() {
+    // One epoch of 6,400 training images in steps of 64 and 2,000 validation images in
+    // batches of 64: 100 steps, 31 full evaluation batches and one of 16; before them, the
+    // fresh model's weights drawn on rank 0 and broadcast.
+    let splits = example::fashion_mnist();
+    let mesh = MeshDevice::virtual_ranks(FlexDevice, 2);
+    let init = Classifier { net: AlexNetSmallConfig::new().init::<H>(&mesh) };
+    let drawn = mesh.ledger_snapshot().total();
+    let bytes = record_to_bytes::<H, _>(init.into_record()).unwrap();
+    let (step, eval) = one_step_each(&bytes, &splits, 64, 64);
+    let (_, last) = one_step_each(&bytes, &splits, 64, 16);
+    let (step, eval, last) = (step.total(), eval.total(), last.total());
+    let want = (
+        drawn.bytes + 100 * step.bytes + 31 * eval.bytes + last.bytes,
+        drawn.messages + 100 * step.messages + 31 * eval.messages + last.messages,
+    );
+    assert_eq!(books_learner_figures(), want, "the book's figures against the traffic of the run's parts");
 }

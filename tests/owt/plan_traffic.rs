@@ -660,3 +660,103 @@ fn analytic_minimum(wire: WirePrecision, size: u64) {
         }
     }
 }
+
+/// The dry run's bytes and messages of one step of `batch` images (all ranks together).
+fn predicted(arch: &Architecture, plan: &Plan, k: usize, scheme: Exchange, batch: usize, head: Head) -> (u64, u64) {
+    let report = PlanDryRun {
+        arch,
+        plan,
+        ranks: k,
+        batch,
+        scheme,
+        head,
+        fc_update: FcUpdate::PerStep,
+        wire: WirePrecision::Native,
+    }
+    .run()
+    .unwrap();
+    let total = report.ledger.total();
+    (total.bytes, total.messages)
+}
+
+#[test]
+fn an_epoch_moves_what_the_dry_run_predicts_and_counts_reads_evaluation_and_checkpoint_apart() {
+    use owt::data::{synthetic_images, Splits};
+    use owt::train::{train, RunOptions};
+    use std::sync::Arc;
+    // 200 images in steps of 64: three full steps and a short one of 8, the figures read
+    // back after every step.
+    let spec = ModelSpec::new(ModelKind::AlexNetSmall);
+    let arch = spec.architecture().unwrap();
+    let splits = Splits {
+        train: Arc::new(synthetic_images([1, 28, 28], 10, 200, 1)),
+        test: Arc::new(synthetic_images([1, 28, 28], 10, 40, 2)),
+    };
+    let config = TrainConfig { batch: 64, epochs: 1, ..TrainConfig::new(spec, owt::data::DatasetKind::Synthetic) };
+    let opts = RunOptions { read_every: 1, workers: 1, ..RunOptions::default() };
+    for (plan, scheme) in [(PlanKind::DataParallel, Exchange::AllGather), (PlanKind::WeirdTrick, Exchange::Broadcast)] {
+        let (plan, what) = (plan.plan(), format!("{} scheme {}", plan.name(), scheme.letter()));
+        let layout = MeshLayout::<Flex>::new(MeshDevice::virtual_ranks(Default::default(), 2), plan.clone(), scheme);
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = owt::train::prepare_run_dir(dir.path(), owt::train::Existing::of(false, false), "train").unwrap();
+        let metrics = train::<H, _>(&config, &splits, &layout, &run_dir, &opts).unwrap();
+        let c = metrics[0].communication.clone().unwrap();
+        let full = predicted(&arch, &plan, 2, scheme, 64, config.head);
+        let short = predicted(&arch, &plan, 2, scheme, 8, config.head);
+        assert_eq!(c.steps, 4, "{what}");
+        assert_eq!((c.bytes_per_step, c.messages_per_step), (full.0 as f64, full.1 as f64), "{what}: a full step");
+        let total = c.steps_total.unwrap();
+        assert_eq!(
+            (total.bytes, total.messages),
+            (3 * full.0 + short.0, 3 * full.1 + short.1),
+            "{what}: the epoch's steps, the short one at its size ({short:?})"
+        );
+        let besides = c.besides_steps.unwrap();
+        assert!(besides.reads.messages >= 4 && besides.reads.bytes > 0, "{what}: {besides:?}");
+        assert!(besides.evaluation.bytes > 0, "{what}: {besides:?}");
+        if what.starts_with("weird-trick") {
+            assert!(besides.checkpoint.bytes > 0, "{what}: the split FC weights gathered: {besides:?}");
+        }
+        let line = metrics[0].summary(1);
+        let says = format!(
+            "{} bytes / {} messages per step between ranks; besides the steps: reads {} bytes",
+            full.0, full.1, besides.reads.bytes
+        );
+        assert!(line.contains(&says), "{what}: {line}");
+    }
+}
+
+#[test]
+fn the_front_pages_traffic_figures_are_the_dry_runs_for_its_command() {
+    for page in ["README.md", "docs/src/getting-started.md"] {
+        sample_lines_match_the_dry_run(page);
+    }
+}
+
+/// The epoch lines `page` shows for its main command say the bytes and messages per step the
+/// dry run predicts for that command.
+fn sample_lines_match_the_dry_run(page: &str) {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
+    let command = readme.lines().find(|l| l.contains("cargo run --locked -- train ")).expect("the page's main command");
+    let args: Vec<&str> = command.split_whitespace().collect();
+    let flag = |name: &str, default: &str| -> String {
+        args.iter().position(|a| *a == name).map_or(default.to_string(), |i| args[i + 1].to_string())
+    };
+    let spec = ModelSpec::new(flag("--model", "alexnet-small").parse::<ModelKind>().unwrap());
+    let plan: PlanKind = flag("--plan", "weird-trick").parse().unwrap();
+    let scheme = match flag("--scheme", "a").as_str() {
+        "a" => Exchange::AllGather,
+        "b" => Exchange::Broadcast,
+        "c" => Exchange::Slices,
+        other => panic!("the README's --scheme {other}"),
+    };
+    let (k, batch): (usize, usize) = (flag("--devices", "1").parse().unwrap(), flag("--batch", "128").parse().unwrap());
+    let head = TrainConfig::new(spec.clone(), owt::data::DatasetKind::Synthetic).head;
+    let (bytes, messages) = predicted(&spec.architecture().unwrap(), &plan.plan(), k, scheme, batch, head);
+    let said = format!("{bytes} bytes / {messages} messages per step between ranks");
+    let lines: Vec<&str> = readme.lines().filter(|l| l.starts_with("epoch ") && l.contains(" bytes / ")).collect();
+    assert!(!lines.is_empty(), "{page} shows no epoch line with its traffic");
+    for line in lines {
+        assert!(line.contains(&said), "{page}'s line says other figures than the dry run's ({said}): {line}");
+    }
+}

@@ -170,3 +170,120 @@ fn the_trainer_accumulates_to_the_same_epoch_short_last_step_included_and_resume
     let e = train::<H, _>(&per_chunk, &splits, &layout(), &run_dir(dir.path(), false), &opts).unwrap_err();
     assert!(e.to_string().contains("--fc-update per-chunk"), "{e}");
 }
+
+/// One device's change of every parameter at each step, each step's loss and the final
+/// weights: what [`uneven_steps`] returns.
+type StepChanges = (Vec<Vec<(String, Vec<f64>)>>, Vec<f64>, Vec<(String, Vec<f64>)>);
+
+/// Optimizer steps from `weights`, step `i` over batch `i` of the stream (`steps[i]`'s sizes
+/// summed) in consecutive micro-batches of `steps[i]`'s sizes: each step's change of every
+/// parameter (the rate times the gradient at the first step, momentum added after), each
+/// step's loss, and the final weights.
+fn uneven_steps<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    config: &TrainConfig,
+    weights: &[u8],
+    steps: &[&[usize]],
+) -> StepChanges {
+    let arch = config.model.architecture().unwrap();
+    let device = layout.device();
+    let mut model = placed_model(layout, config, weights);
+    let mut optim = sgd::<B>(config);
+    let mut before = parameter_values(&layout.compute_module(&model));
+    let (mut changes, mut losses) = (Vec::new(), Vec::new());
+    for (step, sizes) in steps.iter().enumerate() {
+        let n: usize = sizes.iter().sum();
+        let (x, y) = batch(step, n, arch.input, arch.classes);
+        let mut acc = AccumulatedStep::new(n, config.head, DropoutKey::new(config.seed, step as u64));
+        let mut start = 0;
+        for &m in sizes.iter() {
+            let rows = start..start + m;
+            let xm = layout.place_input(Tensor::from_data(host_rows(&x, rows.clone()), device));
+            let ym = layout.place_labels(Tensor::from_data(host_rows(&y, rows), device));
+            acc.micro_batch(layout, &model, xm, ym);
+            start += m;
+        }
+        let (next, outcome) = acc.finish(layout, model, &mut optim, config.lr);
+        model = next;
+        losses.push(outcome.read().0);
+        let after = parameter_values(&layout.compute_module(&model));
+        let change = after
+            .iter()
+            .zip(&before)
+            .map(|((name, a), (_, b))| (name.clone(), a.iter().zip(b).map(|(p, q)| p - q).collect()))
+            .collect();
+        changes.push(change);
+        before = after;
+    }
+    (changes, losses, before)
+}
+
+#[test]
+fn uneven_micro_batches_step_as_one_batch_of_their_images_on_one_device_and_every_plan() {
+    // An epoch's short last step under --batch 112 --accum-steps 4: 80 images as 28 + 28 + 24,
+    // then 89 as 28 + 28 + 28 + 5 (the 5 split 3 + 2 over two ranks).
+    let spec = small(2);
+    let config = config(spec.clone(), 112, FcUpdate::PerStep);
+    let weights = initial_weights(&spec);
+    let one = SingleDevice::<Ref>::new(Default::default());
+    let (want_changes, want_losses, want) = uneven_steps::<Ref, _>(&one, &config, &weights, &[&[80], &[89]]);
+    let micro: [&[usize]; 2] = [&[28, 28, 24], &[28, 28, 28, 5]];
+    let check = |what: &str, (changes, losses, got): StepChanges| {
+        for (step, (change, want_change)) in changes.iter().zip(&want_changes).enumerate() {
+            let (gap, worst) = relative_gap(change, want_change);
+            eprintln!("{what}: step {step} change gap {gap:.2e} ({worst})");
+            assert!(gap <= 1e-10, "{what}: step {step}'s change of {worst} differs by {gap:e} from one batch's");
+        }
+        for (a, b) in losses.iter().zip(&want_losses) {
+            assert!((a - b).abs() <= 1e-10 * b.abs(), "{what}: losses {losses:?} against {want_losses:?}");
+        }
+        let (gap, worst) = relative_gap(&got, &want);
+        assert!(gap <= 1e-10, "{what}: {worst} differs by {gap:e} after the steps");
+    };
+    check("one device", uneven_steps::<Ref, _>(&one, &config, &weights, &micro));
+    for (k, plan, scheme) in cases(true).into_iter().filter(|(k, ..)| *k == 2) {
+        let layout = MeshLayout::<Flex>::new(mesh(k), plan.plan(), scheme);
+        let what = format!("{} K={k} scheme {}", plan.name(), scheme.letter());
+        check(&what, uneven_steps::<H, _>(&layout, &config, &weights, &micro));
+    }
+}
+
+#[test]
+fn an_epoch_whose_last_step_splits_unevenly_trains_as_without_accumulation() {
+    use owt::data::{synthetic_images, Splits};
+    use owt::train::{load_model, train, RunOptions};
+    use std::sync::Arc;
+    let _ = initial_weights(&small(2)); // f64 on the Flex device
+    let _guard = serial();
+    // 201 images in steps of 112: 112 (4 x 28), then 89 (28 + 28 + 28 + 5).
+    let splits = Splits {
+        train: Arc::new(synthetic_images([1, 28, 28], 10, 201, 1)),
+        test: Arc::new(synthetic_images([1, 28, 28], 10, 30, 2)),
+    };
+    let config = config(small(2), 112, FcUpdate::PerStep);
+    let one = || SingleDevice::<Ref>::new(Default::default());
+    let two = || MeshLayout::<Flex>::new(mesh(2), PlanKind::WeirdTrick.plan(), Exchange::AllGather);
+    let weights = |dir: &std::path::Path| parameter_values(&load_model::<Flex>(dir, &Default::default()).unwrap().0);
+    let runs =
+        [(1, "one device"), (4, "one device"), (1, "weird-trick K=2"), (4, "weird-trick K=2")].map(|(accum, what)| {
+            let dir = tempfile::tempdir().unwrap();
+            let opts = RunOptions { accum_steps: accum, ..RunOptions::default() };
+            let metrics = if what == "one device" {
+                train::<Ref, _>(&config, &splits, &one(), &run_dir(dir.path(), false), &opts).unwrap()
+            } else {
+                train::<H, _>(&config, &splits, &two(), &run_dir(dir.path(), false), &opts).unwrap()
+            };
+            (format!("{what}, --accum-steps {accum}"), metrics, weights(dir.path()))
+        });
+    let (_, want, want_weights) = &runs[0];
+    for (what, metrics, got) in &runs[1..] {
+        let (a, b) = (&metrics[0], &want[0]);
+        for (x, y, name) in [(a.train_loss, b.train_loss, "train loss"), (a.test_loss, b.test_loss, "test loss")] {
+            assert!((x - y).abs() <= 1e-10 * y.abs(), "{what}: {name} {x} against {y}");
+        }
+        assert_eq!((a.train_accuracy, a.test_accuracy), (b.train_accuracy, b.test_accuracy), "{what}");
+        // The run directory stores f32: the weights agree to its rounding.
+        let (gap, worst) = relative_gap(got, want_weights);
+        assert!(gap <= 1e-6, "{what}: {worst} differs by {gap:e}");
+    }
+}

@@ -22,6 +22,7 @@
 mod accumulation;
 mod batch_norm;
 mod hybrid_step;
+mod optimizer_vs_torch;
 mod overlap;
 mod short_batches;
 mod wire;

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 /// The phase's text recorded when the caller set none ([`Phase::unlabelled`]).
 pub const UNLABELLED: &str = "-";
 
+/// The phase reads of a step's figures are recorded under ([`Phase::reads`]): a training
+/// loop's loss and correct count read back, traffic apart from the steps'.
+pub const READS: &str = "reads";
+
 /// The kinds of collective the ledger counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Collective {
@@ -195,6 +199,17 @@ impl Phase {
     /// What traffic is recorded under when no phase is set ([`crate::UNLABELLED`]).
     pub fn unlabelled() -> Phase {
         Phase::label(UNLABELLED)
+    }
+
+    /// What reads of a step's figures are recorded under ([`READS`]; see
+    /// [`crate::StepMesh::reading`]).
+    pub fn reads() -> Phase {
+        Phase::label(READS)
+    }
+
+    /// Whether this is [`Phase::reads`].
+    pub fn is_reads(&self) -> bool {
+        self.stage.is_none() && self.layer == READS
     }
 
     /// The phase a report's text names: `layer:stage` where the part after the last `:` is a

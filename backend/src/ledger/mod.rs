@@ -8,4 +8,4 @@ mod keys;
 
 pub(crate) use counts::Ledger;
 pub use counts::{LedgerSnapshot, Traffic};
-pub use keys::{names, Collective, CollectiveKey, Phase, Stage, UNLABELLED};
+pub use keys::{names, Collective, CollectiveKey, Phase, Stage, READS, UNLABELLED};

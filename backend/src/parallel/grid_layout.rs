@@ -375,6 +375,10 @@ impl<IB: Backend> StepMesh for GridLayout<IB> {
         self.inner.reset_traffic()
     }
 
+    fn reading<T>(&self, read: impl FnOnce() -> T) -> T {
+        self.inner.reading(read)
+    }
+
     fn primary(&self) -> bool {
         self.grid.node() == 0
     }

@@ -281,6 +281,13 @@ pub trait StepMesh {
     /// Clears the record of what moved.
     fn reset_traffic(&self) {}
 
+    /// Runs `read`, a read of the step's figures back to the host (a training loop's loss and
+    /// correct count) or their tally, with what it moves recorded under [`Phase::reads`], apart
+    /// from the steps' traffic (which a dry run predicts). On one device it only runs it.
+    fn reading<T>(&self, read: impl FnOnce() -> T) -> T {
+        read()
+    }
+
     /// Whether this process prints progress and writes results: process 0 of a mesh spanning
     /// processes; always on one process.
     fn primary(&self) -> bool {
@@ -472,6 +479,11 @@ impl<IB: Backend> StepMesh for MeshLayout<IB> {
 
     fn reset_traffic(&self) {
         self.mesh.reset_ledger()
+    }
+
+    fn reading<T>(&self, read: impl FnOnce() -> T) -> T {
+        let _reads = self.mesh.phase(Phase::reads());
+        read()
     }
 
     fn primary(&self) -> bool {
