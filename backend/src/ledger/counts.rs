@@ -207,3 +207,102 @@ impl Ledger {
         self.phases.last().or(self.base.as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::keys::CollectiveKey;
+
+    fn key(phase: &str, collective: &str) -> (Phase, CollectiveKey) {
+        (Phase::parse(phase), CollectiveKey::parse(collective).unwrap())
+    }
+
+    /// Three entries of distinct sizes, one of them partly across processes.
+    fn snapshot() -> LedgerSnapshot {
+        let mut across = Traffic::within(1000, 3);
+        across.count(24, true);
+        let mut s = LedgerSnapshot::default();
+        s.traffic.insert(key("fc6:forward", "all_gather"), Traffic::within(100, 2));
+        s.traffic.insert(key("fc6:sync", "all_reduce"), across);
+        s.traffic.insert(key("conv1:sync", "all_reduce"), Traffic::within(10_000, 5));
+        s.fallbacks.insert("float_sort".into(), 3);
+        s.empty_ops.insert("float Shard(0) [1]".into(), 5);
+        s.phase_order = vec![Phase::parse("fc6:forward"), Phase::parse("fc6:sync")];
+        s
+    }
+
+    #[test]
+    fn traffic_within_a_process_crosses_none() {
+        let t = Traffic::within(100, 2);
+        assert_eq!((t.bytes, t.messages, t.cross_process_bytes, t.cross_process_messages), (100, 2, 0, 0));
+        let mut t = t;
+        t.count(24, true);
+        t.count(8, false);
+        assert_eq!((t.bytes, t.messages, t.cross_process_bytes, t.cross_process_messages), (132, 4, 24, 1));
+    }
+
+    #[test]
+    fn a_snapshot_sums_its_entries_by_entry_phase_collective_and_all() {
+        let s = snapshot();
+        assert_eq!(s.entry("fc6:forward", "all_gather"), Traffic::within(100, 2));
+        assert_eq!(s.entry("fc6:forward", "all_reduce"), Traffic::default(), "nothing moved there");
+        let sync = s.entry("fc6:sync", "all_reduce");
+        assert_eq!(
+            (sync.bytes, sync.messages, sync.cross_process_bytes, sync.cross_process_messages),
+            (1024, 4, 24, 1)
+        );
+        assert_eq!(s.by_phase("fc6:sync"), sync);
+        assert_eq!(s.by_collective("all_reduce").bytes, 11_024);
+        assert_eq!(s.by_collective("all_reduce").messages, 9);
+        let total = s.total();
+        assert_eq!(
+            (total.bytes, total.messages, total.cross_process_bytes, total.cross_process_messages),
+            (11_124, 11, 24, 1)
+        );
+        let text = s.as_text();
+        assert_eq!(text.len(), 3);
+        assert_eq!(text[&("fc6:forward".to_string(), "all_gather".to_string())], Traffic::within(100, 2));
+        assert_eq!(text[&("conv1:sync".to_string(), "all_reduce".to_string())], Traffic::within(10_000, 5));
+        let mut twice = s.clone();
+        twice.add(&s);
+        assert_eq!(twice.total().bytes, 2 * total.bytes);
+        assert_eq!(twice.total().cross_process_messages, 2);
+        assert_eq!(twice.entry("conv1:sync", "all_reduce"), Traffic::within(20_000, 10));
+        assert_eq!((twice.total_fallbacks(), twice.total_empty_ops()), (6, 10));
+        assert_eq!(twice.phase_order, s.phase_order, "a phase is listed once");
+        let mut other = LedgerSnapshot::default();
+        other.phase_order = vec![Phase::parse("conv1:sync"), Phase::parse("fc6:sync")];
+        twice.add(&other);
+        let order: Vec<String> = twice.phase_order.iter().map(|p| p.to_string()).collect();
+        assert_eq!(order, ["fc6:forward", "fc6:sync", "conv1:sync"], "new phases after, in their order");
+    }
+
+    #[test]
+    fn a_ledger_records_under_the_current_phase_and_counts_fallbacks_and_empty_pieces() {
+        let mut l = Ledger::default();
+        let gather = || CollectiveKey::parse("all_gather").unwrap();
+        l.record(gather(), Traffic::default());
+        assert_eq!(l.snapshot(), LedgerSnapshot::default(), "nothing moved: no entry, no phase");
+        l.record(gather(), Traffic::within(8, 1));
+        l.set_base_phase(Some(Phase::parse("fc7:backward")));
+        l.record(gather(), Traffic::within(16, 2));
+        l.push_phase(Phase::parse("fc6:sync"));
+        l.record(gather(), Traffic::within(32, 4));
+        l.record(gather(), Traffic::within(32, 4));
+        l.pop_phase();
+        l.record(gather(), Traffic::within(64, 8));
+        l.fallback("float_sort");
+        l.fallback("float_sort");
+        l.empty("float Shard(0) [1]");
+        let s = l.snapshot();
+        assert_eq!(s.entry(crate::UNLABELLED, "all_gather"), Traffic::within(8, 1));
+        assert_eq!(s.entry("fc7:backward", "all_gather"), Traffic::within(80, 10));
+        assert_eq!(s.entry("fc6:sync", "all_gather"), Traffic::within(64, 8));
+        let order: Vec<String> = s.phase_order.iter().map(|p| p.to_string()).collect();
+        assert_eq!(order, [crate::UNLABELLED, "fc7:backward", "fc6:sync"]);
+        assert_eq!((s.fallbacks["float_sort"], s.empty_ops["float Shard(0) [1]"]), (2, 1));
+        assert_eq!(LedgerSnapshot::from_bytes(&s.to_bytes()), s, "what another process receives");
+        l.reset();
+        assert_eq!(l.snapshot(), LedgerSnapshot::default());
+    }
+}

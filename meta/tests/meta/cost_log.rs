@@ -5,7 +5,7 @@ use burn::backend::Autodiff;
 use burn::prelude::*;
 use burn::tensor::module::{conv2d, conv_transpose2d, max_pool2d};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
-use owt_meta::{Meta, MetaDevice, OpCost};
+use owt_meta::{CostTotals, Meta, MetaDevice, OpCost};
 
 fn zeros<const D: usize>(shape: [usize; D], d: &MetaDevice) -> Tensor<Meta, D> {
     Tensor::zeros(shape, d)
@@ -183,4 +183,32 @@ fn reads_give_zeros_and_log_the_bytes_read() {
     assert_eq!(data.to_vec::<f32>().unwrap(), vec![0.0; 15]);
     let c = only(&d.costs()).clone();
     assert_eq!((c.op, c.flops, c.bytes_read, c.bytes_written), ("float_into_data", 0, 60, 0));
+}
+
+#[test]
+fn sorts_of_a_power_of_two_length_count_its_own_log2() {
+    // A power of two is its own ceiling: 8 elements sort in 3 rounds, 2 in 1, 1 in none.
+    let d = MetaDevice::new();
+    for (len, rounds) in [(16usize, 4u64), (8, 3), (2, 1), (1, 0)] {
+        let a = zeros([5, len], &d);
+        d.reset_costs();
+        let _ = a.sort(1);
+        assert_eq!(only(&d.costs()).flops, 5 * len as u64 * rounds, "length {len}");
+    }
+}
+
+#[test]
+fn a_logs_totals_are_its_entries_summed() {
+    let d = MetaDevice::new();
+    let (a, b) = (zeros([4, 6], &d), zeros([6, 3], &d));
+    let _ = a.matmul(b).exp().sum();
+    let costs = d.costs();
+    let totals = CostTotals::of(&costs);
+    assert!(costs.len() >= 4, "{costs:#?}");
+    assert_eq!(totals.ops, costs.len() as u64);
+    assert_eq!(totals.flops, costs.iter().map(|c| c.flops).sum::<u64>());
+    assert_eq!(totals.bytes_read, costs.iter().map(|c| c.bytes_read).sum::<u64>());
+    assert_eq!(totals.bytes_written, costs.iter().map(|c| c.bytes_written).sum::<u64>());
+    assert_eq!(totals.bytes(), totals.bytes_read + totals.bytes_written);
+    assert!(totals.flops > 2 * 4 * 6 * 3, "the matmul's flops and more: {totals:?}");
 }
