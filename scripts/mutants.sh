@@ -21,40 +21,46 @@ if ! cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants $VERSION"; th
   cargo install --locked cargo-mutants --version "$VERSION" --quiet
 fi
 
-# A scope: its files (comma-separated), the package whose tests guard them, the arguments of
-# `cargo test` that pick those targets, and (optional) a regex of mutants left out unbuilt:
-# whole-function replacements by constructors the type does not have (`ConvNet::new()`,
-# `Tensor::from_iter([..])`), cargo-mutants' guesses that cannot compile.
+# A scope sets FILES (comma-separated), PACKAGE (whose tests guard them), TESTS (the arguments
+# of `cargo test` that pick those targets, comma-separated; after a `--`, test-name filters),
+# and optionally EXAMINE (a regex: only the mutants it matches) and EXCLUDE (a regex of mutants
+# left out unbuilt: whole-function replacements by constructors the type does not have,
+# `ConvNet::new()`, `Tensor::from_iter([..])`, cargo-mutants' guesses that cannot compile).
 UNBUILDABLE='with \(?(ConvNet|StepOutcome|Tensor|FloatTensor|SgdStepped|GroupedStep|Entry|Param|BatchNorm|Conv2d|Linear|TensorData)::(new|from|from_iter)\('
+ALL="shards ledger op-costs cost-model batch-norm input import accumulation"
 scope() {
+  EXAMINE="" EXCLUDE=""
   case "$1" in
-    shards) echo "backend/src/spec/placement.rs owt-hybrid --lib,--tests" ;;
-    ledger) echo "backend/src/ledger/counts.rs owt-hybrid --lib,--tests" ;;
-    op-costs) echo "meta/src/cost.rs owt-meta --lib,--tests" ;;
-    cost-model) echo "backend/src/analysis/cost_model.rs owt-hybrid --lib,--tests" ;;
-    batch-norm) echo "models/src/batch_norm.rs owt-models --lib,--tests $UNBUILDABLE" ;;
-    input) echo "models/src/input_transform.rs owt-models --lib,--tests $UNBUILDABLE" ;;
-    import) echo "models/src/torchvision.rs owt-models --lib,--tests $UNBUILDABLE" ;;
-    step) echo "src/train/step.rs owt --test,parallel_training,--test,training $UNBUILDABLE" ;;
-    optimizer) echo "src/train/run_sgd.rs,src/train/momentum.rs,src/train/schedule.rs,src/train/precision.rs owt --lib,--test,parallel_training,--test,training $UNBUILDABLE" ;;
+    shards) FILES=backend/src/spec/placement.rs PACKAGE=owt-hybrid TESTS=--lib,--tests ;;
+    ledger) FILES=backend/src/ledger/counts.rs PACKAGE=owt-hybrid TESTS=--lib,--tests ;;
+    op-costs) FILES=meta/src/cost.rs PACKAGE=owt-meta TESTS=--lib,--tests ;;
+    cost-model) FILES=backend/src/analysis/cost_model.rs PACKAGE=owt-hybrid TESTS=--lib ;;
+    batch-norm) FILES=models/src/batch_norm.rs PACKAGE=owt-models TESTS=--lib,--tests EXCLUDE=$UNBUILDABLE ;;
+    input) FILES=models/src/input_transform.rs PACKAGE=owt-models TESTS=--lib,--tests EXCLUDE=$UNBUILDABLE ;;
+    import) FILES=models/src/torchvision.rs PACKAGE=owt-models TESTS=--lib,--tests EXCLUDE=$UNBUILDABLE ;;
+    # The step's loss weighting: accumulated micro-batches and per-chunk FC updates, against
+    # the tests that compare them with one batch and with the hand-written reference.
+    accumulation)
+      FILES=src/train/step.rs PACKAGE=owt EXAMINE='::micro_batch|in per_chunk_step$' EXCLUDE="$UNBUILDABLE|in_precision$"
+      TESTS=--test,parallel_training,--,accumulation::,per_chunk_updates_equal ;;
     *) echo "unknown scope $1 (scopes: $ALL)" >&2; exit 2 ;;
   esac
 }
-ALL="shards ledger op-costs cost-model batch-norm input import step optimizer"
 
 scopes=("$@")
 [ ${#scopes[@]} -eq 0 ] && read -r -a scopes <<<"$ALL"
 for name in "${scopes[@]}"; do
-  read -r files package test_args exclude <<<"$(scope "$name")"
+  scope "$name"
   out="$HOME/.cache/owt-mutants/$name"
   mkdir -p "$out"
   args=()
-  for f in ${files//,/ }; do args+=(--file "$f"); done
-  for a in ${test_args//,/ }; do args+=(--cargo-test-arg="$a"); done
-  [ -n "$exclude" ] && args+=(--exclude-re "$exclude")
-  echo "== $name: $files, tests of $package (${test_args//,/ })"
+  for f in ${FILES//,/ }; do args+=(--file "$f"); done
+  for a in ${TESTS//,/ }; do args+=(--cargo-test-arg="$a"); done
+  [ -n "$EXAMINE" ] && args+=(--re "$EXAMINE")
+  [ -n "$EXCLUDE" ] && args+=(--exclude-re "$EXCLUDE")
+  echo "== $name: $FILES, tests of $PACKAGE (${TESTS//,/ })"
   start=$(date +%s)
-  cargo mutants --in-place --no-shuffle --package "$package" --test-package "$package" \
+  cargo mutants --in-place --no-shuffle --package "$PACKAGE" --test-package "$PACKAGE" \
     "${args[@]}" --output "$out" ${MUTANTS_ARGS:-} || true
   echo "== $name took $(( $(date +%s) - start )) s; missed mutants (if any):"
   cat "$out/mutants.out/missed.txt" 2>/dev/null || true

@@ -38,7 +38,6 @@ mod rust_imports;
 mod signals;
 mod strided_weight_gradient;
 mod torchvision;
-mod torchvision_vgg;
 mod val_labels;
 mod wgpu_mesh;
 mod writers;

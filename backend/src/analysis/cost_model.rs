@@ -325,6 +325,176 @@ mod tests {
         assert_eq!(serial, 11.0);
     }
 
+    /// The presets are the machines their documentation describes, figure by figure.
+    #[test]
+    fn the_presets_are_the_documented_machines() {
+        let up = |name: &str, span, gbps, latency_us| Uplink { name: name.into(), span, gbps, latency_us };
+        let pcie = [up("PCIe switch upstream", 2, 6.0, 10.0), up("QPI, host-staged", 4, 3.0, 20.0)];
+        let ten_gbe = [pcie[0].clone(), pcie[1].clone(), up("10 GbE", 8, 1.1, 30.0)];
+        let ib = [up("InfiniBand NDR", 8, 400.0, 10.0)];
+        let want: [(&str, f64, f64, f64, f64, &[Uplink]); 5] = [
+            ("gtx580-pcie", 0.95, 192.0, 6.0, 10.0, &pcie),
+            ("gtx580-pcie-10gbe", 0.95, 192.0, 6.0, 10.0, &ten_gbe),
+            ("h200-nvlink", 67.0, 4800.0, 450.0, 5.0, &[]),
+            ("h200-nvlink-ib", 67.0, 4800.0, 450.0, 5.0, &ib),
+            ("cpu", CPU_TFLOPS, CPU_MEM_GBPS, CPU_MEM_GBPS, 1.0, &[]),
+        ];
+        assert_eq!(want.map(|w| w.0), DeviceProfile::PRESETS);
+        for (name, tflops, mem_gbps, link_gbps, latency_us, uplinks) in want {
+            let p = DeviceProfile::preset(name).unwrap_or_else(|| panic!("no preset {name}"));
+            let expected = DeviceProfile {
+                name: name.into(),
+                tflops,
+                mem_gbps,
+                link_gbps,
+                latency_us,
+                uplinks: uplinks.to_vec(),
+                node_devices: 8,
+            };
+            assert_eq!(p, expected);
+        }
+        assert_eq!(DeviceProfile::preset("gtx580"), None);
+        // The link between nodes is the uplink spanning a node's 8 devices; one server has none.
+        let between = |name: &str| DeviceProfile::preset(name).unwrap().between_nodes().map(|u| u.name.clone());
+        assert_eq!(between("gtx580-pcie"), None);
+        assert_eq!(between("gtx580-pcie-10gbe").as_deref(), Some("10 GbE"));
+        assert_eq!(between("h200-nvlink"), None);
+        assert_eq!(between("h200-nvlink-ib").as_deref(), Some("InfiniBand NDR"));
+    }
+
+    /// Every op, phase and total of a two-rank step priced by hand: each rank's seconds summed
+    /// per phase, the slowest rank's kept with its flops, phases in the step's layer order
+    /// (stages in theirs, unlabelled ops last), each phase's collectives summed.
+    #[test]
+    fn a_step_is_priced_phase_by_phase_from_the_slowest_rank_and_the_ledger() {
+        let p = DeviceProfile {
+            name: "t".into(),
+            tflops: 1.0,
+            mem_gbps: 1000.0,
+            link_gbps: 1.0,
+            latency_us: 7.0,
+            uplinks: vec![],
+            node_devices: 8,
+        };
+        const T: u64 = 1_000_000_000_000; // one second of arithmetic
+        let unlabelled = OpCost { op: "float_add", label: None, flops: T / 2, bytes_read: 0, bytes_written: 0 };
+        let costs = vec![
+            vec![
+                op("conv1:forward", T, 0),
+                op("fc6:forward", 2 * T, 0),
+                op("fc6:backward", T, 0),
+                op("conv1:backward", 3 * T, 0),
+                unlabelled,
+            ],
+            vec![
+                op("conv1:forward", 2 * T, 0),
+                op("fc6:forward", T, 0),
+                op("fc6:backward", T, 0),
+                op("conv1:backward", T, 0),
+                op("conv1:forward", T / 2, 0),
+            ],
+        ];
+        let mut ledger = LedgerSnapshot::default();
+        let entries = [
+            ("conv1:sync", Collective::AllReduce, 3_000_000_000, 4),
+            ("fc6:forward", Collective::AllGather, 4_000_000_000, 2),
+            ("fc6:forward", Collective::AllReduce, 1_000_000_000, 2),
+        ];
+        for (label, collective, bytes, messages) in entries {
+            ledger.traffic.insert((label.into(), collective.into()), crate::ledger::Traffic::within(bytes, messages));
+        }
+        let comm = |i: usize| {
+            let (_, collective, bytes, messages) = entries[i];
+            let seconds = p.comm_seconds(&collective.into(), bytes, messages, [1, 2]);
+            assert!(seconds > 0.1, "{seconds}");
+            seconds
+        };
+        let s = predict(&costs, &ledger, &p);
+        let got: Vec<(&str, f64, f64, u64)> =
+            s.phases.iter().map(|ph| (ph.label.as_str(), ph.compute_s, ph.comm_s, ph.flops)).collect();
+        let want = [
+            ("conv1:forward", 2.5, 0.0, 5 * T / 2),
+            ("conv1:backward", 3.0, 0.0, 3 * T),
+            ("conv1:sync", 0.0, comm(0), 0),
+            ("fc6:forward", 2.0, comm(1) + comm(2), 2 * T),
+            ("fc6:backward", 1.0, 0.0, T),
+            ("-", 0.5, 0.0, T / 2),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!((g.0, g.3), (w.0, w.3), "{got:?}");
+            assert!((g.1 - w.1).abs() < 1e-12 && (g.2 - w.2).abs() < 1e-12, "{g:?} vs {w:?}");
+        }
+        let (compute, comm_all) = (9.0, comm(0) + comm(1) + comm(2));
+        assert!((s.compute_s - compute).abs() < 1e-12 && (s.comm_s - comm_all).abs() < 1e-12, "{s:?}");
+        assert!((s.serial_s - (compute + comm_all)).abs() < 1e-12, "{s:?}");
+        let overlapped: f64 = want.iter().map(|w| w.1.max(w.2)).sum();
+        assert!((s.overlapped_s - overlapped).abs() < 1e-12, "{s:?}");
+        assert_eq!(s.sync_overlapped_s, sync_overlapped(&s.phases));
+        // One rank's log: the mesh is [1, 1]; an empty log prices nothing.
+        assert_eq!(predict(&costs[..1], &LedgerSnapshot::default(), &p).compute_s, 1.0 + 2.0 + 1.0 + 3.0 + 0.5);
+        assert!(predict(&[], &LedgerSnapshot::default(), &p).phases.is_empty());
+    }
+
+    /// An op costs the slower of its arithmetic and its memory traffic (read and written).
+    #[test]
+    fn an_op_costs_the_slower_of_its_arithmetic_and_its_bytes() {
+        let p = DeviceProfile::preset("cpu").unwrap();
+        let cost = |flops: u64, bytes_read: u64, bytes_written: u64| {
+            p.op_seconds(&OpCost { op: "conv2d", label: None, flops, bytes_read, bytes_written })
+        };
+        // 0.06 TFLOP/s and 5 GB/s: 6e10 flops are 1 s, 5e9 bytes are 1 s.
+        assert!((cost(60_000_000_000, 1_000, 0) - 1.0).abs() < 1e-12);
+        assert!((cost(1_000, 3_000_000_000, 2_000_000_000) - 1.0).abs() < 1e-12);
+        assert!((cost(120_000_000_000, 2_500_000_000, 2_500_000_000) - 2.0).abs() < 1e-12);
+    }
+
+    /// Layers sort where rank 0's log first names them, stages as a step runs them, unknown
+    /// ones last, ties by the text.
+    #[test]
+    fn phases_sort_by_the_steps_layer_order_then_by_stage() {
+        let costs = vec![vec![
+            op("fc6:forward", 1, 0),
+            op("conv1:forward", 1, 0),
+            OpCost { op: "float_add", label: None, flops: 1, bytes_read: 0, bytes_written: 0 },
+            op("fc6:backward", 1, 0),
+            op("pool", 1, 0),
+        ]];
+        let order = LayerOrder::of(&costs);
+        assert_eq!(order.layers(), ["fc6", "conv1", "pool"]);
+        assert_eq!(order.rank("conv1", "backward"), (1, 1));
+        assert_eq!(order.rank("fc6", "sync"), (0, 2));
+        assert_eq!(order.rank("fc7", "forward"), (3, 0));
+        assert_eq!(order.rank("pool", "-"), (2, 3));
+        assert_eq!(order.key("conv1:sync"), ((1, 2), "conv1:sync".to_string()));
+        assert_eq!(order.key("pool"), ((2, 3), "pool".to_string()));
+        assert!(LayerOrder::of(&[]).layers().is_empty());
+    }
+
+    /// What the first test leaves at zero, priced by hand: a forward pass that communicates,
+    /// the compute of a sum (adding the received pieces), a layer whose only phase is its
+    /// backward pass, one whose only phase is its sum, an update that communicates.
+    #[test]
+    fn every_phase_of_a_step_takes_its_place_in_the_overlap() {
+        let phase = |label: &str, compute_s, comm_s| PhaseTime { label: label.into(), compute_s, comm_s, flops: 0 };
+        let phases = |c_sum: f64| {
+            [
+                phase("a:forward", 1.0, 0.5),
+                phase("a:backward", 1.0, 0.0),
+                phase("b:backward", 5.0, 0.25),
+                phase("c:sync", 0.25, c_sum),
+                phase("a:sync", 0.0, 2.0),
+                phase("-", 0.5, 0.25),
+            ]
+        };
+        // Forward 1.5. c's sum (the last layer's) is on the link from 1.5, its adding on the
+        // compute stream 1.5..1.75; b's backward 1.75..7, a's 7..8; a's sum starts when both
+        // its backward and c's sum are done and takes 2 s; then the update, 0.75.
+        assert_eq!(sync_overlapped(&phases(4.0)), 8.0 + 2.0 + 0.75);
+        // A long sum of c's: a's waits for the link, not for the backward passes.
+        assert_eq!(sync_overlapped(&phases(10.0)), 1.5 + 10.0 + 2.0 + 0.75);
+    }
+
     fn op(label: &str, flops: u64, bytes: u64) -> OpCost {
         OpCost { op: "float_matmul", label: Some(label.into()), flops, bytes_read: bytes, bytes_written: 0 }
     }

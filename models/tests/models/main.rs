@@ -6,4 +6,7 @@ mod dropout;
 mod input_transform;
 mod lrn_and_heads;
 mod profile;
+mod torchvision;
+mod torchvision_fixture;
+mod torchvision_vgg;
 mod vgg;

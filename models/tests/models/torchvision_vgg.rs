@@ -9,7 +9,7 @@ use burn::prelude::*;
 use owt_models::torchvision::{export_safetensors, import, torch_key};
 use owt_models::{Architecture, ConvNet, VggConfig};
 
-use crate::torchvision::{fixture, tensors};
+use crate::torchvision_fixture::{fixture, tensors};
 
 /// The narrow VGG-11-BN the fixture was made with (vgg_architecture.json).
 fn architecture() -> Architecture {
@@ -103,10 +103,11 @@ fn an_exported_vgg_is_the_state_dict_pytorch_wrote() {
 }
 
 /// Running statistics no batch normalisation can hold are refused naming the key: a negative
-/// variance, a non-finite mean or variance (the weights' own check does not see them).
+/// variance, a non-finite mean or variance (the weights' own check does not see them); a
+/// variance of 0 is not one of them.
 #[test]
-fn a_negative_or_non_finite_running_statistic_is_refused_naming_the_key() {
-    use crate::torchvision::with_first_element;
+fn a_negative_or_non_finite_running_statistic_is_refused_naming_the_key_and_a_zero_variance_kept() {
+    use crate::torchvision_fixture::with_first_element;
     let dir = tempfile::tempdir().unwrap();
     for (key, value, says) in [
         ("features.1.running_var", -0.25, "cannot be negative"),
@@ -120,4 +121,10 @@ fn a_negative_or_non_finite_running_statistic_is_refused_naming_the_key() {
         assert!(e.contains(key) && e.contains(says), "{key}: {e}");
         assert_eq!(e.lines().count(), 1, "{e}");
     }
+    // A variance of exactly 0 (a channel that was constant over the data) is PyTorch's to keep.
+    let file = dir.path().join("zero.safetensors");
+    with_first_element(&fixture("vgg11_bn.safetensors"), "features.1.running_var", 0.0, &file);
+    let model: ConvNet<Flex> = architecture().try_init(&Default::default()).unwrap();
+    let (model, _) = import(model, &file).unwrap();
+    assert_eq!(model.norm(1).running_var.value_sync().into_data().to_vec::<f32>().unwrap()[0], 0.0);
 }
