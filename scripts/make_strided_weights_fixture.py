@@ -9,7 +9,7 @@ this:
   with `memory_format=torch.channels_last` saves).
 
 PyTorch reads both to alexnet.pth's values (checked below); owt must too
-(tests/owt/torchvision.rs).
+(models/tests/models/torchvision.rs).
 
 Run once: python3 scripts/make_strided_weights_fixture.py (needs torch).
 """

@@ -88,6 +88,17 @@ pub(crate) fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     weights: &[u8],
     steps: usize,
 ) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
+    let (params, outcomes) = run_outcomes(layout, config, weights, steps);
+    (params, outcomes.into_iter().map(|(loss, _)| loss).collect())
+}
+
+/// [`run`] with each step's loss and count of images classified right.
+pub(crate) fn run_outcomes<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
+    layout: &L,
+    config: &TrainConfig,
+    weights: &[u8],
+    steps: usize,
+) -> (Vec<(String, Vec<f64>)>, Vec<(f64, usize)>) {
     let arch = config.model.architecture().unwrap();
     if let Some(plan) = layout.plan() {
         let (ranks, batch) = layout.plan_mesh(config.batch);
@@ -100,14 +111,15 @@ pub(crate) fn run<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
 }
 
 /// SGD steps from `weights` with `layout`, step `i` on batch `i` of `sizes[i]` images brought
-/// to the device by `feed` (images, labels); every parameter's final values and each loss.
+/// to the device by `feed` (images, labels); every parameter's final values and each step's
+/// loss and count of images classified right.
 fn steps_of<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
     layout: &L,
     config: &TrainConfig,
     weights: &[u8],
     sizes: &[usize],
     feed: impl Fn(TensorData, TensorData) -> (Tensor<B, 4>, Tensor<B, 1, Int>),
-) -> (Vec<(String, Vec<f64>)>, Vec<f64>) {
+) -> (Vec<(String, Vec<f64>)>, Vec<(f64, usize)>) {
     let arch = config.model.architecture().unwrap();
     let mut model = placed_model(layout, config, weights);
     let mut optim = sgd::<B>(config);
@@ -119,7 +131,7 @@ fn steps_of<B: burn::tensor::backend::AutodiffBackend, L: StepLayout<B>>(
         let (next, outcome) =
             train_step(layout, model, &mut optim, config.lr, config.head, config.fc_update, key, x, y);
         model = next;
-        losses.push(outcome.read().0);
+        losses.push(outcome.read());
     }
     // The whole weights (a layout that stores slices gathers them: a collective there).
     (parameter_values(&layout.compute_module(&model)), losses)
@@ -160,7 +172,8 @@ pub(crate) fn run_batches<B: burn::tensor::backend::AutodiffBackend, L: StepLayo
         let x = layout.upload_input_rows::<4>(host_rows(&x, rows.clone()), rows.clone(), n);
         (x, layout.upload_labels_rows::<1>(host_rows(&y, rows.clone()), None, rows, n))
     };
-    steps_of(layout, config, weights, sizes, rows_of)
+    let (params, outcomes) = steps_of(layout, config, weights, sizes, rows_of);
+    (params, outcomes.into_iter().map(|(loss, _)| loss).collect())
 }
 
 /// Largest over parameters of max |a - b| / max |b|, at f64 precision.

@@ -275,7 +275,9 @@ fn checkpoints_resume_on_any_device_count() {
 /// for each rank's chunk, the FC layers' forward, loss and backward on that chunk alone and an
 /// SGD step of the FC weights; then one step of the conv weights from the chunks' feature
 /// gradients, each weighted by its chunk's share of the batch. Each chunk's dropout masks are
-/// its rows' masks in the whole batch (`key` numbered from the chunk's first row).
+/// its rows' masks in the whole batch (`key` numbered from the chunk's first row). Returns the
+/// model after the step, the step's loss (the chunks' losses weighted by their shares) and how
+/// many of its images each chunk's logits classified right.
 fn per_chunk_by_hand(
     model: AlexNet<Ref>,
     config: &TrainConfig,
@@ -284,17 +286,30 @@ fn per_chunk_by_hand(
     y: Tensor<Ref, 1, Int>,
     chunks: &[std::ops::Range<usize>],
     optim: &mut impl burn::optim::Optimizer<AlexNet<Ref>, Ref>,
-) -> AlexNet<Ref> {
+) -> (AlexNet<Ref>, f64, i64) {
     use burn::optim::GradientsParams;
     let n = y.dims()[0];
     let features = model.forward_features(x);
     let mut model = model;
     let mut feature_grads = Vec::new();
+    let (mut step_loss, mut correct) = (0.0, 0);
     for range in chunks {
         let share = range.len() as f64 / n as f64;
         let xf = features.clone().detach().slice([range.clone()]).require_grad();
         let logits = model.forward_classifier_hooked(xf.clone(), &mut KeyedDropout(key.from_row(range.start)));
-        let loss = config.head.loss(logits, y.clone().slice([range.clone()]));
+        let labels = y.clone().slice([range.clone()]);
+        correct += config
+            .head
+            .predict(logits.clone())
+            .equal(labels.clone())
+            .int()
+            .sum()
+            .into_data()
+            .iter::<i64>()
+            .next()
+            .unwrap();
+        let loss = config.head.loss(logits, labels);
+        step_loss += share * loss.clone().into_data().iter::<f64>().next().unwrap();
         let mut grads = loss.backward();
         feature_grads.push(xf.grad_remove(&mut grads).unwrap().mul_scalar(share));
         let fc = GradientsParams::from_grads(grads, &model);
@@ -303,7 +318,7 @@ fn per_chunk_by_hand(
     let g = Tensor::<Ref, 2>::from_inner(Tensor::cat(feature_grads, 0));
     let grads = (features * g).sum().backward();
     let conv = GradientsParams::from_grads(grads, &model);
-    optim.step(config.lr, model, conv)
+    (optim.step(config.lr, model, conv), step_loss, correct)
 }
 
 #[test]
@@ -319,9 +334,11 @@ fn per_chunk_updates_equal_the_hand_written_reference_element_by_element() {
     // 10 images on 4 ranks: chunks of 3, 3, 2 and 2 images.
     let chunks = [0..3, 3..6, 6..8, 8..10];
     let steps = 3;
+    let (mut want_losses, mut want_correct) = (Vec::new(), Vec::new());
     for step in 0..steps {
         let (x, y) = batch(step, 10, arch.input, arch.classes);
-        model = per_chunk_by_hand(
+        let (loss, correct);
+        (model, loss, correct) = per_chunk_by_hand(
             model,
             &config,
             DropoutKey::new(config.seed, step as u64),
@@ -330,9 +347,27 @@ fn per_chunk_updates_equal_the_hand_written_reference_element_by_element() {
             &chunks,
             &mut optim,
         );
+        want_losses.push(loss);
+        want_correct.push(correct as usize);
     }
     let want = parameter_values(&model);
-    let (got, _, _) = mesh_run(4, PlanKind::WeirdTrick, Exchange::AllGather, &config, &weights, steps);
+    let (got, outcomes) = {
+        let mesh = MeshDevice::virtual_ranks(Default::default(), 4);
+        use_f64::<H>(&mesh);
+        run_outcomes::<H, _>(
+            &MeshLayout::<Flex>::new(mesh, PlanKind::WeirdTrick.plan(), Exchange::AllGather),
+            &config,
+            &weights,
+            steps,
+        )
+    };
+    let (losses, correct): (Vec<f64>, Vec<usize>) = outcomes.into_iter().unzip();
+    assert_eq!(correct, want_correct, "images classified right, per step");
+    // The step's loss: each chunk's, as its FC weights stood when it ran, weighted by its share.
+    for (a, b) in losses.iter().zip(&want_losses) {
+        assert!((a - b).abs() <= 1e-12 * b.abs(), "losses {losses:?} vs {want_losses:?}");
+    }
+    assert_eq!(losses.len(), steps);
     assert_eq!(got.len(), want.len());
     for ((name, a), (_, b)) in got.iter().zip(&want) {
         assert_eq!(a.len(), b.len(), "{name}: lengths");
