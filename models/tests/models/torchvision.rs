@@ -7,10 +7,12 @@
 
 use burn::backend::Flex;
 use burn_store::SafetensorsStore;
-use owt_models::torchvision::{export_safetensors, import};
+use owt_models::torchvision::import;
 use owt_models::{AlexNet, AlexNetOwtConfig};
 
-use crate::torchvision_fixture::{architecture, fixture, logits_gap, one_tensor_file, tensors, with_first_element};
+use crate::torchvision_fixture::{
+    architecture, assert_same_tensors, exported, fixture, logits_gap, one_tensor_file, tensors, with_first_element,
+};
 
 #[test]
 fn imported_weights_give_pytorchs_logits_on_flex() {
@@ -36,22 +38,14 @@ fn imported_weights_give_pytorchs_logits_on_flex() {
 #[test]
 fn weights_saved_transposed_offset_or_channels_last_import_to_the_same_network() {
     let device = Default::default();
-    let exported = |file: &str| {
+    // Compared tensor by tensor: every key, shape, dtype and bit.
+    let import_of = |file: &str| {
         let model: AlexNet<Flex> = architecture().try_init(&device).unwrap();
-        let (model, _) = import(model, &fixture(file)).unwrap();
-        export_safetensors(&model).unwrap()
+        exported(&import(model, &fixture(file)).unwrap().0)
     };
-    // Compared tensor by tensor (every key, shape, dtype and bit): the header's metadata
-    // comes in hash order, so two exports of one network need not be equal bytes.
-    let dir = tempfile::tempdir().unwrap();
-    let exported = |file: &str| {
-        let path = dir.path().join(format!("{file}.safetensors"));
-        std::fs::write(&path, exported(file)).unwrap();
-        tensors(&path)
-    };
-    let want = exported("alexnet.pth");
+    let want = import_of("alexnet.pth");
     for file in ["alexnet_transposed.pth", "alexnet_channels_last.pth"] {
-        let got = exported(file);
+        let got = import_of(file);
         assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{file}");
         for (key, value) in &want {
             assert!(got[key] == *value, "{file}: {key} imports to other values than alexnet.pth's");
@@ -65,15 +59,7 @@ fn an_export_is_the_state_dict_pytorch_wrote() {
     let device = Default::default();
     let model: AlexNet<Flex> = architecture().try_init(&device).unwrap();
     let (model, _) = import(model, &fixture("alexnet.pth")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("back.safetensors");
-    std::fs::write(&out, export_safetensors(&model).unwrap()).unwrap();
-    let (ours, theirs) = (tensors(&out), tensors(&fixture("alexnet.safetensors")));
-    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
-    for (key, want) in &theirs {
-        assert_eq!(ours[key].shape, want.shape, "{key}");
-        assert_eq!(ours[key].to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{key}");
-    }
+    assert_same_tensors(&exported(&model), &tensors(&fixture("alexnet.safetensors")));
 }
 
 /// Another class count leaves fc8 as initialised (fine-tuning) and loads the rest.

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use burn_store::{ModuleStore, SafetensorsStore};
-use owt_models::torchvision::import;
-use owt_models::{AlexNet, AlexNetOwtConfig, Architecture};
+use owt_models::torchvision::{export_safetensors, import};
+use owt_models::{AlexNet, AlexNetOwtConfig, Architecture, ConvNet};
 
 /// The fixture `name`, found from the package being tested (the repository's root or its
 /// `models` folder).
@@ -42,6 +42,25 @@ pub fn architecture() -> Architecture {
 pub fn tensors(path: &Path) -> BTreeMap<String, TensorData> {
     let mut store = SafetensorsStore::from_file(path);
     store.get_all_snapshots().unwrap().iter().map(|(k, s)| (k.clone(), s.to_data().unwrap())).collect()
+}
+
+/// `model` exported as a torchvision state dict ([`export_safetensors`]), read back tensor by
+/// tensor: two exports of one network compare equal this way, though the header's metadata
+/// comes in hash order, so their bytes need not.
+pub fn exported<B: Backend>(model: &ConvNet<B>) -> BTreeMap<String, TensorData> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("exported.safetensors");
+    std::fs::write(&path, export_safetensors(model).unwrap()).unwrap();
+    tensors(&path)
+}
+
+/// `ours` holds `theirs`' keys and no other, each with the same shape and f32 values.
+pub fn assert_same_tensors(ours: &BTreeMap<String, TensorData>, theirs: &BTreeMap<String, TensorData>) {
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+    for (key, want) in theirs {
+        assert_eq!(ours[key].shape, want.shape, "{key}");
+        assert_eq!(ours[key].to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{key}");
+    }
 }
 
 /// Imports `file` into the fixture's architecture on `device` and returns the largest
