@@ -23,13 +23,16 @@ fi
 
 # A scope sets FILES (comma-separated), PACKAGE (whose tests guard them), TESTS (the arguments
 # of `cargo test` that pick those targets, comma-separated; after a `--`, test-name filters),
-# and optionally EXAMINE (a regex: only the mutants it matches) and EXCLUDE (a regex of mutants
-# left out unbuilt: whole-function replacements by constructors the type does not have,
-# `ConvNet::new()`, `Tensor::from_iter([..])`, cargo-mutants' guesses that cannot compile).
+# and optionally FEATURES (the package's, for tests that need them), EXAMINE (a regex: only
+# the mutants it matches) and EXCLUDE (a regex of mutants left out unbuilt: whole-function
+# replacements by constructors the type does not have, `ConvNet::new()`,
+# `Tensor::from_iter([..])`, cargo-mutants' guesses that cannot compile). The target choice
+# (before the `--`) goes to the build as well as the tests, so a mutant builds only the test
+# targets its scope runs.
 UNBUILDABLE='with \(?(ConvNet|StepOutcome|Tensor|FloatTensor|SgdStepped|GroupedStep|Entry|Param|BatchNorm|Conv2d|Linear|TensorData)::(new|from|from_iter)\('
-ALL="shards ledger op-costs cost-model batch-norm input import accumulation"
+ALL="shards ledger op-costs cost-model batch-norm input import accumulation schedule precision step sgd"
 scope() {
-  EXAMINE="" EXCLUDE=""
+  EXAMINE="" EXCLUDE="" FEATURES=""
   case "$1" in
     shards) FILES=backend/src/spec/placement.rs PACKAGE=owt-hybrid TESTS=--lib,--tests ;;
     ledger) FILES=backend/src/ledger/counts.rs PACKAGE=owt-hybrid TESTS=--lib,--tests ;;
@@ -46,6 +49,24 @@ scope() {
     accumulation)
       FILES=src/train/step.rs PACKAGE=owt EXAMINE='::micro_batch|in per_chunk_step$' EXCLUDE=$UNBUILDABLE
       TESTS=--test,parallel_training,--test,owt,--,accumulation::,per_chunk_updates_equal,overlap::,mixed_precision:: ;;
+    # The optimizer's rules: the learning rate of each epoch and its scaling with the batch,
+    # the loss scale and the precisions, against their unit tests and PyTorch's figures.
+    schedule)
+      FILES=src/train/schedule.rs PACKAGE=owt EXCLUDE=$UNBUILDABLE
+      TESTS=--lib,--test,parallel_training,--,schedule::,optimizer_vs_torch:: ;;
+    precision)
+      FILES=src/train/precision.rs PACKAGE=owt EXCLUDE=$UNBUILDABLE
+      TESTS=--lib,--test,parallel_training,--test,owt,--,precision::,optimizer_vs_torch::,mixed_precision:: ;;
+    # The rest of the step: the FC update's names, the correct and top-k counts, the chunks of
+    # a per-chunk step, the gradient norms.
+    step)
+      FILES=src/train/step.rs PACKAGE=owt EXCLUDE="$UNBUILDABLE|::micro_batch|in per_chunk_step\$"
+      TESTS=--lib,--test,parallel_training,--test,owt,--,step::,per_chunk,gradient_norms,accumulation:: ;;
+    # The run's SGD (grouped on CubeCL, Burn's per parameter elsewhere) and its momentum in a
+    # checkpoint, against Burn's SGD on wgpu (lavapipe), PyTorch's figures and resumed runs.
+    sgd)
+      FILES=src/train/run_sgd.rs,src/train/momentum.rs PACKAGE=owt FEATURES=wgpu EXCLUDE=$UNBUILDABLE
+      TESTS=--test,owt,--test,parallel_training,--test,training,--,grouped_sgd::,optimizer_vs_torch::,checkpoints_resume,resume_continues_exactly,a_two_dimensional_ ;;
     *) echo "unknown scope $1 (scopes: $ALL)" >&2; exit 2 ;;
   esac
 }
@@ -58,7 +79,12 @@ for name in "${scopes[@]}"; do
   mkdir -p "$out"
   args=()
   for f in ${FILES//,/ }; do args+=(--file "$f"); done
-  for a in ${TESTS//,/ }; do args+=(--cargo-test-arg="$a"); done
+  filters=""
+  for a in ${TESTS//,/ }; do
+    [ "$a" = -- ] && filters=1
+    if [ -n "$filters" ]; then args+=(--cargo-test-arg="$a"); else args+=(--cargo-arg="$a"); fi
+  done
+  [ -n "$FEATURES" ] && args+=(--features "$FEATURES")
   [ -n "$EXAMINE" ] && args+=(--re "$EXAMINE")
   [ -n "$EXCLUDE" ] && args+=(--exclude-re "$EXCLUDE")
   echo "== $name: $FILES, tests of $PACKAGE (${TESTS//,/ })"
