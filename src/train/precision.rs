@@ -189,6 +189,99 @@ mod tests {
         }
         assert!("fp8".parse::<Precision>().unwrap_err().contains("bf16"));
     }
+
+    /// A precision the backend cannot compute in is refused before the run, in one line naming
+    /// the precision, the backend and the way out; one it can is let through. Flex computes in
+    /// both low precisions; wgpu (WGSL) has no bf16.
+    #[test]
+    fn a_precision_the_backend_lacks_is_refused_naming_it_and_the_others_pass() {
+        use burn::backend::Flex;
+        for p in Precision::ALL {
+            assert!(p.check::<Flex>(&Default::default()).is_ok(), "Flex computes in {p}");
+        }
+        #[cfg(feature = "wgpu")]
+        {
+            use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
+            type Wgpu = CubeBackend<WgpuRuntime, f32, i32, u32>;
+            assert!(
+                !crate::runtime::kernel_cache::wgpu_adapters().is_empty(),
+                "no Vulkan adapter: install mesa-vulkan-drivers"
+            );
+            let device = WgpuDevice::DefaultDevice;
+            assert!(Precision::F32.check::<Wgpu>(&device).is_ok(), "f32 needs nothing of a backend");
+            let e = Precision::Bf16.check::<Wgpu>(&device).unwrap_err().to_string();
+            for says in ["--precision bf16", "does not compute in bf16", "--precision f32"] {
+                assert!(e.contains(says), "{e:?} should say {says:?}");
+            }
+            assert!(!e.contains('\n'), "one line: {e:?}");
+        }
+    }
+
+    #[test]
+    fn precisions_print_as_spelled() {
+        for p in Precision::ALL {
+            assert_eq!(p.to_string(), p.name());
+        }
+        assert_eq!(Precision::ALL.map(Precision::name), ["f32", "bf16", "f16"]);
+    }
+
+    /// A loss scale is for a precision whose smallest normal number is above f32's: small
+    /// gradients underflow there (f16's 6.1e-5), not in bf16, which has f32's exponent range.
+    #[test]
+    fn only_a_precision_narrower_than_f32s_exponent_range_scales_its_loss() {
+        use burn::tensor::{bf16, f16};
+        for p in Precision::ALL {
+            let smallest_normal = match p.low() {
+                None => f32::MIN_POSITIVE as f64,
+                Some(FloatDType::BF16) => bf16::MIN_POSITIVE.to_f64(),
+                Some(FloatDType::F16) => f16::MIN_POSITIVE.to_f64(),
+                Some(other) => panic!("{p} computes in {other:?}"),
+            };
+            assert_eq!(p.scales_loss(), smallest_normal > f32::MIN_POSITIVE as f64, "{p}");
+        }
+        assert_eq!(Precision::ALL.map(Precision::low), [None, Some(FloatDType::BF16), Some(FloatDType::F16)]);
+    }
+
+    #[test]
+    fn a_new_epoch_keeps_the_scale_and_its_run_and_forgets_the_skips() {
+        let s = LossScale { scale: 1024.0, good_steps: 7, skipped_steps: 3 };
+        assert_eq!(s.next_epoch(), LossScale { scale: 1024.0, good_steps: 7, skipped_steps: 0 });
+    }
+
+    /// `unscale` divides every gradient by the scale and finds a step non-finite whatever mix
+    /// of NaNs and infinities its gradients hold, in one parameter or spread over several.
+    #[test]
+    fn unscale_divides_by_the_scale_and_counts_every_non_finite_gradient() {
+        use burn::backend::{Autodiff, Flex};
+        use burn::nn::{Linear, LinearConfig};
+        use burn::optim::GradientsParams;
+        type A = Autodiff<Flex>;
+        let device = Default::default();
+        let linear: Linear<A> = LinearConfig::new(2, 2).init(&device);
+        let bias_id = linear.bias.as_ref().unwrap().id;
+        let grads = |weight: [f32; 4], bias: [f32; 2]| {
+            let mut g = GradientsParams::new();
+            g.register::<Flex, 2>(
+                linear.weight.id,
+                Tensor::from_data(TensorData::new(weight.to_vec(), [2, 2]), &device),
+            );
+            g.register::<Flex, 1>(bias_id, Tensor::from_data(TensorData::new(bias.to_vec(), [2]), &device));
+            g
+        };
+        let (unscaled, finite) = unscale::<A, _>(&linear, grads([4.0, -8.0, 0.5, 0.0], [2.0, 1024.0]), 4.0);
+        assert!(finite);
+        let weight = unscaled.get::<Flex, 2>(linear.weight.id).unwrap().into_data().to_vec::<f32>().unwrap();
+        let bias = unscaled.get::<Flex, 1>(bias_id).unwrap().into_data().to_vec::<f32>().unwrap();
+        assert_eq!((weight, bias), (vec![1.0, -2.0, 0.125, 0.0], vec![0.5, 256.0]));
+        let (nan, inf) = (f32::NAN, f32::INFINITY);
+        for (weight, bias, what) in [
+            ([nan, inf, 1.0, 1.0], [1.0, 1.0], "a NaN and an infinity in one gradient"),
+            ([inf, 1.0, 1.0, 1.0], [-inf, 1.0], "an infinity in each of two gradients"),
+            ([1.0, 1.0, 1.0, 1.0], [1.0, nan], "one NaN"),
+        ] {
+            assert!(!unscale::<A, _>(&linear, grads(weight, bias), 4.0).1, "{what}");
+        }
+    }
 }
 
 /// `grads` of `module`'s parameters divided by `scale`, and whether every one of them is

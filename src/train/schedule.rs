@@ -241,6 +241,20 @@ mod tests {
             let e = bad.parse::<LrSchedule>().unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
         }
+        // No spelling gives an empty step list ("step:" is an empty epoch), but a schedule
+        // built in code or read from a config can: refused in words, not run as constant.
+        assert!(LrSchedule::Step(vec![]).check().unwrap_err().contains("at least one epoch"));
+        assert_eq!(LrSchedule::Step(vec![3]).check(), Ok(()));
+    }
+
+    #[test]
+    fn scaling_names_are_the_cli_spellings() {
+        use clap::ValueEnum;
+        for scaling in LrScaling::value_variants() {
+            let spelled = scaling.to_possible_value().unwrap();
+            assert_eq!(scaling.name(), spelled.get_name(), "{scaling:?}");
+            assert_eq!(LrScaling::from_str(scaling.name(), false), Ok(*scaling));
+        }
     }
 
     #[test]

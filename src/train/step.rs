@@ -409,7 +409,33 @@ mod tests {
     use burn::prelude::*;
     use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 
-    use super::top_k_correct;
+    use super::{top_k_correct, FcUpdate, StepOutcome};
+
+    #[test]
+    fn fc_update_names_are_the_cli_spellings_and_parse_back() {
+        let names = FcUpdate::ALL.map(FcUpdate::name);
+        assert_eq!(names, ["per-step", "per-chunk"]);
+        for update in FcUpdate::ALL {
+            assert_eq!(update.name().parse::<FcUpdate>(), Ok(update));
+        }
+        let e = "per-batch".parse::<FcUpdate>().unwrap_err();
+        assert!(e.contains("\"per-batch\"") && e.contains("per-step, per-chunk"), "{e}");
+    }
+
+    /// A step's outcome reads back as the loss and the count it holds (the mean over its
+    /// images is the loss itself: it is already a mean).
+    #[test]
+    fn a_step_outcome_reads_back_its_loss_and_correct_count() {
+        let device = Default::default();
+        for (loss, correct, images) in [(0.3125, 3, 8), (2.5, 0, 1), (0.0, 17, 17)] {
+            let outcome = StepOutcome::<Flex> {
+                loss: Tensor::from_data(TensorData::new(vec![loss as f32], [1]), &device),
+                correct: Tensor::from_data(TensorData::new(vec![correct as i64], [1]), &device),
+                images,
+            };
+            assert_eq!(outcome.read(), (loss, correct), "{images} images");
+        }
+    }
 
     /// Three rows of 7 classes, worked by hand: row 0's label (class 2, 0.5) has 2 outputs above
     /// it, row 1's (class 6, 0.1) has 6, row 2's (class 0, 0.3) has 5 (a tie at 0.3 is not

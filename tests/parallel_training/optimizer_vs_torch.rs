@@ -157,6 +157,8 @@ fn the_runs_sgd_steps_to_pytorchs_weights_and_momentum() {
         let mut model =
             model_with(&shapes, |t, shape| draw(0, t, shape.iter().product()).iter().map(|v| v * 0.1).collect());
         let mut optim = sgd::<Ref>(&config);
+        // Flex has no grouped kernel: every step is Burn's own, parameter by parameter.
+        assert!(!optim.grouped(), "the run's SGD on Flex is Burn's");
         let lrs: Vec<f64> = case["lrs"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
         for (step, (lr, want)) in lrs.iter().zip(case["steps"].as_array().unwrap()).enumerate() {
             let mut grads = SetGradients {
