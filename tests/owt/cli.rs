@@ -625,6 +625,10 @@ fn a_two_dimensional_plan_sharded_over_the_nodes_trains_resumes_and_checkpoints_
     for key in ["train_loss", "test_loss", "train_accuracy", "test_accuracy"] {
         assert_eq!(resumed[1][key], grid[1][key], "resumed 2-D run, {key}");
     }
+    // Its momentum read back laid out as each parameter is stored (a bias whole on every node,
+    // an FC weight's slice): the same bytes as the uninterrupted epoch. One laid out otherwise
+    // gives the same numbers, redistributed at the update, in bytes that run did not move.
+    assert_eq!(resumed[1]["communication"], grid[1]["communication"], "resumed 2-D run's traffic");
     // The checkpoint is the whole model: one device resumes it.
     run(&single, &["--epochs", "2", "--resume"]);
     let one = metrics(&single);
