@@ -194,6 +194,92 @@ fn a_checkpointed_momentum_continues_the_same_run() {
     same(&weights::<One, _>(&burn_resumed), &want, "Burn's, resumed from the grouped record");
 }
 
+/// A data-parallel learner's gradients (Burn's `MultiGradientsParams`): each parameter's
+/// gradient summed from two devices, its own and another, lands on whichever of the two Burn
+/// picks for it, for some parameters not theirs. Each is stepped on its parameter's device, to
+/// the weights of Burn's own optimizer given the whole gradients there. The devices are two
+/// 1-rank meshes, one on each Vulkan adapter, because CubeCL's wgpu runtime cannot move a
+/// tensor between its devices itself (Hybrid stages through the host).
+#[test]
+fn gradients_summed_on_another_device_step_on_the_parameters_device() {
+    use burn::optim::MultiGradientsParams;
+    require_adapter();
+    owt::runtime::step_kernels::register::<Plain>();
+    let home = MeshDevice::new(vec![WgpuDevice::DefaultDevice]);
+    let other = MeshDevice::new(vec![WgpuDevice::Cpu]);
+    assert_ne!(home.id(), other.id(), "the two devices must be distinct");
+    let (mut net, mut copy, x) = same_start::<Mesh>(&home);
+    // Half of each gradient on each device: halving is exact, so the two halves sum to the
+    // gradient's bits on whichever device they meet.
+    let split = |net: &Net<Mesh>, grads: &GradientsParams| {
+        struct Halves<'a>(&'a GradientsParams, GradientsParams, GradientsParams, MeshDevice<WgpuDevice>);
+        impl burn::module::ModuleVisitor<Mesh> for Halves<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<Mesh, D>>) {
+                if let Some(g) = self.0.get::<Hybrid<Plain>, D>(param.id) {
+                    let half = g.div_scalar(2.0);
+                    self.1.register::<Hybrid<Plain>, D>(param.id, half.clone());
+                    self.2.register::<Hybrid<Plain>, D>(param.id, half.to_device(&self.3));
+                }
+            }
+        }
+        let mut halves = Halves(grads, GradientsParams::new(), GradientsParams::new(), other.clone());
+        net.visit(&mut halves);
+        MultiGradientsParams { grads: vec![(halves.1, home.to_id()), (halves.2, other.to_id())] }
+    };
+    let mut grouped = run_sgd::<Mesh>();
+    let mut burn = burn_sgd::<Mesh>();
+    let mut elsewhere = 0;
+    for step in 0..3 {
+        let grads = GradientsParams::from_grads(net.loss(x.clone()).backward(), &net);
+        let (multi, twin) = (split(&net, &grads), copied::<Mesh>(&net, &grads));
+        // Where Burn sums each gradient (asked of a copy: the answer removes them).
+        let mut probe = split(&net, &grads);
+        elsewhere +=
+            ids(&net).into_iter().filter(|&(id, d)| summed_on(&mut probe, id, d) == Some(other.clone())).count();
+        let lr = 0.1 / (step + 1) as f64;
+        net = grouped.step_multi(lr, net, multi);
+        copy = burn.step(lr, copy, twin);
+    }
+    assert!(elsewhere > 0, "some gradient must be summed on the other device");
+    assert_eq!(grouped.grouped_steps(), 3, "the kernel took every step");
+    same(&weights::<Mesh, _>(&net), &weights::<Mesh, _>(&copy), "after 3 steps");
+    struct Devices(Vec<MeshDevice<WgpuDevice>>);
+    impl burn::module::ModuleVisitor<Mesh> for Devices {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<Mesh, D>>) {
+            self.0.push(param.val().device());
+        }
+    }
+    let mut devices = Devices(Vec::new());
+    net.visit(&mut devices);
+    assert!(devices.0.iter().all(|d| *d == home), "every parameter stays on its device");
+}
+
+/// Each parameter's id and rank (how many dimensions), in the module's order.
+fn ids<B: Backend, M: Module<B>>(module: &M) -> Vec<(burn::module::ParamId, usize)> {
+    struct Ids(Vec<(burn::module::ParamId, usize)>);
+    impl<B: Backend> burn::module::ModuleVisitor<B> for Ids {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<B, D>>) {
+            self.0.push((param.id, D));
+        }
+    }
+    let mut ids = Ids(Vec::new());
+    module.visit(&mut ids);
+    ids.0
+}
+
+/// The device on which `grads` sums parameter `id`'s gradient (of rank `rank`), if it has one.
+fn summed_on(
+    grads: &mut burn::optim::MultiGradientsParams,
+    id: burn::module::ParamId,
+    rank: usize,
+) -> Option<MeshDevice<WgpuDevice>> {
+    match rank {
+        1 => grads.remove::<Hybrid<Plain>, 1>(id).map(|(_, d)| d),
+        2 => grads.remove::<Hybrid<Plain>, 2>(id).map(|(_, d)| d),
+        _ => grads.remove::<Hybrid<Plain>, 4>(id).map(|(_, d)| d),
+    }
+}
+
 #[test]
 fn grouped_steps_are_burns_steps_on_a_mesh() {
     require_adapter();
