@@ -646,6 +646,41 @@ fn a_two_dimensional_plan_sharded_over_the_nodes_trains_resumes_and_checkpoints_
     assert!(out.lines().any(|l| l.starts_with("fc6") && l.contains("reduce_scatter[node]")), "{out}");
 }
 
+/// A 2-D plan that slices one layer over the nodes by a trailing star (`fc6.*`) and keeps
+/// every other parameter whole: a run resumed after an epoch reads each momentum back laid out
+/// as its own parameter is (fc6's sliced, fc7's and fc8's whole), so its second epoch moves
+/// the uninterrupted run's bytes. The pattern names fc6 alone: a momentum placed by a path
+/// that kept the names of the layers before it (`fc6.weight.bias.fc7.weight`) would match it.
+#[test]
+fn a_plan_naming_one_layer_resumes_each_momentum_where_its_layer_lives() {
+    let data = tempfile::tempdir().unwrap();
+    write_fixture(data.path(), 48, 20);
+    let plan = data.path().join("fc6-over-nodes.json");
+    std::fs::write(
+        &plan,
+        r#"{"name": "fc6-over-nodes", "rules": [
+            {"pattern": "fc6.*", "placement": [{"Shard": 0}, "Replicate"]}],
+          "default": ["Replicate", "Replicate"], "input": [{"Shard": 0}, {"Shard": 0}]}"#,
+    )
+    .unwrap();
+    let dirs = tempfile::tempdir().unwrap();
+    let (whole, part) = (dirs.path().join("whole"), dirs.path().join("part"));
+    let run = |out: &std::path::Path, extra: &[&str]| -> serde_json::Value {
+        let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--batch", "16", "--mesh", "2,2"];
+        let (d, p, o) = (data.path().to_str().unwrap(), plan.to_str().unwrap(), out.to_str().unwrap());
+        let o = owt(&[&base[..], &["--data", d, "--plan-file", p, "--out", o], extra].concat());
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
+    };
+    let uninterrupted = run(&whole, &["--epochs", "2"]);
+    run(&part, &["--epochs", "1"]);
+    let resumed = run(&part, &["--epochs", "2", "--resume"]);
+    for key in ["train_loss", "test_loss", "train_accuracy", "test_accuracy"] {
+        assert_eq!(resumed[1][key], uninterrupted[1][key], "resumed run, {key}");
+    }
+    assert_eq!(resumed[1]["communication"], uninterrupted[1]["communication"], "resumed run's traffic");
+}
+
 /// `owt bench --mesh 2,2` measures the 2-D step: its ledger per step is exactly what
 /// `owt plan --mesh 2,2` predicts (bytes, messages, bytes across nodes), and its losses are
 /// the flat mesh's.
