@@ -73,7 +73,7 @@ scope() {
       TESTS=--test,owt,--test,parallel_training,--,grouped_sgd::,optimizer_vs_torch:: ;;
     momentum)
       FILES=src/train/momentum.rs PACKAGE=owt EXCLUDE=$UNBUILDABLE
-      TESTS=--test,owt,--test,parallel_training,--test,training,--,checkpoints_resume,resume_continues_exactly,a_two_dimensional_ ;;
+      TESTS=--test,owt,--test,parallel_training,--test,training,--,checkpoints_resume,resume_continues_exactly,a_two_dimensional_,a_plan_naming_one_layer ;;
     *) echo "unknown scope $1 (scopes: $ALL)" >&2; exit 2 ;;
   esac
 }
