@@ -254,6 +254,30 @@ fn gradients_summed_on_another_device_step_on_the_parameters_device() {
     assert!(devices.0.iter().all(|d| *d == home), "every parameter stays on its device");
 }
 
+/// The kernel binds every buffer on the first parameter's device; given a gradient on
+/// another device, it refuses in words instead of reading that device's memory as its own.
+#[test]
+fn the_kernel_refuses_a_gradient_on_another_device() {
+    use burn::tensor::TensorPrimitive;
+    use owt_hybrid::sgd_momentum::{MultiTensorSgdBackend, SgdMomentum, SgdTensors};
+    require_adapter();
+    let float = |values: [f32; 2], device: &WgpuDevice| match Tensor::<Plain, 1>::from_floats(values, device)
+        .into_primitive()
+    {
+        TensorPrimitive::Float(t) => t,
+        TensorPrimitive::QFloat(_) => unreachable!("a float tensor"),
+    };
+    let param = float([1.0, 2.0], &WgpuDevice::DefaultDevice);
+    let grad = float([0.5, -0.5], &WgpuDevice::Cpu);
+    let hyper = SgdMomentum { lr: 0.1, momentum: 0.9, weight_decay: None };
+    let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Plain::sgd_momentum_step(vec![SgdTensors { param, grad, velocity: None }], hyper)
+    }));
+    let err = step.err().expect("a gradient on another device must be refused");
+    let message = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("on another device Cpu") && message.contains("DefaultDevice"), "{message}");
+}
+
 /// Each parameter's id and rank (how many dimensions), in the module's order.
 fn ids<B: Backend, M: Module<B>>(module: &M) -> Vec<(burn::module::ParamId, usize)> {
     struct Ids(Vec<(burn::module::ParamId, usize)>);

@@ -86,6 +86,19 @@ where
 
     fn sgd_momentum_step(params: Vec<SgdTensors<Self>>, hyper: SgdMomentum) -> Vec<SgdStepped<Self>> {
         let Some(first) = params.first() else { return Vec::new() };
+        // A launch binds every buffer on the first parameter's device: one from another
+        // device would be read as whatever that device's memory holds there.
+        let device = &first.param.device;
+        let elsewhere = params
+            .iter()
+            .flat_map(|t| [Some(&t.param), Some(&t.grad), t.velocity.as_ref()].into_iter().flatten())
+            .find(|x| x.device != *device);
+        if let Some(x) = elsewhere {
+            panic!(
+                "sgd_momentum_step: every parameter, gradient and velocity must be on the parameters' device {device:?}, but one is on another device {:?}",
+                x.device
+            );
+        }
         let client = first.param.client.clone();
         let bindings = client.properties().hardware.max_bindings as usize;
         let groups = launch_groups(&params, bindings.saturating_sub(OTHER_BINDINGS) / 5);
