@@ -32,6 +32,11 @@ fn assert_one_line_error(o: &Output, needles: &[&str]) {
     }
 }
 
+/// The `metrics.json` a run wrote into `out`.
+fn metrics_json(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
+}
+
 /// An MNIST-layout directory of 28x28 images: `train` and `test` images whose class is the
 /// brightness band, so a model can learn something.
 fn write_fixture(dir: &Path, train: usize, test: usize) {
@@ -94,8 +99,7 @@ fn train_then_eval_round_trip_agrees_with_metrics() {
     assert!(stderr(&o).contains("lr 0.005 (0.01 x 16/32, linear scaling) (step:3 schedule)"), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("epoch 1/1: lr 0.005, train loss") && stdout.contains("images/s"), "{stdout}");
-    let metrics: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let metrics = metrics_json(out.path());
     assert_eq!(metrics[0]["lr"].as_f64(), Some(0.005));
     // A resume with another schedule or scaling is another run.
     let o = owt(&[&base[..], &scaled, &["--epochs", "2", "--resume"]].concat());
@@ -321,8 +325,7 @@ fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() 
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("bytes") && stdout.contains("messages per step between ranks"), "{stdout}");
-    let metrics: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let metrics = metrics_json(out.path());
     let comm = &metrics[0]["communication"];
     assert_eq!(comm["steps"], 3);
     assert!(comm["bytes_per_step"].as_f64().unwrap() > 0.0, "{comm}");
@@ -345,8 +348,7 @@ fn parallel_train_writes_per_step_traffic_and_resumes_on_another_device_count() 
     // Resume the same run (same FC update) on 4 ranks.
     let o = owt(&[&base[..], &["--epochs", "2", "--devices", "4", "--fc-update", "per-chunk", "--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
-    let metrics: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let metrics = metrics_json(out.path());
     assert_eq!(metrics[1]["layout"], "4 ranks, plan weird-trick, scheme a");
     // A different FC update is a different run.
     let o = owt(&[&base[..], &["--epochs", "3", "--devices", "4", "--resume"]].concat());
@@ -380,8 +382,7 @@ fn mixed_precision_runs_record_their_loss_scale_and_are_part_of_the_run() {
     let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--out", o_, "--batch", "8"];
     let o = owt(&[&base[..], &["--epochs", "1", "--precision", "f16", "--devices", "2"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
-    let metrics: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    let metrics = metrics_json(out.path());
     let scale = &metrics[0]["loss_scale"];
     let (s, skipped) = (scale["scale"].as_f64().unwrap(), scale["skipped_steps"].as_u64().unwrap());
     // 4 steps from 2^16: each skip halves the scale, and none of it grows back within 2000.
@@ -432,8 +433,7 @@ fn mixed_precision_with_batch_norm_trains_resumes_and_keeps_f32_statistics() {
         assert!(o.status.success(), "{what}: {}", stderr(&o));
         let o = owt(&[&base[..], &["--epochs", "3", "--resume"]].concat());
         assert!(o.status.success(), "{what}, resumed: {}", stderr(&o));
-        let metrics: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).unwrap()).unwrap();
+        let metrics = metrics_json(&dir);
         let epochs = metrics.as_array().unwrap();
         assert_eq!(epochs.len(), 3, "{what}: {metrics}");
         assert!(epochs.iter().all(|e| e["test_loss"].as_f64().is_some_and(f64::is_finite)), "{what}: {metrics}");
@@ -466,15 +466,12 @@ fn a_bf16_wire_halves_the_bytes_of_a_run_and_is_part_of_it() {
         let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16"];
         owt(&[&base[..], &["--out", o_, "--devices", "2", "--wire", wire], extra].concat())
     };
-    let metrics = |out: &std::path::Path| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
-    };
     let (full_dir, half_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for (wire, out) in [("f32", &full_dir), ("bf16", &half_dir)] {
         let o = run(wire, out.path(), &["--epochs", "1"]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let (full, half) = (metrics(full_dir.path()), metrics(half_dir.path()));
+    let (full, half) = (metrics_json(full_dir.path()), metrics_json(half_dir.path()));
     assert_eq!(half[0]["layout"], "2 ranks, plan weird-trick, scheme a, wire bf16");
     let by_phase = |m: &serde_json::Value| m[0]["communication"]["by_phase"].as_object().unwrap().clone();
     let (f, h) = (by_phase(&full), by_phase(&half));
@@ -511,7 +508,7 @@ fn a_two_dimensional_mesh_trains_like_the_flat_mesh_and_resumes_on_one_device() 
             ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16", "--out", o_];
         let o = owt(&[&base[..], extra].concat());
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
-        let metrics = serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+        let metrics = metrics_json(out.path());
         (out, metrics)
     };
     // f32 sums in another order (the nodes' gradients are summed weighted, on the host, in
@@ -545,8 +542,7 @@ fn a_two_dimensional_mesh_trains_like_the_flat_mesh_and_resumes_on_one_device() 
             let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16"];
             let o = owt(&[&base[..], &["--out", o_, "--epochs", "2", "--plan", plan, "--resume"]].concat());
             assert!(o.status.success(), "{}", stderr(&o));
-            let resumed: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+            let resumed = metrics_json(out.path());
             close(&resumed, &grid, "resumed on one device");
         }
     }
@@ -585,9 +581,6 @@ fn a_two_dimensional_plan_sharded_over_the_nodes_trains_resumes_and_checkpoints_
     .unwrap();
     let plan_file = fsdp.to_str().unwrap();
     let base = ["train", "--model", "alexnet-small", "--dataset", "mnist", "--data", d, "--batch", "16"];
-    let metrics = |out: &std::path::Path| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
-    };
     let run = |out: &std::path::Path, extra: &[&str]| {
         let o = owt(&[&base[..], &["--out", out.to_str().unwrap()], extra].concat());
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
@@ -597,7 +590,7 @@ fn a_two_dimensional_plan_sharded_over_the_nodes_trains_resumes_and_checkpoints_
         (dirs.path().join("whole"), dirs.path().join("flat"), dirs.path().join("part"), dirs.path().join("single"));
     run(&whole, &["--epochs", "2", "--mesh", "2,2", "--plan-file", plan_file]);
     run(&flat, &["--epochs", "2", "--devices", "4", "--plan", "weird-trick"]);
-    let (grid, flat) = (metrics(&whole), metrics(&flat));
+    let (grid, flat) = (metrics_json(&whole), metrics_json(&flat));
     let layout = grid[0]["layout"].as_str().unwrap();
     assert!(layout.contains("parameters sharded over the nodes (FSDP-style)"), "{layout}");
     let by = &grid[0]["communication"]["by_collective"];
@@ -621,7 +614,7 @@ fn a_two_dimensional_plan_sharded_over_the_nodes_trains_resumes_and_checkpoints_
         }
     }
     run(&part, &["--epochs", "2", "--mesh", "2,2", "--plan-file", plan_file, "--resume"]);
-    let resumed = metrics(&part);
+    let resumed = metrics_json(&part);
     for key in ["train_loss", "test_loss", "train_accuracy", "test_accuracy"] {
         assert_eq!(resumed[1][key], grid[1][key], "resumed 2-D run, {key}");
     }
@@ -631,7 +624,7 @@ fn a_two_dimensional_plan_sharded_over_the_nodes_trains_resumes_and_checkpoints_
     assert_eq!(resumed[1]["communication"], grid[1]["communication"], "resumed 2-D run's traffic");
     // The checkpoint is the whole model: one device resumes it.
     run(&single, &["--epochs", "2", "--resume"]);
-    let one = metrics(&single);
+    let one = metrics_json(&single);
     for key in ["train_loss", "test_loss"] {
         let (p, q) = (one[1][key].as_f64().unwrap(), grid[1][key].as_f64().unwrap());
         assert!((p - q).abs() <= 1e-3 * q.abs(), "resumed on one device: {key} {p} vs {q}");
@@ -670,7 +663,7 @@ fn a_plan_naming_one_layer_resumes_each_momentum_where_its_layer_lives() {
         let (d, p, o) = (data.path().to_str().unwrap(), plan.to_str().unwrap(), out.to_str().unwrap());
         let o = owt(&[&base[..], &["--data", d, "--plan-file", p, "--out", o], extra].concat());
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
-        serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
+        metrics_json(out)
     };
     let uninterrupted = run(&whole, &["--epochs", "2"]);
     run(&part, &["--epochs", "1"]);
