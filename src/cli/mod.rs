@@ -122,12 +122,18 @@ pub struct CudaKernelArgs {
     /// or off (strict f32, PyTorch's other figure; needs cuDNN and cuBLASLt).
     #[arg(long, default_value = "on", value_parser = parse_tf32)]
     pub tf32: Math,
+    /// Numbers that are a function of the inputs on this machine, as PyTorch's
+    /// use_deterministic_algorithms: on CUDA, cuDNN's deterministic algorithms only (chosen by
+    /// its heuristics, not by timing); on CUDA and wgpu, each autotuned kernel fixed before any
+    /// rank runs it and the same on every rank. Flex is deterministic without it.
+    #[arg(long)]
+    pub deterministic: bool,
 }
 
 impl CudaKernelArgs {
     /// The choice these flags make.
     pub fn choice(&self) -> KernelChoice {
-        KernelChoice { conv: self.conv, matmul: self.matmul, math: self.tf32 }
+        KernelChoice { conv: self.conv, matmul: self.matmul, math: self.tf32, deterministic: self.deterministic }
     }
 
     /// Records the choice for the CUDA devices this process starts, refusing a library forced

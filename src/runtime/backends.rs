@@ -246,7 +246,11 @@ mod cuda_backend {
         let class = format!("cuda-{name}");
         crate::runtime::kernel_cache::configure(&class);
         let cache = crate::runtime::kernel_cache::device_dir(&class);
-        crate::runtime::cuda_kernels::install_once(&name, Some(&cache), speak)?;
+        // Each GPU's name, so two models in one machine keep their cuDNN choices apart.
+        let names: Vec<String> = (0..gpus.max(HostSystem.count_gpus().unwrap_or(0)))
+            .map(|i| HostSystem.gpu_name(i).unwrap_or_else(|| name.clone()))
+            .collect();
+        crate::runtime::cuda_kernels::install_once(&names, Some(&cache), speak)?;
         crate::runtime::step_kernels::register::<Plain>();
         crate::runtime::step_kernels::register::<burn::backend::Cuda>();
         for device in devices {

@@ -16,7 +16,8 @@ use crate::runtime::backend_kind::BackendKind;
 static CHOICE: Mutex<Option<KernelChoice>> = Mutex::new(None);
 static INSTALLED: OnceLock<Result<Installed, String>> = OnceLock::new();
 
-/// Records what the command line asks of CUDA's kernels, before any device starts. A library
+/// Records what the command line asks of CUDA's kernels, before any device starts, and turns
+/// CubeCL's deterministic autotuning on or off with `--deterministic` (CUDA and wgpu). A library
 /// forced on another backend is refused (`--conv cudnn` means nothing to Flex or wgpu).
 pub fn choose(choice: KernelChoice, backend: BackendKind) -> Result<(), OwtError> {
     if backend != BackendKind::Cuda {
@@ -31,6 +32,8 @@ pub fn choose(choice: KernelChoice, backend: BackendKind) -> Result<(), OwtError
             )));
         }
     }
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
+    cubecl_runtime::tune::set_deterministic(choice.deterministic);
     *CHOICE.lock().unwrap_or_else(|e| e.into_inner()) = Some(choice);
     Ok(())
 }
@@ -42,12 +45,13 @@ pub fn choice() -> KernelChoice {
 
 /// Decides, once per process, who runs CUDA's convolutions and matmuls (cuDNN and cuBLASLt
 /// where they load and the choice lets them), with cuDNN's algorithm choices kept in
-/// `cache_dir`; prints the decision in one line (and any warning) where `speak`. Refused where
-/// the choice forces a library the machine does not have, or strict f32 without both.
+/// `cache_dir`, each GPU's under its name (`gpus[i]` for device `i`); prints the decision in
+/// one line (and any warning) where `speak`. Refused where the choice forces a library the
+/// machine does not have, or strict f32 without both.
 #[cfg(feature = "cudnn")]
-pub fn install_once(gpu: &str, cache_dir: Option<&std::path::Path>, speak: bool) -> Result<Installed, OwtError> {
+pub fn install_once(gpus: &[String], cache_dir: Option<&std::path::Path>, speak: bool) -> Result<Installed, OwtError> {
     let result = INSTALLED.get_or_init(|| {
-        owt_hybrid::cuda_libraries::install(choice(), &crate::runtime::cuda_preflight::HostSystem, cache_dir, gpu).map(
+        owt_hybrid::cuda_libraries::install(choice(), &crate::runtime::cuda_preflight::HostSystem, cache_dir, gpus).map(
             |(installed, warnings)| {
                 if speak {
                     for w in warnings {
@@ -65,7 +69,7 @@ pub fn install_once(gpu: &str, cache_dir: Option<&std::path::Path>, speak: bool)
 /// [`install_once`] in a build without the `cudnn` feature: CubeCL's kernels, said once;
 /// refused where the choice forces a library or strict f32.
 #[cfg(not(feature = "cudnn"))]
-pub fn install_once(_gpu: &str, _cache_dir: Option<&std::path::Path>, speak: bool) -> Result<Installed, OwtError> {
+pub fn install_once(_gpus: &[String], _cache_dir: Option<&std::path::Path>, speak: bool) -> Result<Installed, OwtError> {
     let result = INSTALLED.get_or_init(|| {
         let choice = choice();
         let why = "this owt was built without the cudnn feature".to_string();
@@ -78,6 +82,7 @@ pub fn install_once(_gpu: &str, _cache_dir: Option<&std::path::Path>, speak: boo
             owt_strided_weight_gradients: false,
             matmul: Runner::Cubecl { why },
             math: choice.math.name(),
+            deterministic: choice.deterministic,
         };
         if speak {
             crate::err_line!("{}", installed.line());
@@ -88,7 +93,8 @@ pub fn install_once(_gpu: &str, _cache_dir: Option<&std::path::Path>, speak: boo
 }
 
 /// What `owt bench --json` reports of CUDA's kernels: who runs them, the calls each took over
-/// the timed steps, and why any op a library was installed for went to CubeCL instead.
+/// the timed steps, why any op a library was installed for went to CubeCL instead, and which
+/// ops were not strict f32 under `--tf32 off`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CudaKernelReport {
     /// Who runs convolutions and matmuls, in which math.
@@ -97,16 +103,44 @@ pub struct CudaKernelReport {
     pub usage: Usage,
     /// Why ops went to CubeCL's kernels although a library runs their kind (each reason once).
     pub declines: Vec<String>,
+    /// Under `--tf32 off`, the ops CubeCL's kernels ran because a library declined them, which
+    /// rounded f32 through TF32 (empty: every op was strict, or the run is TF32).
+    pub not_strict: Vec<String>,
 }
 
 /// The report over the calls since `from`, where CUDA's kernels were installed in this process.
 pub fn report(from: &Usage) -> Option<CudaKernelReport> {
     let installed = INSTALLED.get()?.clone().ok()?;
+    Some(CudaKernelReport { installed, usage: Usage::now().since(from), declines: declines(), not_strict: not_strict() })
+}
+
+/// Why ops went to CubeCL's kernels although a library was installed for them.
+pub fn declines() -> Vec<String> {
     #[cfg(feature = "cudnn")]
-    let declines = owt_hybrid::cuda_libraries::declines();
+    return owt_hybrid::cuda_libraries::declines();
     #[cfg(not(feature = "cudnn"))]
-    let declines = Vec::new();
-    Some(CudaKernelReport { installed, usage: Usage::now().since(from), declines })
+    Vec::new()
+}
+
+/// Under `--tf32 off`, the ops that ran on CubeCL's TF32 kernels (a library declined them).
+pub fn not_strict() -> Vec<String> {
+    #[cfg(feature = "cudnn")]
+    return owt_hybrid::cuda_libraries::not_strict();
+    #[cfg(not(feature = "cudnn"))]
+    Vec::new()
+}
+
+/// The one line that says, under `--tf32 off`, which ops were not strict f32 (CubeCL's kernels
+/// ran them, rounding through TF32), or `None` where every op was.
+pub fn not_strict_line() -> Option<String> {
+    let ops = not_strict();
+    (!ops.is_empty()).then(|| {
+        format!(
+            "owt: --tf32 off, but {} op(s) ran on CubeCL's kernels, which round f32 through TF32: {}",
+            ops.len(),
+            ops.join("; ")
+        )
+    })
 }
 
 /// How f32 matmuls round under `installed`, as `owt bench --json` says it (`cuda.f32_matmul`).

@@ -12,6 +12,7 @@ use cudarc::cublaslt::sys as lt;
 use cudarc::driver::sys::CUstream;
 
 use super::layout::{Gemm, Matrix};
+use crate::kernels::cuda_libraries::Failure;
 use crate::kernels::cudnn::{ConvDtype, Math};
 
 /// Workspace bytes every matmul is given (cudarc's figure for Hopper; cuBLAS's own default
@@ -28,11 +29,11 @@ pub fn load() -> Result<u64, String> {
     Ok(unsafe { lt::cublasLtGetVersion() } as u64)
 }
 
-fn check(status: lt::cublasStatus_t, call: &str) -> Result<(), String> {
+fn check(status: lt::cublasStatus_t, call: &str) -> Result<(), Failure> {
     if status == lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
         Ok(())
     } else {
-        Err(format!("{call}: {status:?}"))
+        Err(Failure::new(call, format!("{status:?}")))
     }
 }
 
@@ -70,7 +71,13 @@ thread_local! {
     static PREPARED: RefCell<HashMap<(usize, String), Rc<Prepared>>> = RefCell::new(HashMap::new());
 }
 
-fn handle(device: usize) -> Result<Rc<Handle>, String> {
+/// Creates device `device`'s handle on this thread, where it has none yet: what the first use
+/// of cuBLASLt on a device waits for, so a failure is a decline, not a failed stream.
+pub fn open(device: usize) -> Result<(), Failure> {
+    handle(device).map(|_| ())
+}
+
+fn handle(device: usize) -> Result<Rc<Handle>, Failure> {
     HANDLES.with(|handles| {
         if let Some(h) = handles.borrow().get(&device) {
             return Ok(h.clone());
@@ -113,7 +120,7 @@ fn alignment(addresses: &[u64]) -> u32 {
 
 /// Creates `m`'s layout into `out`: left null where creation fails; created where a later
 /// attribute fails, for the caller's [`Prepared`] to destroy.
-fn layout(out: &mut lt::cublasLtMatrixLayout_t, dtype: ConvDtype, m: &Matrix, batch: u64) -> Result<(), String> {
+fn layout(out: &mut lt::cublasLtMatrixLayout_t, dtype: ConvDtype, m: &Matrix, batch: u64) -> Result<(), Failure> {
     // SAFETY: writes a layout it creates; the attribute values outlive the calls.
     unsafe {
         check(
@@ -140,7 +147,7 @@ unsafe fn set_layout_attribute<T>(
     attribute: lt::cublasLtMatrixLayoutAttribute_t,
     value: &T,
     what: &str,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     // SAFETY: as the caller promises; `value` outlives the call.
     let status = unsafe {
         lt::cublasLtMatrixLayoutSetAttribute(layout, attribute, value as *const T as *const c_void, size_of::<T>())
@@ -160,7 +167,9 @@ struct Heuristic {
     reserved: [i32; 4],
 }
 
-fn prepare(h: &Handle, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<Prepared, String> {
+/// `gemm`'s descriptors and cuBLASLt's heuristic choice for it, or `None` where the heuristic
+/// has no algorithm.
+fn prepare(h: &Handle, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<Option<Prepared>, Failure> {
     let (compute, scale) = compute_type(dtype, math);
     // Every field null until created, so a failure part way destroys what was created.
     let mut prepared = Prepared {
@@ -248,12 +257,15 @@ fn prepare(h: &Handle, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) ->
     }
     // SAFETY: zero-initialised, then written by the heuristic where it returned a result.
     let heuristic = unsafe { heuristic.assume_init() };
-    if returned < 1 || heuristic.state != 0 {
-        return Err(format!("cublasLtMatmulAlgoGetHeuristic found no algorithm (state {})", heuristic.state));
+    if returned < 1 {
+        return Ok(None);
+    }
+    if heuristic.state != 0 {
+        return Err(Failure::new("cublasLtMatmulAlgoGetHeuristic", format!("its result's state {}", heuristic.state)));
     }
     prepared.algo = heuristic.algo;
     prepared.workspace = heuristic.workspace_size.min(WORKSPACE);
-    Ok(prepared)
+    Ok(Some(prepared))
 }
 
 /// The addresses of a GEMM's operands: cuBLASLt's `A` (the row-major `rhs`), `B` (`lhs`) and
@@ -276,34 +288,35 @@ fn key(device: usize, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> 
 }
 
 /// `gemm`'s descriptors and cuBLASLt's heuristic choice of algorithm for operands aligned to
-/// `align` bytes, made once per key on this (CubeCL's device) thread and kept; the error where
-/// cuBLASLt has no algorithm for it. Callers run this, waiting, before queuing a GEMM's first
-/// run, so a GEMM cuBLASLt cannot run goes to CubeCL instead of failing on the stream.
-pub fn prepare_cached(device: usize, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<(), String> {
-    prepared(device, gemm, dtype, math, align).map(|_| ())
+/// `align` bytes, made once per key on this (CubeCL's device) thread and kept: whether cuBLASLt
+/// has an algorithm for it. Callers run this, waiting, before a GEMM's first run, so a GEMM
+/// cuBLASLt cannot run goes to CubeCL instead of failing on the stream.
+pub fn prepare_cached(device: usize, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<bool, Failure> {
+    match prepared(device, gemm, dtype, math, align) {
+        Ok(_) => Ok(true),
+        Err(None) => Ok(false),
+        Err(Some(f)) => Err(f),
+    }
 }
 
-fn prepared(device: usize, gemm: &Gemm, dtype: ConvDtype, math: Math, align: u32) -> Result<Rc<Prepared>, String> {
+/// The prepared GEMM, or `Err(None)` where the heuristic has no algorithm for it.
+fn prepared(
+    device: usize,
+    gemm: &Gemm,
+    dtype: ConvDtype,
+    math: Math,
+    align: u32,
+) -> Result<Rc<Prepared>, Option<Failure>> {
     let h = handle(device)?;
     let key = key(device, gemm, dtype, math, align);
-    PREPARED.with(|all| -> Result<Rc<Prepared>, String> {
+    PREPARED.with(|all| -> Result<Rc<Prepared>, Option<Failure>> {
         if let Some(p) = all.borrow().get(&key) {
             return Ok(p.clone());
         }
-        let p = Rc::new(prepare(&h, gemm, dtype, math, align)?);
+        let p = Rc::new(prepare(&h, gemm, dtype, math, align)?.ok_or(None)?);
         all.borrow_mut().insert(key.clone(), p.clone());
         Ok(p)
     })
-}
-
-/// The alignment in bytes (a power of two, at most 256) of an address `offset` bytes into a
-/// buffer CubeCL allocated (its buffers start 256-byte aligned or better).
-pub fn alignment_at(offset: u64) -> u32 {
-    if offset == 0 {
-        256
-    } else {
-        1 << offset.trailing_zeros().min(8)
-    }
 }
 
 /// Queues `gemm` (`D = op(A) op(B)`, D overwritten) on `stream`, with the algorithm
@@ -317,14 +330,15 @@ pub fn run(
     math: Math,
     align: u32,
     at: Pointers,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let actual = alignment(&[at.a, at.b, at.d]);
     if actual < align {
-        return Err(format!(
-            "owt: cuBLASLt's operands are {actual}-byte aligned, its algorithm was chosen for {align}"
-        ));
+        let why = format!("the operands are {actual}-byte aligned, the algorithm was chosen for {align}");
+        return Err(Failure::new("owt's check of the addresses", why));
     }
-    let prepared = prepared(device, gemm, dtype, math, align)?;
+    let prepared = prepared(device, gemm, dtype, math, align).map_err(|f| {
+        f.unwrap_or_else(|| Failure::new("cublasLtMatmulAlgoGetHeuristic", "no algorithm (it had one before)"))
+    })?;
     let h = handle(device)?;
     let (one_f64, zero_f64, one_f32, zero_f32) = (1f64, 0f64, 1f32, 0f32);
     let (one, zero): (*const c_void, *const c_void) = match dtype {
@@ -364,8 +378,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn alignment_of_an_offset_is_its_largest_power_of_two_up_to_256() {
+    fn alignment_of_addresses_is_their_largest_common_power_of_two_up_to_256() {
+        use crate::kernels::cudnn::problem::alignment_at;
         assert_eq!([0, 4, 12, 64, 512, 1536, 768].map(alignment_at), [256, 4, 4, 64, 256, 256, 256]);
         assert_eq!(alignment(&[1 << 20, (1 << 20) + 16, 0]), 16);
+    }
+
+    /// owt's `Heuristic` is laid out as cuBLASLt's `cublasLtMatmulHeuristicResult_t`
+    /// (cublasLt.h: the 64-byte algorithm, a size_t at 64, the state at 72, a float at 76, int[4]
+    /// at 80; 96 bytes), as cudarc's bindings of the header have it: the heuristic writes one
+    /// into owt's.
+    #[test]
+    fn the_heuristic_result_is_laid_out_as_cublaslts() {
+        use std::mem::{offset_of, size_of};
+        type Theirs = lt::cublasLtMatmulHeuristicResult_t;
+        assert_eq!(size_of::<Heuristic>(), 96);
+        assert_eq!(size_of::<Theirs>(), 96);
+        let ours = [
+            offset_of!(Heuristic, algo),
+            offset_of!(Heuristic, workspace_size),
+            offset_of!(Heuristic, state),
+            offset_of!(Heuristic, waves_count),
+            offset_of!(Heuristic, reserved),
+        ];
+        assert_eq!(ours, [0, 64, 72, 76, 80]);
+        let theirs = [
+            offset_of!(Theirs, algo),
+            offset_of!(Theirs, workspaceSize),
+            offset_of!(Theirs, state),
+            offset_of!(Theirs, wavesCount),
+            offset_of!(Theirs, reserved),
+        ];
+        assert_eq!(theirs, ours);
+        assert_eq!(size_of::<lt::cublasLtMatmulAlgo_t>(), 64);
     }
 }

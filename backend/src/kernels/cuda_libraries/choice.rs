@@ -42,6 +42,10 @@ pub struct KernelChoice {
     pub matmul: MatmulKernels,
     /// How f32 may round in cuDNN's and cuBLASLt's kernels.
     pub math: Math,
+    /// `--deterministic`: numbers that are a function of the inputs on one machine (cuDNN's
+    /// deterministic algorithms only, chosen without timing; CubeCL's autotune results fixed
+    /// before any rank uses them, the same on every rank).
+    pub deterministic: bool,
 }
 
 impl std::str::FromStr for ConvKernels {
@@ -114,6 +118,8 @@ pub struct Installed {
     pub matmul: Runner,
     /// `tf32` or `strict`.
     pub math: &'static str,
+    /// Whether the run is deterministic (`--deterministic`).
+    pub deterministic: bool,
 }
 
 impl Installed {
@@ -127,7 +133,15 @@ impl Installed {
             true => "; strided convolutions' weight gradients on owt's unfolded GEMM",
             false => "",
         };
-        format!("owt: {}{strided}; {}; {math}", self.conv.phrase("convolutions"), self.matmul.phrase("matmuls"))
+        let deterministic = match self.deterministic {
+            true => "; deterministic (cuDNN's deterministic algorithms, autotune fixed before use)",
+            false => "",
+        };
+        format!(
+            "owt: {}{strided}; {}; {math}{deterministic}",
+            self.conv.phrase("convolutions"),
+            self.matmul.phrase("matmuls")
+        )
     }
 }
 
@@ -142,6 +156,7 @@ mod tests {
             owt_strided_weight_gradients: true,
             matmul: Runner::Library { name: "cuBLASLt 13.0.0".into(), file: "libcublasLt.so.13".into() },
             math: "tf32",
+            deterministic: false,
         };
         let line = installed.line();
         assert_eq!(
@@ -150,6 +165,8 @@ mod tests {
         );
         let plain = Installed { math: "strict", owt_strided_weight_gradients: false, ..installed };
         assert!(plain.line().ends_with("(libcublasLt.so.13); strict f32"), "{}", plain.line());
+        let det = Installed { deterministic: true, ..plain };
+        assert!(det.line().ends_with("strict f32; deterministic (cuDNN's deterministic algorithms, autotune fixed before use)"));
     }
 
     #[test]

@@ -8,12 +8,14 @@
 //! burn-cubecl (`burn_cubecl::kernel::external`), registered by `install` (the `cudnn` feature).
 
 mod choice;
+mod decisions;
 #[cfg(feature = "cudnn")]
 mod install;
 mod usage;
 
 pub use super::cudnn::Math;
 pub use choice::{ConvKernels, Installed, KernelChoice, MatmulKernels, Runner};
+pub use decisions::{Decisions, Failure, LibraryCalls, NothingRemembered, Remembered, Reporter, Searched};
 #[cfg(feature = "cudnn")]
-pub use install::{declines, install};
+pub use install::{declines, install, not_strict};
 pub use usage::Usage;

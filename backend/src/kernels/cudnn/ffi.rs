@@ -10,14 +10,11 @@ use std::ffi::{c_void, CStr};
 use std::rc::Rc;
 
 use cudarc::cudnn::sys as dnn;
-use cudarc::driver::sys::{cuMemAllocAsync, cuMemFreeAsync, cudaError_enum, CUdeviceptr, CUstream};
+use cudarc::driver::sys::{cuMemGetInfo_v2, cudaError_enum, CUstream};
 
-use super::algorithm_cache::{algorithm_count, Choice};
+use super::algorithm_cache::{algorithm_count, is_deterministic, Choice, MAX_WORKSPACE};
 use super::problem::{ConvDtype, ConvOp, ConvProblem};
-
-/// The most workspace a search lets an algorithm use (PyTorch caps its search by the largest
-/// free block; an algorithm that needs more than this is not worth its memory here).
-pub const MAX_SEARCH_WORKSPACE: usize = 1 << 30;
+use crate::kernels::cuda_libraries::Failure;
 
 /// Whether libcudnn loads, and its version (`cudnnGetVersion`), or why it cannot be used: not
 /// found, or older than cuDNN 9 (whose legacy convolution API and sub-libraries owt is written
@@ -39,13 +36,13 @@ pub fn load() -> Result<u64, String> {
 }
 
 /// A cuDNN status as a result, naming the call that returned it.
-fn check(status: dnn::cudnnStatus_t, call: &str) -> Result<(), String> {
+fn check(status: dnn::cudnnStatus_t, call: &str) -> Result<(), Failure> {
     if status == dnn::cudnnStatus_t::CUDNN_STATUS_SUCCESS {
         return Ok(());
     }
     // SAFETY: cudnnGetErrorString returns a static C string for any status.
     let text = unsafe { CStr::from_ptr(dnn::cudnnGetErrorString(status)) };
-    Err(format!("{call}: {} ({status:?})", text.to_string_lossy()))
+    Err(Failure::new(call, format!("{status:?}: {}", text.to_string_lossy())))
 }
 
 /// A cuDNN handle, created on the device thread with the device's context current and kept
@@ -59,9 +56,15 @@ thread_local! {
     static DESCRIPTORS: RefCell<HashMap<(usize, String), Rc<Descriptors>>> = RefCell::new(HashMap::new());
 }
 
+/// Creates device `device`'s handle on this thread, where it has none yet: what the first
+/// use of cuDNN on a device waits for, so a failure is a decline, not a failed stream.
+pub fn open(device: usize, stream: CUstream) -> Result<(), Failure> {
+    handle(device, stream).map(|_| ())
+}
+
 /// The handle of device `device` on this thread, bound to `stream`.
-fn handle(device: usize, stream: CUstream) -> Result<Rc<Handle>, String> {
-    let handle = HANDLES.with(|handles| -> Result<Rc<Handle>, String> {
+fn handle(device: usize, stream: CUstream) -> Result<Rc<Handle>, Failure> {
+    let handle = HANDLES.with(|handles| -> Result<Rc<Handle>, Failure> {
         if let Some(h) = handles.borrow().get(&device) {
             return Ok(h.clone());
         }
@@ -123,22 +126,22 @@ fn compute_type(dtype: ConvDtype) -> dnn::cudnnDataType_t {
     }
 }
 
-fn math_type(value: u32) -> Result<dnn::cudnnMathType_t, String> {
+fn math_type(value: u32) -> Result<dnn::cudnnMathType_t, Failure> {
     use dnn::cudnnMathType_t::*;
     Ok(match value {
         0 => CUDNN_DEFAULT_MATH,
         1 => CUDNN_TENSOR_OP_MATH,
         2 => CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
         3 => CUDNN_FMA_MATH,
-        other => return Err(format!("math type {other} is none of cuDNN's")),
+        other => return Err(Failure::new("cudnnSetConvolutionMathType", format!("math type {other} is none of cuDNN's"))),
     })
 }
 
 /// The descriptors of `problem` on this thread for `device`, with `math` set on the
 /// convolution descriptor (a search's choice, or the problem's own before a search).
-fn descriptors(device: usize, problem: &ConvProblem, math: u32) -> Result<Rc<Descriptors>, String> {
+fn descriptors(device: usize, problem: &ConvProblem, math: u32) -> Result<Rc<Descriptors>, Failure> {
     let key = (device, problem.key());
-    let d = DESCRIPTORS.with(|all| -> Result<Rc<Descriptors>, String> {
+    let d = DESCRIPTORS.with(|all| -> Result<Rc<Descriptors>, Failure> {
         if let Some(d) = all.borrow().get(&key) {
             return Ok(d.clone());
         }
@@ -151,7 +154,7 @@ fn descriptors(device: usize, problem: &ConvProblem, math: u32) -> Result<Rc<Des
     Ok(d)
 }
 
-fn create(p: &ConvProblem) -> Result<Descriptors, String> {
+fn create(p: &ConvProblem) -> Result<Descriptors, Failure> {
     let data = data_type(p.dtype);
     let mut d = Descriptors {
         x: std::ptr::null_mut(),
@@ -200,7 +203,7 @@ fn create(p: &ConvProblem) -> Result<Descriptors, String> {
 /// host arithmetic only, no GPU needed, so the mapping is checked against cuDNN itself on any
 /// machine that has the library (the tests').
 #[cfg(test)]
-pub fn output_dims_by_cudnn(problem: &ConvProblem) -> Result<[i32; 4], String> {
+pub fn output_dims_by_cudnn(problem: &ConvProblem) -> Result<[i32; 4], Failure> {
     let d = create(problem)?;
     let mut out = [0i32; 4];
     // SAFETY: the descriptors are live; `out` has room for 4 dims.
@@ -238,36 +241,12 @@ pub struct Pointers {
     pub y: u64,
 }
 
-/// Device memory allocated on `stream` for the length of a search, freed on the same stream.
-struct Scratch {
-    ptr: CUdeviceptr,
-    len: usize,
-    stream: CUstream,
-}
-
-impl Scratch {
-    /// As much as `wanted` bytes allows, halving on failure, down to nothing.
-    fn at_most(wanted: usize, stream: CUstream) -> Scratch {
-        let mut len = wanted;
-        while len > 0 {
-            let mut ptr: CUdeviceptr = 0;
-            // SAFETY: cuMemAllocAsync writes a device address valid on `stream`.
-            if unsafe { cuMemAllocAsync(&mut ptr, len, stream) } == cudaError_enum::CUDA_SUCCESS {
-                return Scratch { ptr, len, stream };
-            }
-            len /= 2;
-        }
-        Scratch { ptr: 0, len: 0, stream }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: allocated on this stream by cuMemAllocAsync; the search's work on the
-            // stream precedes the free in stream order.
-            unsafe { cuMemFreeAsync(self.ptr, self.stream) };
-        }
+impl Pointers {
+    /// The least alignment of the three addresses, in bytes (a power of two, at most 256).
+    pub fn alignment(&self) -> u32 {
+        [self.x, self.w, self.y]
+            .iter()
+            .fold(256u32, |a, &p| if p == 0 { a } else { a.min(1 << p.trailing_zeros().min(8)) })
     }
 }
 
@@ -310,87 +289,208 @@ fn workspace_size(h: &Handle, d: &Descriptors, op: ConvOp, algo: u32) -> Option<
     (status == dnn::cudnnStatus_t::CUDNN_STATUS_SUCCESS).then_some(size)
 }
 
-/// Runs every algorithm cuDNN has for `problem` on its real buffers (the output is
-/// overwritten, as the computation itself will overwrite it) and returns the fastest that
-/// succeeded within the search's workspace, or `None` where none did. Under strict f32 only
-/// algorithms that ran in FMA math count. Blocks the device thread until the timings are in
-/// (once per problem and machine: the caller keeps the answer).
-pub fn search(device: usize, stream: CUstream, problem: &ConvProblem, at: Pointers) -> Result<Option<Choice>, String> {
+/// The workspace a search of `problems` (one problem's layouts) asks for and what it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchWorkspace {
+    /// The most any algorithm of any of the layouts needs, up to [`MAX_WORKSPACE`].
+    pub wanted: usize,
+    /// What the search gets: `wanted`, or less where the device has less than twice that free
+    /// (the search is then not kept across runs).
+    pub allowed: usize,
+}
+
+/// What a search of `problems` (the layouts it will try) should be given as workspace: the
+/// most any algorithm needs (at most [`MAX_WORKSPACE`]), within half the device's free memory.
+/// The caller allocates it from CubeCL's pool.
+pub fn search_workspace(device: usize, stream: CUstream, problems: &[ConvProblem]) -> Result<SearchWorkspace, Failure> {
+    let h = handle(device, stream)?;
+    let mut wanted = 0usize;
+    for problem in problems {
+        let d = descriptors(device, problem, problem.math.cudnn_math_type(problem.dtype))?;
+        let most = (0..algorithm_count(problem.op))
+            .filter_map(|algo| workspace_size(&h, &d, problem.op, algo))
+            .filter(|&s| s as u64 <= MAX_WORKSPACE)
+            .max()
+            .unwrap_or(0);
+        wanted = wanted.max(most);
+    }
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: writes two sizes; the device's context is current (run_foreign).
+    let status = unsafe { cuMemGetInfo_v2(&mut free, &mut total) };
+    if status != cudaError_enum::CUDA_SUCCESS {
+        return Err(Failure::new("cuMemGetInfo", format!("{status:?}")));
+    }
+    Ok(SearchWorkspace { wanted, allowed: wanted.min(free / 2) })
+}
+
+/// What a search found for one layout: the choice and its time (milliseconds as cuDNN measured
+/// it; cuDNN's estimate order where it did not measure: under `--deterministic`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Found {
+    /// The algorithm, its math type and workspace (`packed` as the layout searched).
+    pub choice: Choice,
+    /// Milliseconds, or the rank in cuDNN's heuristic order.
+    pub time: f32,
+}
+
+/// The best of a search's `perfs` for `problem` within `workspace` bytes: succeeded, one of
+/// cuDNN's algorithms and math types, FMA math under strict f32, deterministic (by cuDNN's word
+/// and by its documentation) where the problem must be; the fastest, or cuDNN's first where it
+/// did not time them.
+fn best(problem: &ConvProblem, perfs: &[Perf], workspace: usize, timed: bool) -> Option<Found> {
+    let count = algorithm_count(problem.op);
+    let strict_f32 = problem.math.cudnn_math_type(problem.dtype) == 3;
+    let ok = |p: &&Perf| {
+        p.status == 0
+            && p.algo < count
+            && p.math_type <= 3
+            && p.memory <= workspace
+            && (!strict_f32 || p.math_type == 3)
+            && (!problem.deterministic || (p.determinism == 1 && is_deterministic(problem.op, p.algo)))
+    };
+    let found = |(rank, p): (usize, &Perf)| Found {
+        choice: Choice {
+            algo: p.algo,
+            math_type: p.math_type,
+            workspace: p.memory as u64,
+            packed: problem.is_packed(),
+        },
+        time: if timed { p.time } else { rank as f32 },
+    };
+    let mut candidates = perfs.iter().enumerate().filter(|(_, p)| ok(p));
+    if timed {
+        candidates.min_by(|a, b| a.1.time.total_cmp(&b.1.time)).map(found)
+    } else {
+        candidates.next().map(found)
+    }
+}
+
+/// Chooses cuDNN's algorithm for `problem` on its real buffers `at`, with `workspace`: where
+/// any algorithm may run, by running them all and timing them (`cudnnFind*AlgorithmEx`, the
+/// output overwritten as the computation itself will overwrite it), as PyTorch's
+/// `cudnn.benchmark`; under `--deterministic`, without timing, cuDNN's first deterministic
+/// choice by its own heuristics (`cudnnGet*Algorithm_v7`), as PyTorch's deterministic mode
+/// without benchmarking, so the choice is a function of the problem on one machine. `None`
+/// where no algorithm qualifies. Waits for the timings (once per problem and machine: the
+/// caller keeps the answer).
+pub fn search(
+    device: usize,
+    stream: CUstream,
+    problem: &ConvProblem,
+    at: Pointers,
+    workspace: Workspace,
+) -> Result<Option<Found>, Failure> {
     let h = handle(device, stream)?;
     let d = descriptors(device, problem, problem.math.cudnn_math_type(problem.dtype))?;
     let count = algorithm_count(problem.op);
-    let wanted = (0..count)
-        .filter_map(|algo| workspace_size(&h, &d, problem.op, algo))
-        .filter(|&s| s <= MAX_SEARCH_WORKSPACE)
-        .max()
-        .unwrap_or(0);
-    let scratch = Scratch::at_most(wanted, stream);
     let mut perfs = vec![Perf::default(); count as usize];
     let mut returned = 0i32;
     let (x, w, y) = (at.x as *mut c_void, at.w as *mut c_void, at.y as *mut c_void);
-    let ws = scratch.ptr as *mut c_void;
+    let ws = workspace.ptr as *mut c_void;
+    let timed = !problem.deterministic;
     // SAFETY: the pointers are the problem's buffers (resolved by run_foreign, sized by the
-    // problem's dims and strides), the scratch is `scratch.len` bytes on this stream, and
-    // `perfs` has room for `count` results laid out as cuDNN's.
-    let status = unsafe {
-        match problem.op {
-            ConvOp::Forward => dnn::cudnnFindConvolutionForwardAlgorithmEx(
-                h.0,
-                d.x,
-                x,
-                d.w,
-                w,
-                d.conv,
-                d.y,
-                y,
-                count as i32,
-                &mut returned,
-                perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionFwdAlgoPerf_t,
-                ws,
-                scratch.len,
+    // problem's dims and strides), the workspace is `workspace.len` bytes of one of CubeCL's
+    // buffers, and `perfs` has room for `count` results laid out as cuDNN's.
+    let (status, call) = unsafe {
+        match (problem.op, timed) {
+            (ConvOp::Forward, true) => (
+                dnn::cudnnFindConvolutionForwardAlgorithmEx(
+                    h.0,
+                    d.x,
+                    x,
+                    d.w,
+                    w,
+                    d.conv,
+                    d.y,
+                    y,
+                    count as i32,
+                    &mut returned,
+                    perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionFwdAlgoPerf_t,
+                    ws,
+                    workspace.len,
+                ),
+                "cudnnFindConvolutionForwardAlgorithmEx",
             ),
-            ConvOp::BackwardData => dnn::cudnnFindConvolutionBackwardDataAlgorithmEx(
-                h.0,
-                d.w,
-                w,
-                d.y,
-                y,
-                d.conv,
-                d.x,
-                x,
-                count as i32,
-                &mut returned,
-                perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionBwdDataAlgoPerf_t,
-                ws,
-                scratch.len,
+            (ConvOp::BackwardData, true) => (
+                dnn::cudnnFindConvolutionBackwardDataAlgorithmEx(
+                    h.0,
+                    d.w,
+                    w,
+                    d.y,
+                    y,
+                    d.conv,
+                    d.x,
+                    x,
+                    count as i32,
+                    &mut returned,
+                    perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionBwdDataAlgoPerf_t,
+                    ws,
+                    workspace.len,
+                ),
+                "cudnnFindConvolutionBackwardDataAlgorithmEx",
             ),
-            ConvOp::BackwardFilter => dnn::cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                h.0,
-                d.x,
-                x,
-                d.y,
-                y,
-                d.conv,
-                d.w,
-                w,
-                count as i32,
-                &mut returned,
-                perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionBwdFilterAlgoPerf_t,
-                ws,
-                scratch.len,
+            (ConvOp::BackwardFilter, true) => (
+                dnn::cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                    h.0,
+                    d.x,
+                    x,
+                    d.y,
+                    y,
+                    d.conv,
+                    d.w,
+                    w,
+                    count as i32,
+                    &mut returned,
+                    perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionBwdFilterAlgoPerf_t,
+                    ws,
+                    workspace.len,
+                ),
+                "cudnnFindConvolutionBackwardFilterAlgorithmEx",
+            ),
+            (ConvOp::Forward, false) => (
+                dnn::cudnnGetConvolutionForwardAlgorithm_v7(
+                    h.0,
+                    d.x,
+                    d.w,
+                    d.conv,
+                    d.y,
+                    count as i32,
+                    &mut returned,
+                    perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionFwdAlgoPerf_t,
+                ),
+                "cudnnGetConvolutionForwardAlgorithm_v7",
+            ),
+            (ConvOp::BackwardData, false) => (
+                dnn::cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                    h.0,
+                    d.w,
+                    d.y,
+                    d.conv,
+                    d.x,
+                    count as i32,
+                    &mut returned,
+                    perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionBwdDataAlgoPerf_t,
+                ),
+                "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+            ),
+            (ConvOp::BackwardFilter, false) => (
+                dnn::cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                    h.0,
+                    d.x,
+                    d.y,
+                    d.conv,
+                    d.w,
+                    count as i32,
+                    &mut returned,
+                    perfs.as_mut_ptr() as *mut dnn::cudnnConvolutionBwdFilterAlgoPerf_t,
+                ),
+                "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
             ),
         }
     };
-    drop(scratch);
-    check(status, "cudnnFind*AlgorithmEx")?;
-    let strict_f32 = problem.math.cudnn_math_type(problem.dtype) == 3;
-    let found = perfs[..returned.clamp(0, count as i32) as usize]
-        .iter()
-        .filter(|p| p.status == 0 && p.algo < count && p.math_type <= 3)
-        .filter(|p| !strict_f32 || p.math_type == 3)
-        .min_by(|a, b| a.time.total_cmp(&b.time))
-        .map(|p| Choice { algo: p.algo, math_type: p.math_type, workspace: p.memory as u64 });
-    Ok(found)
+    check(status, call)?;
+    let returned = returned.clamp(0, count as i32) as usize;
+    Ok(best(problem, &perfs[..returned], workspace.len, timed))
 }
 
 /// Where a computation's workspace is, and its length.
@@ -411,9 +511,14 @@ pub fn run(
     choice: Choice,
     at: Pointers,
     workspace: Workspace,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     if choice.algo >= algorithm_count(problem.op) {
-        return Err(format!("algorithm {} of {} is none of cuDNN's", choice.algo, problem.op.name()));
+        let why = format!("algorithm {} of {} is none of cuDNN's", choice.algo, problem.op.name());
+        return Err(Failure::new("owt's check of the algorithm", why));
+    }
+    if at.alignment() < problem.align {
+        let why = format!("the tensors are {}-byte aligned, the algorithm was chosen for {}", at.alignment(), problem.align);
+        return Err(Failure::new("owt's check of the addresses", why));
     }
     let h = handle(device, stream)?;
     let d = descriptors(device, problem, choice.math_type)?;
@@ -553,13 +658,100 @@ mod tests {
                         &options,
                     )
                     .unwrap();
-                    let theirs =
-                        output_dims_by_cudnn(&p).unwrap_or_else(|e| panic!("{x_dims:?} {w_dims:?} {options:?}: {e}"));
+                    let theirs = output_dims_by_cudnn(&p)
+                        .unwrap_or_else(|e| panic!("{x_dims:?} {w_dims:?} {options:?}: {} {}", e.call, e.status));
                     assert_eq!(theirs.map(|v| v as usize), y_dims, "{x_dims:?} {w_dims:?} {options:?} {op:?}");
                     checked += 1;
                 }
             }
         }
         assert_eq!(checked, 11 * 3 * 3);
+    }
+
+    /// owt's `Perf` is laid out as cuDNN 9's three `cudnnConvolution*AlgoPerf_t` (cudnn_cnn.h:
+    /// two enums, a float, a size_t at 16, two enums at 24 and 28, int[3] at 32; 48 bytes), as
+    /// cudarc's bindings of the header have them: a search writes them into owt's array.
+    #[test]
+    fn perf_is_laid_out_as_cudnns_perf_structs() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<Perf>(), 48);
+        let ours = [
+            offset_of!(Perf, algo),
+            offset_of!(Perf, status),
+            offset_of!(Perf, time),
+            offset_of!(Perf, memory),
+            offset_of!(Perf, determinism),
+            offset_of!(Perf, math_type),
+            offset_of!(Perf, reserved),
+        ];
+        assert_eq!(ours, [0, 4, 8, 16, 24, 28, 32]);
+        macro_rules! same_as {
+            ($t:ty) => {{
+                assert_eq!(size_of::<$t>(), size_of::<Perf>(), stringify!($t));
+                let theirs = [
+                    offset_of!($t, algo),
+                    offset_of!($t, status),
+                    offset_of!($t, time),
+                    offset_of!($t, memory),
+                    offset_of!($t, determinism),
+                    offset_of!($t, mathType),
+                    offset_of!($t, reserved),
+                ];
+                assert_eq!(theirs, ours, stringify!($t));
+            }};
+        }
+        same_as!(dnn::cudnnConvolutionFwdAlgoPerf_t);
+        same_as!(dnn::cudnnConvolutionBwdDataAlgoPerf_t);
+        same_as!(dnn::cudnnConvolutionBwdFilterAlgoPerf_t);
+        // The enums owt reads as integers are 4 bytes, numbered as the header numbers them.
+        assert_eq!(size_of::<dnn::cudnnDeterminism_t>(), 4);
+        assert_eq!(dnn::cudnnDeterminism_t::CUDNN_DETERMINISTIC as u32, 1);
+        assert_eq!(dnn::cudnnMathType_t::CUDNN_FMA_MATH as u32, 3);
+    }
+
+    fn perf(algo: u32, time: f32, memory: usize, determinism: u32, math_type: u32) -> Perf {
+        Perf { algo, status: 0, time, memory, determinism, math_type, reserved: [0; 3] }
+    }
+
+    fn problem(op: ConvOp, math: Math) -> ConvProblem {
+        let options = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
+        let x = [2, 3, 8, 8];
+        let w = [4, 3, 3, 3];
+        let y = output_dims(x, w, &options).unwrap();
+        ConvProblem::new(op, ConvDtype::F32, math, (x, packed_strides(x)), w, (y, packed_strides(y)), &options).unwrap()
+    }
+
+    #[test]
+    fn the_best_result_is_the_fastest_that_qualifies() {
+        let p = problem(ConvOp::BackwardFilter, Math::Tf32);
+        let perfs = [
+            perf(3, 0.5, 0, 0, 0),   // fastest, but cuDNN calls it non-deterministic
+            Perf { status: 1, ..perf(5, 0.1, 0, 1, 0) }, // failed
+            perf(1, 0.9, 0, 1, 0),
+            perf(2, 0.7, 4096, 1, 1),
+            perf(6, 0.2, 1 << 20, 1, 0), // needs more workspace than the search had
+        ];
+        let found = best(&p, &perfs, 1 << 16, true).unwrap();
+        assert_eq!((found.choice.algo, found.time), (3, 0.5));
+        // Deterministic: neither algorithm 3 (non-deterministic by cuDNN's word and its
+        // documentation) nor the first in cuDNN's order among the rest but the deterministic one.
+        let det = p.deterministic(true);
+        let found = best(&det, &perfs, 1 << 16, false).unwrap();
+        assert_eq!((found.choice.algo, found.time), (1, 2.0), "cuDNN's order, not time");
+        // cuDNN says algorithm 0 of the filter gradient is deterministic: its documentation wins.
+        assert!(best(&det, &[perf(0, 0.1, 0, 1, 0)], 0, false).is_none());
+        // Strict f32: FMA math only.
+        let strict = problem(ConvOp::Forward, Math::Strict);
+        let found = best(&strict, &[perf(1, 0.1, 0, 1, 1), perf(0, 0.3, 0, 1, 3)], 0, true).unwrap();
+        assert_eq!((found.choice.algo, found.choice.math_type), (0, 3));
+        assert!(found.choice.packed, "a packed problem's choice says so");
+        assert!(best(&strict, &[perf(1, 0.1, 0, 1, 1)], 0, true).is_none());
+    }
+
+    #[test]
+    fn the_alignment_of_three_addresses_is_their_least() {
+        let at = Pointers { x: 1 << 20, w: (1 << 20) + 16, y: 0 };
+        assert_eq!(at.alignment(), 16);
+        assert_eq!(Pointers { x: 512, w: 1024, y: 4096 }.alignment(), 256);
     }
 }

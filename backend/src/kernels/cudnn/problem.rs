@@ -181,6 +181,16 @@ impl Tensor4 {
     }
 }
 
+/// The alignment in bytes (a power of two, at most 256) of an address `offset` bytes into a
+/// buffer CubeCL allocated (its buffers start 256-byte aligned or better).
+pub fn alignment_at(offset: u64) -> u32 {
+    if offset == 0 {
+        256
+    } else {
+        1 << offset.trailing_zeros().min(8)
+    }
+}
+
 /// The strides of a packed row-major tensor of `dims`.
 pub fn packed_strides(dims: [usize; 4]) -> [usize; 4] {
     [dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1]
@@ -239,6 +249,12 @@ pub struct ConvProblem {
     pub dilation: [i32; 2],
     /// Groups (cudnnSetConvolutionGroupCount).
     pub groups: i32,
+    /// The alignment in bytes all three tensors' first elements have (a power of two, at most
+    /// 256): an algorithm measured on aligned buffers may need that alignment, and Hybrid's
+    /// pieces can be views that start inside a buffer (PyTorch's cuDNN path keys on it too).
+    pub align: u32,
+    /// Whether only algorithms cuDNN documents as deterministic may run it (`--deterministic`).
+    pub deterministic: bool,
 }
 
 impl ConvProblem {
@@ -274,16 +290,46 @@ impl ConvProblem {
             stride: int(options.stride)?,
             dilation: int(options.dilation)?,
             groups: i32::try_from(options.groups).map_err(|_| Unsupported("groups past 32 bits".into()))?,
+            align: 256,
+            deterministic: false,
         })
+    }
+
+    /// The problem on tensors whose first elements are aligned to `align` bytes (a power of
+    /// two; above 256 counts as 256).
+    pub fn aligned_to(self, align: u32) -> ConvProblem {
+        ConvProblem { align: align.clamp(1, 256), ..self }
+    }
+
+    /// The problem restricted to deterministic algorithms where `on`.
+    pub fn deterministic(self, on: bool) -> ConvProblem {
+        ConvProblem { deterministic: on, ..self }
+    }
+
+    /// The same problem with the input and output (gradient) packed, as cuDNN is handed them
+    /// where a search found the packed layout faster ([`super::Choice::packed`]): the tensor the
+    /// computation writes is allocated packed either way, the ones it reads are copied.
+    pub fn packed(self) -> ConvProblem {
+        let pack = |t: Tensor4| {
+            let d = t.dims.map(|v| v as usize);
+            Tensor4 { dims: t.dims, strides: packed_strides(d).map(|v| v as i32) }
+        };
+        ConvProblem { x: pack(self.x), y: pack(self.y), ..self }
+    }
+
+    /// Whether the input and output (gradient) are laid out packed already (then [`Self::packed`]
+    /// is the problem itself, and a search has one layout to try).
+    pub fn is_packed(&self) -> bool {
+        self.packed() == *self
     }
 
     /// The problem's key in the algorithm cache: everything the choice of algorithm depends
     /// on, in words (`fwd f32 tf32 x 128.3.227.227/154587.51529.227.1 w 96.3.11.11 y ... pad
-    /// 0.0 stride 4.4 dil 1.1 groups 1`).
+    /// 0.0 stride 4.4 dil 1.1 groups 1 align 256`, and ` deterministic` where it is).
     pub fn key(&self) -> String {
         let dots = |v: &[i32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(".");
         format!(
-            "{} {} {} x {}/{} w {} y {}/{} pad {} stride {} dil {} groups {}",
+            "{} {} {} x {}/{} w {} y {}/{} pad {} stride {} dil {} groups {} align {}{}",
             self.op.name(),
             self.dtype.name(),
             self.math.name(),
@@ -295,7 +341,9 @@ impl ConvProblem {
             dots(&self.padding),
             dots(&self.stride),
             dots(&self.dilation),
-            self.groups
+            self.groups,
+            self.align,
+            if self.deterministic { " deterministic" } else { "" }
         )
     }
 }
@@ -365,8 +413,19 @@ mod tests {
         assert_eq!(p.w, [64, 3, 11, 11]);
         assert_eq!(
             p.key(),
-            "fwd f32 tf32 x 128.3.224.224/172032.57344.256.1 w 64.3.11.11 y 128.64.55.55/193600.3025.55.1 pad 2.2 stride 4.4 dil 1.1 groups 1"
+            "fwd f32 tf32 x 128.3.224.224/172032.57344.256.1 w 64.3.11.11 y 128.64.55.55/193600.3025.55.1 pad 2.2 stride 4.4 dil 1.1 groups 1 align 256"
         );
+        let det = p.aligned_to(16).deterministic(true);
+        assert!(det.key().ends_with("groups 1 align 16 deterministic"), "{}", det.key());
+        assert_ne!(det.key(), p.key());
+        assert_eq!(p.aligned_to(4096).align, 256);
+        // Packed: the pitched input takes packed strides, the packed output keeps its own.
+        assert!(!p.is_packed());
+        let packed = p.packed();
+        assert_eq!(packed.x.strides, [3 * 224 * 224, 224 * 224, 224, 1]);
+        assert_eq!(packed.y, p.y);
+        assert!(packed.is_packed());
+        assert_eq!((packed.w, packed.padding, packed.groups, packed.align), (p.w, p.padding, p.groups, p.align));
         let wrong = ([128, 64, 54, 55], packed_strides([128, 64, 54, 55]));
         let err =
             ConvProblem::new(ConvOp::Forward, ConvDtype::F32, Math::Tf32, x, [64, 3, 11, 11], wrong, &o).unwrap_err();

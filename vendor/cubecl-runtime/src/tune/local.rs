@@ -16,6 +16,9 @@ pub struct LocalTuner<AK: AutotuneKey, ID> {
     state: Mutex<Option<HashMap<ID, Arc<Tuner<AK>>>>>,
     name: &'static str,
     sets: spin::RwLock<Option<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
+    // Patched for owt (vendor/README.md): under deterministic autotuning, one tuner per runtime
+    // (the first device's) for every device of it.
+    shared: Mutex<Option<HashMap<TypeId, Arc<Tuner<AK>>>>>,
 }
 
 /// Create a local tuner with the provided name.
@@ -42,6 +45,7 @@ where
             state: Mutex::new(None),
             name,
             sets: spin::RwLock::new(None),
+            shared: Mutex::new(None),
         }
     }
 
@@ -94,6 +98,9 @@ where
         if let Some(s) = self.state.lock().as_mut() {
             s.clear()
         }
+        if let Some(s) = self.shared.lock().as_mut() {
+            s.clear()
+        }
     }
 
     #[cfg(feature = "autotune-checks")]
@@ -141,11 +148,24 @@ where
                 })
                 .clone()
         };
+        // Patched for owt (vendor/README.md): one tuner for every device of the runtime.
+        let deterministic = super::is_deterministic();
+        let tuner = match deterministic {
+            true => self
+                .shared
+                .lock()
+                .get_or_insert_with(HashMap::new)
+                .entry(TypeId::of::<R>())
+                .or_insert(tuner)
+                .clone(),
+            false => tuner,
+        };
 
         // First, check for a cache hit under a read lock.
         if let TuneCacheResult::Hit { fastest_index } = tuner.fastest(&key) {
             #[cfg(feature = "autotune-checks")]
             self.checks::<I, Out>(&operations, &inputs);
+            super::deterministic::record(&key, fastest_index);
             return operations
                 .fastest(fastest_index)
                 .execute(inputs)
@@ -160,11 +180,22 @@ where
             client,
         );
 
+        // Patched for owt (vendor/README.md): a pending key is waited for when deterministic.
+        let mut fastest = fastest;
+        if deterministic && matches!(fastest, TuneCacheResult::Pending) {
+            super::deterministic::count_wait();
+            while let TuneCacheResult::Pending = fastest {
+                super::deterministic::wait_a_moment();
+                fastest = tuner.fastest(&key);
+            }
+        }
+
         // Run the execution depending on the cache state.
         match fastest {
             TuneCacheResult::Hit { fastest_index } => {
                 #[cfg(feature = "autotune-checks")]
                 self.checks::<I, Out>(&operations, &inputs);
+                super::deterministic::record(&key, fastest_index);
 
                 operations
                     .fastest(fastest_index)
@@ -178,8 +209,10 @@ where
             }
             TuneCacheResult::Pending => {
                 // Still waiting (e.g. on wasm). Try all operations as a fallback.
+                super::deterministic::count_fallback();
                 for i in 0..operations.len() {
                     if let Ok(output) = operations.fastest(i).execute(inputs.clone()) {
+                        super::deterministic::record(&key, i);
                         return output;
                     }
                 }

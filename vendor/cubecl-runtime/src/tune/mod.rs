@@ -27,6 +27,8 @@
 //! HRTB bound is spelled out directly (closure inference).
 
 mod base;
+// Patched for owt (vendor/README.md): deterministic autotuning.
+mod deterministic;
 mod input_generator;
 mod key_generator;
 mod local;
@@ -38,6 +40,10 @@ mod tuner;
 mod util;
 
 pub use base::*;
+pub use deterministic::{
+    fallback_runs, is_deterministic, record_executions, set_deterministic, set_pause_before_tuning_ms,
+    take_executions, waits,
+};
 pub use input_generator::*;
 pub use key_generator::*;
 pub use local::*;

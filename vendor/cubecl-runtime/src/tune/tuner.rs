@@ -160,6 +160,9 @@ impl<K: AutotuneKey> Tuner<K> {
         }
 
         log::info!("Tuning {key}");
+        // Patched for owt (vendor/README.md): a test's pause, to let another thread find the
+        // key pending.
+        super::deterministic::pause_before_tuning();
 
         let autotunables = tunables.autotunables().collect::<Vec<_>>();
         let mut results: Vec<AutotuneResult> = autotunables

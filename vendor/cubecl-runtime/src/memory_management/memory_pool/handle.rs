@@ -166,6 +166,13 @@ impl ManagedMemoryHandle {
         Arc::strong_count(&self.handle_count) <= 2
     }
 
+    // Patched for owt (vendor/README.md): owt keeps packed copies of the filters it hands cuDNN
+    // while the filter's own handle lives (`owt_hybrid::cuda_libraries`).
+    /// Whether `self` and `other` are handles of the same memory.
+    pub fn same_memory(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.descriptor, &other.descriptor)
+    }
+
     /// Return whether the current handle is free.
     pub fn is_free(&self) -> bool {
         Arc::strong_count(&self.descriptor) <= 1
