@@ -95,6 +95,30 @@ pub struct BenchReport {
     /// which math, and the calls each took over the timed steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cuda_kernels: Option<crate::runtime::cuda_kernels::CudaKernelReport>,
+    /// Whether the run was deterministic (`--deterministic`).
+    pub deterministic: bool,
+    /// On CubeCL's backends (wgpu, CUDA), what autotuning did in this process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autotune: Option<AutotuneCounts>,
+}
+
+/// What CubeCL's autotuning did in a process: how often a thread found a shape being tuned by
+/// another and ran a candidate of its own choosing (upstream's fallback, which can give two
+/// ranks two kernels) or waited for the tuning (`--deterministic`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct AutotuneCounts {
+    /// Tuned executions that ran a fallback candidate.
+    pub fallback_runs: u64,
+    /// Tuned executions that waited for another thread's tuning.
+    pub waits: u64,
+}
+
+impl AutotuneCounts {
+    /// The counts so far in this process.
+    #[cfg(any(feature = "wgpu", feature = "cuda"))]
+    pub fn now() -> AutotuneCounts {
+        AutotuneCounts { fallback_runs: cubecl_runtime::tune::fallback_runs(), waits: cubecl_runtime::tune::waits() }
+    }
 }
 
 impl BenchReport {
@@ -242,6 +266,9 @@ impl BenchJob<'_> {
         let mut kernels_from = owt_hybrid::cuda_libraries::Usage::now();
         for step in 0..total {
             if step == args.warmup {
+                if let Some(line) = crate::runtime::cuda_kernels::not_strict_line() {
+                    crate::err_line!("{line}");
+                }
                 layout.reset_traffic();
                 mpi_from = crate::runtime::processes::mpi_bytes_sent();
                 kernels_from = owt_hybrid::cuda_libraries::Usage::now();
@@ -339,6 +366,11 @@ impl BenchJob<'_> {
                 v
             }),
             cuda_kernels: kernels,
+            deterministic: args.kernels.deterministic,
+            #[cfg(any(feature = "wgpu", feature = "cuda"))]
+            autotune: (args.backend != BackendKind::Flex).then(AutotuneCounts::now),
+            #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+            autotune: None,
         })
     }
 }

@@ -178,6 +178,7 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
     let verbose = opts.verbose && layout.primary();
     let data = crate::train::DatasetIdentity::of(config.dataset, opts.data_dir, splits);
     let mut run = start(config, &arch, layout, dir, &data, verbose)?;
+    let mut said_not_strict = 0;
     for epoch in run.start_epoch..config.epochs {
         let started = Instant::now();
         let test_losses: Vec<f64> = run.metrics.iter().map(|m| m.test_loss).collect();
@@ -244,6 +245,17 @@ pub fn train<B: AutodiffBackend, L: StepLayout<B>>(
         // Said once the epoch is saved: a closed or full stdout loses a line, never an epoch.
         if let Some(line) = line {
             crate::out_line!("{line}");
+        }
+        // Under --tf32 off, the ops that were not strict (a library declined them), said after
+        // the first epoch that ran any, and again whenever more appear.
+        if verbose {
+            let now = crate::runtime::cuda_kernels::not_strict();
+            if now.len() > said_not_strict {
+                said_not_strict = now.len();
+                if let Some(line) = crate::runtime::cuda_kernels::not_strict_line() {
+                    crate::err_line!("{line}");
+                }
+            }
         }
     }
     Ok(run.metrics)

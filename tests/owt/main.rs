@@ -16,6 +16,7 @@ mod cuda_transport;
 mod cudnn_descriptors;
 mod data;
 mod data_identity;
+mod deterministic_runs;
 mod dropout_kernel;
 mod dropout_masks;
 mod empty_work;
