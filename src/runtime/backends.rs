@@ -216,7 +216,7 @@ mod cuda_backend {
     use std::sync::Arc;
 
     use super::*;
-    use crate::runtime::cuda_preflight::{preflight, CudaNeeds, CudaSystem, HostSystem, NCCL_NAMES};
+    use crate::runtime::cuda_preflight::{nccl_names, preflight, CudaNeeds, CudaSystem, HostSystem};
     use burn::backend::cuda::CudaDevice;
     use cubecl_cuda::CudaRuntime;
 
@@ -303,13 +303,13 @@ mod cuda_backend {
     /// Whether NCCL loads on every process of the job (a collective; `false` on every
     /// process, said once by process 0, where one cannot).
     fn every_process_loads_nccl(processes: &Processes) -> Result<bool, OwtError> {
-        let here = NCCL_NAMES.iter().any(|n| HostSystem.loads(n));
+        let here = nccl_names().iter().any(|n| HostSystem.loads(n));
         let every = processes.group().all_gather(vec![here as u8]).map_err(|e| OwtError::backend(e.to_string()))?;
         let missing: Vec<usize> = (0..every.len()).filter(|&p| every[p] != [1]).collect();
         if !missing.is_empty() && processes.primary() {
             crate::err_line!(
                 "owt: gradients cross processes through MPI on the host: NCCL does not load on process(es) {missing:?} (tried {})",
-                NCCL_NAMES.join(", ")
+                nccl_names().join(", ")
             );
         }
         Ok(missing.is_empty())

@@ -29,20 +29,17 @@ const CUDA_ERROR_STUB_LIBRARY: i32 = 34;
 /// `CUDA_ERROR_INSUFFICIENT_DRIVER`.
 const CUDA_ERROR_INSUFFICIENT_DRIVER: i32 = 35;
 
-/// Names cudarc (CubeCL's CUDA binding) tries for NVRTC on Linux, in its order.
-pub const NVRTC_NAMES: [&str; 7] = [
-    "libnvrtc.so",
-    "libnvrtc.so.13",
-    "libnvrtc.so.12",
-    "libnvrtc.so.11",
-    "libnvrtc.so.10",
-    "libnvrtc.so.9",
-    "libnvrtc.so.1",
-];
+/// Names cudarc (CubeCL's CUDA binding) tries for NVRTC on Linux, in its order, for the CUDA
+/// version it was built for (`owt_hybrid::libraries::candidate_names`).
+pub fn nvrtc_names() -> Vec<String> {
+    owt_hybrid::libraries::candidate_names("nvrtc")
+}
 
-/// Names cudarc tries for NCCL on Linux. It does not try NCCL's own soname `libnccl.so.2`.
-pub const NCCL_NAMES: [&str; 7] =
-    ["libnccl.so", "libnccl.so.13", "libnccl.so.12", "libnccl.so.11", "libnccl.so.10", "libnccl.so.9", "libnccl.so.1"];
+/// Names cudarc tries for NCCL on Linux, in its order. It does not try NCCL's own soname
+/// `libnccl.so.2`.
+pub fn nccl_names() -> Vec<String> {
+    owt_hybrid::libraries::candidate_names("nccl")
+}
 
 /// The header every CubeCL CUDA kernel includes.
 pub const CUDA_RUNTIME_HEADER: &str = "include/cuda_runtime.h";
@@ -108,7 +105,7 @@ pub struct CudaVersions {
     pub gpu: Option<String>,
     /// The CUDA version the driver supports.
     pub driver_cuda: Option<String>,
-    /// The NVRTC library CubeCL loads (the first of [`NVRTC_NAMES`] that loads).
+    /// The NVRTC library CubeCL loads (the first of [`nvrtc_names`] that loads).
     pub nvrtc_library: Option<String>,
     /// That library's version.
     pub nvrtc: Option<String>,
@@ -117,9 +114,9 @@ pub struct CudaVersions {
     pub f32_matmul: &'static str,
 }
 
-/// The first NVRTC library of [`NVRTC_NAMES`] that loads (the one cudarc loads).
-pub fn nvrtc_library(system: &dyn CudaSystem) -> Option<&'static str> {
-    NVRTC_NAMES.iter().copied().find(|n| system.loads(n))
+/// The first NVRTC library of [`nvrtc_names`] that loads (the one cudarc loads).
+pub fn nvrtc_library(system: &dyn CudaSystem) -> Option<String> {
+    nvrtc_names().into_iter().find(|n| system.loads(n))
 }
 
 /// What `system` says of the versions a CUDA run depends on.
@@ -128,8 +125,8 @@ pub fn versions(system: &dyn CudaSystem, gpu: Option<String>) -> CudaVersions {
     CudaVersions {
         gpu,
         driver_cuda: system.driver_cuda_version().map(|v| v.to_string()),
-        nvrtc_library: library.map(str::to_string),
-        nvrtc: library.and_then(|l| system.nvrtc_version(l)).map(|v| v.to_string()),
+        nvrtc: library.as_deref().and_then(|l| system.nvrtc_version(l)).map(|v| v.to_string()),
+        nvrtc_library: library,
         f32_matmul: "tf32 on tensor-core paths (CubeCL)",
     }
 }
@@ -227,10 +224,10 @@ pub fn preflight(system: &dyn CudaSystem, needs: CudaNeeds) -> Result<Vec<String
     let Some(nvrtc) = nvrtc_library(system) else {
         return Err(OwtError::backend(format!(
             "--backend cuda: NVRTC (CUDA's run-time compiler) not found: tried {}; install it (CUDA toolkit `cuda-nvrtc`, or `pip install nvidia-cuda-nvrtc`) and add its lib directory to LD_LIBRARY_PATH",
-            NVRTC_NAMES.join(", ")
+            nvrtc_names().join(", ")
         )));
     };
-    match (system.nvrtc_version(nvrtc), system.driver_cuda_version()) {
+    match (system.nvrtc_version(&nvrtc), system.driver_cuda_version()) {
         (Some(compiler), Some(driver)) if compiler > driver => {
             return Err(OwtError::backend(format!(
                 "--backend cuda: NVRTC {compiler} ({nvrtc}) is newer than the driver's CUDA {driver}: the driver cannot load the kernels it compiles; put an NVRTC of CUDA {driver} or older first on LD_LIBRARY_PATH, or update the driver"
@@ -253,10 +250,10 @@ pub fn preflight(system: &dyn CudaSystem, needs: CudaNeeds) -> Result<Vec<String
             ))
         }
     }
-    if needs.transfers && !NCCL_NAMES.iter().any(|n| system.loads(n)) {
+    if needs.transfers && !nccl_names().iter().any(|n| system.loads(n)) {
         return Err(OwtError::backend(format!(
             "--backend cuda: NCCL not found (tensors move between GPUs through it): tried {}; install NCCL and, if only libnccl.so.2 exists, link it as libnccl.so in a directory on LD_LIBRARY_PATH",
-            NCCL_NAMES.join(", ")
+            nccl_names().join(", ")
         )));
     }
     Ok(warnings)
@@ -524,7 +521,7 @@ mod tests {
         let mut system = Fake::working(1);
         system.libs.remove("libnvrtc.so.13");
         let e = error(&system, ONE);
-        assert!(e.contains("NVRTC") && NVRTC_NAMES.iter().all(|n| e.contains(n)) && e.contains("install"), "{e}");
+        assert!(e.contains("NVRTC") && nvrtc_names().iter().all(|n| e.contains(n.as_str())) && e.contains("install"), "{e}");
     }
 
     #[test]

@@ -16,12 +16,59 @@ pub struct Library {
     pub hint: &'static str,
 }
 
-/// The candidate file names of library `stem` (`cudnn`, `cublasLt`) as cudarc 0.19 tries them
-/// on Linux: the unversioned name, then the sonames of CUDA 13 down to 9 and 1.
+/// The CUDA version (major, minor) cudarc was built for, whose library names it tries first:
+/// read off cudarc's own list where it is compiled in (the `cuda` feature), else 13.0 (what a
+/// build without a CUDA toolkit gets: cudarc's `fallback-latest`, whose names start at 13).
+pub fn cuda_version() -> (u32, u32) {
+    #[cfg(feature = "cuda")]
+    if let Some(version) = version_of(&cudarc::get_lib_name_candidates("x")) {
+        return version;
+    }
+    (13, 0)
+}
+
+/// The CUDA version a list of cudarc's candidates for a library named `x` was made for: the
+/// major from its soname entry (`libx.so.<major>`, the twelfth), the minor from the entry that
+/// joins them (`libx64_<major><minor>.so`, the fourth).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn version_of(names: &[String]) -> Option<(u32, u32)> {
+    let major = names.get(11)?.strip_prefix("libx.so.")?;
+    let joined = names.get(3)?.strip_prefix("libx64_")?.strip_suffix(".so")?;
+    let minor = joined.strip_prefix(major)?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The candidate file names of library `stem` (`cudnn`, `cublasLt`, `nvrtc`, `nccl`) in the
+/// order cudarc 0.19 tries them on Linux for a build of CUDA `version` (`get_lib_name_candidates`:
+/// the plain name, Windows-style names, the build's major soname, then 12 down to 9 and 1).
+pub fn candidate_names_for(stem: &str, version: (u32, u32)) -> Vec<String> {
+    let (major, minor) = version;
+    let lib = |tail: String| format!("lib{stem}{tail}");
+    vec![
+        lib(".so".into()),
+        lib("64.so".into()),
+        lib(format!("64_{major}.so")),
+        lib(format!("64_{major}{minor}.so")),
+        lib(format!("64_{major}{minor}_0.so")),
+        lib(format!("64_{major}0_{minor}.so")),
+        lib("64_10.so".into()),
+        lib("64_11.so".into()),
+        lib("64_12.so".into()),
+        lib(format!("64_{major}0_0.so")),
+        lib("64_9.so".into()),
+        lib(format!(".so.{major}")),
+        lib(".so.12".into()),
+        lib(".so.11".into()),
+        lib(".so.10".into()),
+        lib(".so.9".into()),
+        lib(".so.1".into()),
+    ]
+}
+
+/// [`candidate_names_for`] the CUDA version cudarc was built for ([`cuda_version`]): the names
+/// a library is loaded by, so owt finds what cudarc will load and nothing it will not.
 pub fn candidate_names(stem: &str) -> Vec<String> {
-    std::iter::once(format!("lib{stem}.so"))
-        .chain(["13", "12", "11", "10", "9", "1"].iter().map(|v| format!("lib{stem}.so.{v}")))
-        .collect()
+    candidate_names_for(stem, cuda_version())
 }
 
 impl Library {
@@ -111,6 +158,24 @@ mod tests {
     }
 
     #[test]
+    fn names_follow_the_cuda_major_a_build_was_made_for() {
+        let cuda13 = candidate_names_for("cudnn", (13, 0));
+        let cuda12 = candidate_names_for("cudnn", (12, 8));
+        assert_eq!(cuda13.len(), 17);
+        // Under CUDA 13 the major soname comes right after the Windows-style names; a build for
+        // CUDA 12 never tries .so.13 (pip's cu13 wheels' cuBLASLt does not load there).
+        assert!(cuda13.iter().position(|n| n == "libcudnn.so.13") < cuda13.iter().position(|n| n == "libcudnn.so.12"));
+        assert!(!cuda12.iter().any(|n| n.ends_with(".so.13")), "{cuda12:?}");
+        assert_eq!(cuda12.iter().filter(|n| *n == "libcudnn.so.12").count(), 2, "cudarc's list repeats it");
+        assert!(cuda12.contains(&"libcudnn64_128.so".to_string()));
+        // The version comes back off the list it made.
+        let x = candidate_names_for("x", (12, 8));
+        assert_eq!(version_of(&x), Some((12, 8)));
+        assert_eq!(version_of(&candidate_names_for("x", (13, 10))), Some((13, 10)));
+        assert_eq!(version_of(&["libx.so".to_string()]), None);
+    }
+
+    #[test]
     fn a_library_in_a_searched_directory_is_found_by_its_first_name_present() {
         let (empty, lib) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         std::fs::write(lib.path().join("libcudnn.so.9"), b"").unwrap();
@@ -128,7 +193,7 @@ mod tests {
         assert!(!line.contains('\n'));
         for part in [
             "no cuDNN",
-            "libcudnn.so, libcudnn.so.13",
+            "libcudnn.so, libcudnn64.so",
             "libcudnn.so.9",
             &format!("LD_LIBRARY_PATH={path}"),
             "nvidia/cudnn/lib",
