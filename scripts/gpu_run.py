@@ -5,9 +5,10 @@ always anything else).
                                             every 0.25 s until killed: the GPU's utilisation
                                             from nvidia-smi, or with --cpu the CPUs' busy share
                                             from /proc/stat (to try the script without a GPU)
-  python3 gpu_run.py summary WORK OUT BACKEND TOLERANCE
+  python3 gpu_run.py summary RESULTS OUT BACKEND TOLERANCE
                                             (re)writes OUT/summary.json from the cases recorded
-                                            in WORK/cases.tsv and their JSON in WORK
+                                            in RESULTS/cases.tsv (both calls') and their JSON in
+                                            RESULTS
 """
 import json
 import os
@@ -122,71 +123,69 @@ def summary(work, out, backend, tolerance):
     checks["failed"] = [n for n in checks["cases_run"] if cases[n]["rc"] != 0 or not cases[n].get("result")]
     checks["empty_ops"] = {n: result(n).get("empty_ops") for n in order if "empty_ops" in result(n)}
     checks["fallbacks"] = {n: result(n).get("fallbacks") for n in order if "fallbacks" in result(n)}
+    # Each mesh case against the one-device case it is compared with: the deterministic pair,
+    # the pair without --deterministic, the one-rank mesh and the weird trick.
+    pairs = (("mesh_2ranks", "mesh_one_device"), ("mesh_1rank", "mesh_one_device"),
+             ("mesh_2ranks_weird_trick_a", "mesh_one_device"), ("mesh_2ranks_tf32", "mesh_one_device_tf32"),
+             ("mesh_one_device_tf32", "mesh_one_device"))
     mesh = {}
-    for name in order:
-        # Each mesh case against the one-device case of its family (`small_` with owt's default
-        # kernels, `cubecl_small_` with CubeCL's alone).
-        family, sep, rest = name.partition("small_")
-        if not sep or not rest.startswith(("1rank_", "2ranks_")):
+    for name, one in pairs:
+        losses, reference = result(name).get("losses") or [], result(one).get("losses") or []
+        if not losses and not reference:
             continue
-        one = family + "small_one_device"
-        reference = result(one).get("losses") or []
-        losses = result(name).get("losses") or []
         gaps = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses, reference)]
         mesh[name] = {"against": one, "losses": losses, "one_device_losses": reference,
                       "max_relative_gap": max(gaps) if gaps else None,
-                      "within_tolerance": bool(gaps) and max(gaps) <= tolerance}
+                      "within_tolerance": bool(gaps) and max(gaps) <= tolerance,
+                      "bit_for_bit": bool(gaps) and losses == reference}
         # The first batch's gradient norms, parameter by parameter, largest gap first.
         norms = result(name).get("gradient_norms") or {}
         ref_norms = result(one).get("gradient_norms") or {}
         gaps = {p: abs(n - ref_norms[p]) / max(abs(ref_norms[p]), 1e-30) for p, n in norms.items() if p in ref_norms}
         mesh[name]["gradient_norm_gaps"] = dict(sorted(gaps.items(), key=lambda kv: -kv[1]))
     checks["mesh_against_one_device"] = mesh
-    # The libraries' numbers against CubeCL's on the same steps: AlexNetSmall on one device
-    # (losses and first-batch gradient norms) and AlexNetOwt resident (losses).
+    # The libraries' numbers against CubeCL's on the same steps (AlexNetOwt resident: losses).
     libraries = {}
-    for ours, theirs in (("small_one_device", "cubecl_small_one_device"), ("owt_warm_resident", "owt_cubecl_resident")):
+    for ours, theirs in (("owt_resident", "owt_cubecl_resident"),):
         a, b = result(ours).get("losses") or [], result(theirs).get("losses") or []
         if not a or not b:
             continue
         gaps = [abs(x - y) / max(abs(y), 1e-12) for x, y in zip(a, b)]
-        norms, ref = result(ours).get("gradient_norms") or {}, result(theirs).get("gradient_norms") or {}
-        norm_gaps = {p: abs(n - ref[p]) / max(abs(ref[p]), 1e-30) for p, n in norms.items() if p in ref}
         libraries[ours] = {"against": theirs, "max_relative_loss_gap": max(gaps),
-                           "within_tolerance": max(gaps) <= tolerance,
-                           "gradient_norm_gaps": dict(sorted(norm_gaps.items(), key=lambda kv: -kv[1]))}
+                           "within_tolerance": max(gaps) <= tolerance}
     checks["libraries_against_cubecl"] = libraries
     checks["mesh_tolerance"] = tolerance
     # Every AlexNetOwt benchmark: its rate, step times, the GPU's busy share over its timed steps,
-    # and which kernels ran how many calls.
+    # which kernels ran how many calls and why any went to CubeCL, the ops not strict under
+    # --tf32 off, and what autotuning did.
     benches = {}
     for name in order:
         r, c = result(name), cases.get(name) or {}
-        if not name.startswith("owt_") or "images_per_s" not in r:
+        if not name.startswith(("owt_", "mesh_")) or "images_per_s" not in r:
             continue
         kernels = r.get("cuda_kernels") or {}
-        benches[name] = {k: r.get(k) for k in ("images_per_s", "median_step_ms", "first_step_ms", "batch", "resident")} | {
+        benches[name] = {k: r.get(k) for k in ("images_per_s", "median_step_ms", "first_step_ms", "batch", "resident",
+                                                "deterministic", "autotune", "fallbacks")} | {
             "busy_percent_timed_steps": c.get("busy_percent_timed_steps"), "wall_s": c.get("wall_s"),
-            "kernel_calls": kernels.get("usage"), "declines": kernels.get("declines")}
+            "kernel_calls": kernels.get("usage"), "declines": kernels.get("declines"),
+            "not_strict": kernels.get("not_strict")}
     checks["benchmarks"] = benches
-    for phase in ("cold", "warm"):
-        checks[f"owt_{phase}"] = benches.get(f"owt_{phase}")
-    installed = (result("owt_warm").get("cuda_kernels") or result("owt_cold").get("cuda_kernels") or {}).get("installed")
+    checks["owt_cold"] = {"first_step_ms": result("owt_resident").get("first_step_ms"),
+                          "wall_s": (cases.get("owt_resident") or {}).get("wall_s")}
+    checks["autotune"] = {n: b.get("autotune") for n, b in benches.items() if b.get("autotune")}
+    installed = (result("owt_resident").get("cuda_kernels") or result("owt_warm").get("cuda_kernels") or {}).get("installed")
     checks["kernels"] = installed
     torch = result("torch")
     against = {}
-    for case, key in (("owt_warm", "tf32_from_host_u8"), ("owt_warm_resident", "tf32_device_resident"),
-                      ("owt_strict", "fp32_strict_from_host_u8"), ("owt_strict_resident", "fp32_strict_device_resident"),
+    for case, key in (("owt_resident", "tf32_device_resident"), ("owt_strict_resident", "fp32_strict_device_resident"),
+                      ("owt_warm", "tf32_from_host_u8"), ("owt_strict", "fp32_strict_from_host_u8"),
                       ("owt_cubecl_resident", "tf32_device_resident")):
         ours = (benches.get(case) or {}).get("images_per_s")
         theirs = (torch.get(key) or {}).get("images_per_s")
         against[case] = {"owt_images_per_s": ours, "torch": key, "torch_images_per_s": theirs,
                          "ratio": round(ours / theirs, 3) if ours and theirs else None}
     checks["against_torch"] = against
-    # The names earlier summaries used, kept for their readers.
-    checks["owt_warm_over_torch_tf32"] = (against["owt_warm"] or {}).get("ratio")
-    checks["owt_warm_resident_over_torch_tf32"] = (against["owt_warm_resident"] or {}).get("ratio")
-    versions = result("owt_warm").get("cuda") or result("small_one_device").get("cuda")
+    versions = result("owt_resident").get("cuda") or result("owt_warm").get("cuda")
     report = {"backend": backend, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "versions": versions, "checks": checks, "cases": cases, "utilisation_samples": len(rows)}
     tmp = os.path.join(out, ".summary.json.tmp")

@@ -24,6 +24,7 @@ mod external_kernels;
 mod fashion_mnist;
 mod faults;
 mod fuzz_inputs;
+mod gpu_script;
 mod grouped_sgd;
 mod input_pipeline;
 mod jpeg_pipeline;
