@@ -21,7 +21,6 @@ use cubecl_common::config::RuntimeConfig;
 use cubecl_runtime::tune;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement, ThreadedGroup, Transport};
 
-
 type Plain = CubeBackend<WgpuRuntime, f32, i32, u32>;
 type H = Hybrid<Plain>;
 

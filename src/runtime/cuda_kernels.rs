@@ -69,7 +69,11 @@ pub fn install_once(gpus: &[String], cache_dir: Option<&std::path::Path>, speak:
 /// [`install_once`] in a build without the `cudnn` feature: CubeCL's kernels, said once;
 /// refused where the choice forces a library or strict f32.
 #[cfg(not(feature = "cudnn"))]
-pub fn install_once(_gpus: &[String], _cache_dir: Option<&std::path::Path>, speak: bool) -> Result<Installed, OwtError> {
+pub fn install_once(
+    _gpus: &[String],
+    _cache_dir: Option<&std::path::Path>,
+    speak: bool,
+) -> Result<Installed, OwtError> {
     let result = INSTALLED.get_or_init(|| {
         let choice = choice();
         let why = "this owt was built without the cudnn feature".to_string();
@@ -111,7 +115,12 @@ pub struct CudaKernelReport {
 /// The report over the calls since `from`, where CUDA's kernels were installed in this process.
 pub fn report(from: &Usage) -> Option<CudaKernelReport> {
     let installed = INSTALLED.get()?.clone().ok()?;
-    Some(CudaKernelReport { installed, usage: Usage::now().since(from), declines: declines(), not_strict: not_strict() })
+    Some(CudaKernelReport {
+        installed,
+        usage: Usage::now().since(from),
+        declines: declines(),
+        not_strict: not_strict(),
+    })
 }
 
 /// Why ops went to CubeCL's kernels although a library was installed for them.

@@ -521,7 +521,10 @@ mod tests {
         let mut system = Fake::working(1);
         system.libs.remove("libnvrtc.so.13");
         let e = error(&system, ONE);
-        assert!(e.contains("NVRTC") && nvrtc_names().iter().all(|n| e.contains(n.as_str())) && e.contains("install"), "{e}");
+        assert!(
+            e.contains("NVRTC") && nvrtc_names().iter().all(|n| e.contains(n.as_str())) && e.contains("install"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -11,8 +11,23 @@ use crate::wgpu_mesh::require_adapter;
 /// `owt bench --json` on a 2-rank wgpu mesh, deterministic, with its kernel cache in `cache`.
 fn bench(cache: &std::path::Path) -> serde_json::Value {
     let args = [
-        "bench", "--backend", "wgpu", "--model", "alexnet-small", "--batch", "64", "--devices", "2",
-        "--virtual-ranks", "--plan", "data-parallel", "--deterministic", "--warmup", "0", "--steps", "2",
+        "bench",
+        "--backend",
+        "wgpu",
+        "--model",
+        "alexnet-small",
+        "--batch",
+        "64",
+        "--devices",
+        "2",
+        "--virtual-ranks",
+        "--plan",
+        "data-parallel",
+        "--deterministic",
+        "--warmup",
+        "0",
+        "--steps",
+        "2",
         "--json",
     ];
     let o = owt_within_env(&args, &[("OWT_CACHE_DIR", cache.to_str().unwrap())], 600);

@@ -8,11 +8,7 @@ use std::process::Command;
 
 fn dry_run(args: &[&str]) -> (bool, String) {
     let root = env!("CARGO_MANIFEST_DIR");
-    let o = Command::new("bash")
-        .arg(format!("{root}/scripts/gpu-run-dry.sh"))
-        .args(args)
-        .output()
-        .expect("run bash");
+    let o = Command::new("bash").arg(format!("{root}/scripts/gpu-run-dry.sh")).args(args).output().expect("run bash");
     (o.status.success(), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
 }
 
@@ -32,13 +28,17 @@ fn both_calls_of_the_gpu_script_run_every_case_within_eight_minutes_at_measured_
         let s = seconds(&said, call);
         assert!(s > 300.0 && s <= 480.0, "call {call}: {s} s\n{said}");
     }
-    assert!(said.contains("call 1: 5 cases (torch, owt_resident, owt_strict_resident, mesh_one_device, mesh_2ranks)"), "{said}");
+    assert!(
+        said.contains("call 1: 5 cases (torch, owt_resident, owt_strict_resident, mesh_one_device, mesh_2ranks)"),
+        "{said}"
+    );
 }
 
 #[test]
 fn a_case_slower_than_its_limit_fails_the_dry_run_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let durations = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gpu-run-durations.tsv")).unwrap();
+    let durations =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gpu-run-durations.tsv")).unwrap();
     let slow = durations.replace("owt_resident\t295.73", "owt_resident\t400");
     assert_ne!(slow, durations);
     let path = dir.path().join("slow.tsv");

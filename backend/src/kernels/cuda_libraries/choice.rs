@@ -166,7 +166,9 @@ mod tests {
         let plain = Installed { math: "strict", owt_strided_weight_gradients: false, ..installed };
         assert!(plain.line().ends_with("(libcublasLt.so.13); strict f32"), "{}", plain.line());
         let det = Installed { deterministic: true, ..plain };
-        assert!(det.line().ends_with("strict f32; deterministic (cuDNN's deterministic algorithms, autotune fixed before use)"));
+        assert!(det
+            .line()
+            .ends_with("strict f32; deterministic (cuDNN's deterministic algorithms, autotune fixed before use)"));
     }
 
     #[test]

@@ -71,8 +71,12 @@ pub trait LibraryCalls {
     fn open(&self, device: usize) -> Result<(), Failure>;
     /// Chooses an algorithm for `problem` on `device`, running candidates on `operands` where
     /// the library measures them.
-    fn search(&self, device: usize, problem: &Self::Problem, operands: &Self::Operands)
-        -> Result<Searched<Self::Choice>, Failure>;
+    fn search(
+        &self,
+        device: usize,
+        problem: &Self::Problem,
+        operands: &Self::Operands,
+    ) -> Result<Searched<Self::Choice>, Failure>;
     /// Runs `problem` with `choice` and waits for the library's status.
     fn run_and_wait(
         &self,
@@ -81,8 +85,15 @@ pub trait LibraryCalls {
         choice: Self::Choice,
         operands: &Self::Operands,
     ) -> Result<(), Failure>;
-    /// Queues `problem` with `choice` without waiting (it ran once on `device` already).
-    fn run_queued(&self, device: usize, problem: &Self::Problem, choice: Self::Choice, operands: Self::Operands);
+    /// Queues `problem` with `choice` without waiting (it ran once on `device` already); `Err`
+    /// where it could not be queued (nothing was: the op can still run elsewhere).
+    fn run_queued(
+        &self,
+        device: usize,
+        problem: &Self::Problem,
+        choice: Self::Choice,
+        operands: Self::Operands,
+    ) -> Result<(), Failure>;
 }
 
 /// Choices kept across runs, by problem key (cuDNN's algorithm cache for one GPU).
@@ -206,27 +217,26 @@ impl<C: Copy> Decisions<C> {
         problem: &L::Problem,
         operands: L::Operands,
     ) -> Result<(), String> {
+        let (library, what) = (calls.library(), calls.problem_kind());
         match self.state(device, key) {
             Some(State::Proven(choice)) => {
-                calls.run_queued(device, problem, choice, operands);
-                return Ok(());
+                return calls
+                    .run_queued(device, problem, choice, operands)
+                    .map_err(|f| self.failed_later(device, key, library, what, &f));
             }
             Some(State::Declined(why)) => return Err(why),
             _ => {}
         }
         let _deciding = self.deciding.lock().unwrap_or_else(|e| e.into_inner());
-        let what = calls.problem_kind();
-        let library = calls.library();
         let failed = |f: &Failure| failed_line(library, what, key, f);
         // The device's handle, created once.
         let opened = self.devices.lock().unwrap_or_else(|e| e.into_inner()).get(&device).cloned();
         let opened = match opened {
             Some(opened) => opened,
             None => {
-                let opened = calls
-                    .open(device)
-                    .err()
-                    .map(|f| self.say(format!("owt: {library}'s {f} on GPU {device}; its {what}s run on CubeCL's kernels")));
+                let opened = calls.open(device).err().map(|f| {
+                    self.say(format!("owt: {library}'s {f} on GPU {device}; its {what}s run on CubeCL's kernels"))
+                });
                 self.devices.lock().unwrap_or_else(|e| e.into_inner()).insert(device, opened.clone());
                 opened
             }
@@ -238,8 +248,9 @@ impl<C: Copy> Decisions<C> {
         let choice = match self.state(device, key) {
             // Another rank proved it while this one waited to decide.
             Some(State::Proven(choice)) => {
-                calls.run_queued(device, problem, choice, operands);
-                return Ok(());
+                return calls
+                    .run_queued(device, problem, choice, operands)
+                    .map_err(|f| self.failed_later(device, key, library, what, &f));
             }
             Some(State::Declined(why)) => return Err(why),
             None => {
@@ -303,6 +314,7 @@ mod tests {
         open_fails: AtomicUsize,
         search_fails: AtomicUsize,
         run_fails: AtomicUsize,
+        queue_fails: AtomicUsize,
         /// What a search finds (an algorithm number), `None` for nothing.
         finds: Option<u32>,
         /// Whether a search had its whole workspace.
@@ -346,8 +358,12 @@ mod tests {
                 false => Ok(()),
             }
         }
-        fn run_queued(&self, _device: usize, _p: &(), _c: u32, _o: ()) {
+        fn run_queued(&self, _device: usize, _p: &(), _c: u32, _o: ()) -> Result<(), Failure> {
             self.queued.fetch_add(1, Ordering::SeqCst);
+            match uses_one(&self.queue_fails) {
+                true => Err(Failure::new("owt's packed copy", "the tensor does not pack")),
+                false => Ok(()),
+            }
         }
     }
 
@@ -381,7 +397,8 @@ mod tests {
         Decisions::new(|_| {})
     }
 
-    const KEY: &str = "fwd f32 tf32 x 2.3.8.8/192.64.8.1 w 4.3.3.3 y 2.4.6.6/144.36.6.1 pad 0.0 stride 1.1 dil 1.1 groups 1";
+    const KEY: &str =
+        "fwd f32 tf32 x 2.3.8.8/192.64.8.1 w 4.3.3.3 y 2.4.6.6/144.36.6.1 pad 0.0 stride 1.1 dil 1.1 groups 1";
 
     #[test]
     fn a_searched_problem_runs_waiting_once_then_queued() {
@@ -470,9 +487,7 @@ mod tests {
         let threads: Vec<_> = (0..8)
             .map(|_| {
                 let (calls, kept, decisions) = (calls.clone(), kept.clone(), decisions.clone());
-                std::thread::spawn(move || {
-                    decisions.call(&*calls, &*kept, 0, KEY, &(), ()).unwrap()
-                })
+                std::thread::spawn(move || decisions.call(&*calls, &*kept, 0, KEY, &(), ()).unwrap())
             })
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
@@ -491,6 +506,18 @@ mod tests {
         assert_eq!(calls.counts(), [1, 1, 1, 1], "nothing run after the failure");
         decisions.failed_later(0, KEY, "cuDNN", "convolution", &f);
         assert_eq!(decisions.lines(), vec![line], "said once");
+    }
+
+    #[test]
+    fn a_run_that_cannot_be_queued_is_declined_there_and_then() {
+        let calls = Fake { queue_fails: AtomicUsize::new(1), ..Fake::finding(3) };
+        let (kept, decisions) = (Kept::default(), quiet());
+        decisions.call(&calls, &kept, 0, KEY, &(), ()).unwrap();
+        let why = decisions.call(&calls, &kept, 0, KEY, &(), ()).unwrap_err();
+        assert!(why.contains("owt's packed copy failed (the tensor does not pack)"), "{why}");
+        decisions.call(&calls, &kept, 0, KEY, &(), ()).unwrap_err();
+        assert_eq!(calls.counts(), [1, 1, 1, 1]);
+        assert_eq!(decisions.lines(), vec![why]);
     }
 
     #[test]

@@ -253,11 +253,7 @@ fn check_entry(key: &str, choice: Option<&Choice>) -> Result<(), String> {
         return Err(format!("entry {key:?}: a workspace of {} bytes is over {MAX_WORKSPACE}", choice.workspace));
     }
     if key.split(' ').any(|w| w == "deterministic") && !is_deterministic(op, choice.algo) {
-        return Err(format!(
-            "entry {key:?}: algorithm {} of {} is not deterministic",
-            choice.algo,
-            op.name()
-        ));
+        return Err(format!("entry {key:?}: algorithm {} of {} is not deterministic", choice.algo, op.name()));
     }
     Ok(())
 }
@@ -314,7 +310,10 @@ mod tests {
         let (loaded, warning) = AlgorithmCache::load(&path);
         assert_eq!(warning, None);
         assert_eq!(loaded.sections, cache.sections);
-        assert_eq!(loaded.get(&h200(), KEY), Some(Some(Choice { algo: 1, math_type: 0, workspace: 4096, packed: true })));
+        assert_eq!(
+            loaded.get(&h200(), KEY),
+            Some(Some(Choice { algo: 1, math_type: 0, workspace: 4096, packed: true }))
+        );
         assert_eq!(loaded.get(&h100(), KEY), Some(choice(6)));
         assert_eq!(loaded.get(&h200(), &KEY.replacen("fwd", "bwd-filter", 1)), Some(None));
         assert_eq!(loaded.get(&h100(), &KEY.replacen("fwd", "bwd-filter", 1)), None);
@@ -324,7 +323,10 @@ mod tests {
         let mut names: Vec<_> =
             std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
-        assert_eq!(names, vec![std::ffi::OsString::from(FILE_NAME), std::ffi::OsString::from("cudnn-algorithms.json.lock")]);
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from(FILE_NAME), std::ffi::OsString::from("cudnn-algorithms.json.lock")]
+        );
     }
 
     #[test]

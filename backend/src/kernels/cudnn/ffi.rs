@@ -133,7 +133,9 @@ fn math_type(value: u32) -> Result<dnn::cudnnMathType_t, Failure> {
         1 => CUDNN_TENSOR_OP_MATH,
         2 => CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
         3 => CUDNN_FMA_MATH,
-        other => return Err(Failure::new("cudnnSetConvolutionMathType", format!("math type {other} is none of cuDNN's"))),
+        other => {
+            return Err(Failure::new("cudnnSetConvolutionMathType", format!("math type {other} is none of cuDNN's")))
+        }
     })
 }
 
@@ -517,7 +519,8 @@ pub fn run(
         return Err(Failure::new("owt's check of the algorithm", why));
     }
     if at.alignment() < problem.align {
-        let why = format!("the tensors are {}-byte aligned, the algorithm was chosen for {}", at.alignment(), problem.align);
+        let why =
+            format!("the tensors are {}-byte aligned, the algorithm was chosen for {}", at.alignment(), problem.align);
         return Err(Failure::new("owt's check of the addresses", why));
     }
     let h = handle(device, stream)?;
@@ -725,7 +728,7 @@ mod tests {
     fn the_best_result_is_the_fastest_that_qualifies() {
         let p = problem(ConvOp::BackwardFilter, Math::Tf32);
         let perfs = [
-            perf(3, 0.5, 0, 0, 0),   // fastest, but cuDNN calls it non-deterministic
+            perf(3, 0.5, 0, 0, 0),                       // fastest, but cuDNN calls it non-deterministic
             Perf { status: 1, ..perf(5, 0.1, 0, 1, 0) }, // failed
             perf(1, 0.9, 0, 1, 0),
             perf(2, 0.7, 4096, 1, 1),
