@@ -35,7 +35,7 @@ fn documents_and_scripts() -> Vec<PathBuf> {
         for entry in std::fs::read_dir(dir).expect("read a folder").flatten() {
             let name = entry.file_name().to_string_lossy().to_string();
             if name.starts_with('.') && name != ".ci"
-                || ["target", "vendor", "book", "runs", "gpu-run-out"].contains(&name.as_str())
+                || ["target", "vendor", "book", "runs", "gpu-run-out", "gpu-run-cache"].contains(&name.as_str())
             {
                 continue;
             }
