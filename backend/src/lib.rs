@@ -36,7 +36,7 @@ pub use kernels::{
 };
 pub use ledger::{Collective, CollectiveKey, LedgerSnapshot, Phase, Stage, Traffic, READS, UNLABELLED};
 pub use mesh::grid::{self, GridError, GridMesh, GridPlacement};
-pub use mesh::{live_meshes, MeshDevice, OuterDim, PhaseGuard, SpanError};
+pub use mesh::{live_meshes, DefaultMeshError, MeshDevice, OuterDim, PhaseGuard, SpanError};
 pub use parallel::gradient_sync::sync_gradients;
 pub use parallel::grid_layout::GridLayout;
 pub use parallel::grid_plan::{GridPlan, GridRule};

@@ -17,6 +17,7 @@ use burn::tensor::backend::Backend;
 
 use crate::ledger::{CollectiveKey, Phase};
 use crate::ledger::{Ledger, LedgerSnapshot};
+use crate::spec::placement::Placement;
 use crate::spec::scheme::Exchange;
 use crate::spec::WirePrecision;
 use crate::transport::process_group::{GroupError, ProcessGroup, Solo};
@@ -61,6 +62,9 @@ pub struct MeshDevice<D> {
     /// The precision float pieces cross ranks in, a value of the handle like `exchange`
     /// ([`MeshDevice::with_wire`]).
     wire: WirePrecision,
+    /// How tensors created on this handle are laid out ([`MeshDevice::creating`]), a value of
+    /// the handle like `exchange`.
+    creation: Placement,
 }
 
 impl<D: DeviceOps> MeshDevice<D> {
@@ -129,7 +133,13 @@ impl<D: DeviceOps> MeshDevice<D> {
         registry.register(|id| {
             let inner = Arc::new(MeshInner { id, ranks, outer, links, ledger: Mutex::new(Ledger::default()) });
             let weak: Box<dyn std::any::Any + Send + Sync> = Box::new(Arc::downgrade(&inner));
-            (MeshDevice { inner, exchange: Exchange::default(), wire: WirePrecision::default() }, weak)
+            let mesh = MeshDevice {
+                inner,
+                exchange: Exchange::default(),
+                wire: WirePrecision::default(),
+                creation: Placement::Replicate,
+            };
+            (mesh, weak)
         })
     }
 
@@ -370,7 +380,7 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// with its ranks, ledger and tensors; only the scheme differs, and this handle keeps its
     /// own.
     pub fn with_exchange(&self, scheme: Exchange) -> Self {
-        Self { inner: self.inner.clone(), exchange: scheme, wire: self.wire }
+        Self { exchange: scheme, ..self.clone() }
     }
 
     /// The precision float pieces cross ranks in, in the collectives of tensors made on this
@@ -383,7 +393,29 @@ impl<D: DeviceOps> MeshDevice<D> {
     /// on the handle returned (and of everything computed from them): the same mesh, as
     /// [`MeshDevice::with_exchange`] keeps it.
     pub fn with_wire(&self, wire: WirePrecision) -> Self {
-        Self { inner: self.inner.clone(), exchange: self.exchange, wire }
+        Self { wire, ..self.clone() }
+    }
+
+    /// How tensors created on this handle are laid out: `Replicate` unless
+    /// [`MeshDevice::creating`] said otherwise.
+    pub fn creation(&self) -> Placement {
+        self.creation
+    }
+
+    /// This mesh, laying out every tensor created on the handle returned (from data, zeros,
+    /// ones, full, empty, random, arange, or moved onto the mesh) as `placement` where its
+    /// shape splits (`Shard(d)` needs at least as many elements along `d` as the mesh has
+    /// ranks; a tensor that does not split, or has no dimension `d`, is replicated), and every
+    /// tensor made from them by Burn on `tensor.device()` likewise: the same mesh, as
+    /// [`MeshDevice::with_exchange`] keeps it. With [`MeshDevice::set_default`], Burn code that
+    /// creates its tensors on `Default::default()` runs with its data split over the ranks
+    /// unchanged. Panics for a pending placement (`Partial`): nothing is created pending.
+    pub fn creating(&self, placement: Placement) -> Self {
+        assert!(
+            !placement.is_partial(),
+            "MeshDevice::creating: tensors are created Replicate or Shard(d), not {placement:?}"
+        );
+        Self { creation: placement, ..self.clone() }
     }
 
     /// The innermost phase label set now, if any.
@@ -457,7 +489,7 @@ impl<D: DeviceOps> Drop for PhaseGuard<D> {
 
 impl<D> Clone for MeshDevice<D> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), exchange: self.exchange, wire: self.wire }
+        Self { inner: self.inner.clone(), exchange: self.exchange, wire: self.wire, creation: self.creation }
     }
 }
 
@@ -489,9 +521,53 @@ impl<D: std::fmt::Debug> std::fmt::Debug for MeshDevice<D> {
     }
 }
 
+/// Why [`MeshDevice::set_default`] refused a mesh, in one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultMeshError(String);
+
+impl std::fmt::Display for DefaultMeshError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DefaultMeshError {}
+
+impl<D: DeviceOps> MeshDevice<D> {
+    /// Makes `Default::default()` return `mesh` (this handle, with its exchange scheme, wire
+    /// and creation placement) for every later call in this process, for meshes of this inner
+    /// device type: Burn code that creates its tensors on the default device, as Burn's own
+    /// tests, examples and many models do, then runs on the mesh without a change. Set it once,
+    /// before the first tensor: refused, in one line, where another default was set before, or
+    /// where `Default::default()` already gave out the one-rank mesh (tensors may live on it).
+    /// Setting the same handle again is no change.
+    pub fn set_default(mesh: &MeshDevice<D>) -> Result<(), DefaultMeshError> {
+        let mut registry = registry();
+        match registry.default_of::<Self>() {
+            Some(current) if current == *mesh && current.handle_values() == mesh.handle_values() => Ok(()),
+            Some(current) if registry.default_chosen::<Self>() => Err(DefaultMeshError(format!(
+                "MeshDevice::set_default: the default mesh was set already, to {current:?}; it is set once per process, before the first tensor"
+            ))),
+            Some(current) => Err(DefaultMeshError(format!(
+                "MeshDevice::set_default: Default::default() already gave out {current:?} (tensors may live on it); set the default mesh before the first tensor"
+            ))),
+            None => {
+                registry.choose_default(mesh.clone());
+                Ok(())
+            }
+        }
+    }
+
+    /// The handle's own values (what two handles of one mesh may differ in).
+    fn handle_values(&self) -> (Exchange, WirePrecision, Placement) {
+        (self.exchange, self.wire, self.creation)
+    }
+}
+
 impl<D: DeviceOps> Default for MeshDevice<D> {
-    /// The 1-rank mesh on the inner backend's default device (the same mesh every time, made
-    /// once, under one lock, however many threads ask at once).
+    /// The mesh [`MeshDevice::set_default`] chose, else the 1-rank mesh on the inner backend's
+    /// default device (the same mesh every time, made once, under one lock, however many
+    /// threads ask at once).
     fn default() -> Self {
         let mut registry = registry();
         if let Some(mesh) = registry.default_of::<Self>() {
@@ -507,7 +583,12 @@ impl<D: DeviceOps> Device for MeshDevice<D> {
     fn from_id(device_id: DeviceId) -> Self {
         let inner = registry().live::<Weak<MeshInner<D>>>(device_id.index_id).and_then(Weak::upgrade);
         match inner {
-            Some(inner) => Self { inner, exchange: Exchange::default(), wire: WirePrecision::default() },
+            Some(inner) => Self {
+                inner,
+                exchange: Exchange::default(),
+                wire: WirePrecision::default(),
+                creation: Placement::Replicate,
+            },
             None => panic!("Hybrid: no live mesh with id {} for this inner device type", device_id.index_id),
         }
     }

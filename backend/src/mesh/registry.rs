@@ -13,6 +13,8 @@ pub(super) struct Registry {
     live: HashMap<u16, Box<dyn Any + Send + Sync>>,
     /// A mesh per inner device type, made on first use and kept for the process.
     defaults: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// The inner device types whose default mesh a program chose (`MeshDevice::set_default`).
+    chosen: std::collections::HashSet<TypeId>,
     /// Where the search for a free id starts (the id after the last one handed out).
     cursor: u16,
 }
@@ -62,5 +64,16 @@ impl Registry {
     /// Keeps `mesh` as the default mesh of its type.
     pub(super) fn keep_default<M: Any + Send + Sync>(&mut self, mesh: M) {
         self.defaults.insert(TypeId::of::<M>(), Box::new(mesh));
+    }
+
+    /// Keeps `mesh` as the default mesh of its type, chosen by the program.
+    pub(super) fn choose_default<M: Any + Send + Sync>(&mut self, mesh: M) {
+        self.chosen.insert(TypeId::of::<M>());
+        self.keep_default(mesh);
+    }
+
+    /// Whether the program chose the default mesh of type `M` (rather than `Default` made it).
+    pub(super) fn default_chosen<M: Any>(&self) -> bool {
+        self.chosen.contains(&TypeId::of::<M>())
     }
 }

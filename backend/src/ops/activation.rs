@@ -1,10 +1,12 @@
 //! Activation ops of `Hybrid<B>`: the ones Burn's autodiff calls on the inner backend run rank
 //! by rank on the inner backend's own kernels (one fused pass where the inner backend has
-//! one, instead of Burn's default compare + mask compositions). The rest keep Burn's default
-//! compositions, which run through the elementwise placement rules.
+//! one, instead of Burn's default compare + mask compositions), as do `prelu` and `softmax`
+//! (over class-split logits softmax keeps Burn's composition of Hybrid's ops). The rest keep
+//! Burn's default compositions (the inner backend has no op of its own for them either), which
+//! run through the placement rules.
 
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::ActivationOps;
+use burn::tensor::ops::{ActivationOps, FloatTensorOps};
 use burn::tensor::Scalar;
 
 use crate::backend::{Hybrid, HybridFloat};
@@ -70,5 +72,25 @@ impl<B: Backend> ActivationOps<Self> for Hybrid<B> {
 
     fn log_sigmoid_backward(x: F<B>, grad: F<B>) -> F<B> {
         linear_in_grad("log_sigmoid_backward", x, grad, B::log_sigmoid_backward)
+    }
+
+    fn prelu(tensor: F<B>, alpha: F<B>) -> F<B> {
+        common::binary::<B, FloatKind, FloatKind, FloatKind>("prelu", tensor, alpha, Linearity::None, |t, a| {
+            B::prelu(t, a)
+        })
+    }
+
+    /// The inner softmax wherever `dim` is whole on each rank; over class-split logits
+    /// (`Shard(dim)`), Burn's own composition of Hybrid's ops (a max and a sum over the split
+    /// dimension, each with its rule), as `log_softmax` keeps them.
+    fn softmax(tensor: F<B>, dim: usize) -> F<B> {
+        if tensor.placement == crate::spec::placement::Placement::Shard(dim) {
+            let max = Self::float_max_dim(Self::float_detach(tensor.clone()), dim);
+            let shifted = Self::float_sub(tensor, max);
+            let exp = Self::float_exp(shifted);
+            let sum = Self::float_sum_dim(exp.clone(), dim);
+            return Self::float_div(exp, sum);
+        }
+        common::along_dim::<B, FloatKind, FloatKind>("softmax", tensor, dim, |p| B::softmax(p, dim))
     }
 }

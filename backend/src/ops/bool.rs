@@ -151,4 +151,62 @@ impl<B: Backend> BoolTensorOps<Self> for Hybrid<B> {
     fn bool_cat(tensors: Vec<Bo<B>>, dim: usize) -> Bo<B> {
         common::cat(tensors, dim)
     }
+
+    // Ops Burn gives a default body: each runs the inner backend's own op, by a rule where one
+    // is natural, gathered otherwise (see float.rs).
+
+    fn bool_repeat_dim(tensor: Bo<B>, dim: usize, times: usize) -> Bo<B> {
+        common::along_dim::<B, BoolKind, BoolKind>("bool_repeat_dim", tensor, dim, |p| {
+            B::bool_repeat_dim(p, dim, times)
+        })
+    }
+
+    fn bool_not_equal(lhs: Bo<B>, rhs: Bo<B>) -> Bo<B> {
+        binary("bool_not_equal", lhs, rhs, |a, b| B::bool_not_equal(a, b))
+    }
+
+    fn bool_not_equal_elem(lhs: Bo<B>, rhs: Scalar) -> Bo<B> {
+        unary("bool_not_equal_elem", lhs, |p| B::bool_not_equal_elem(p, rhs))
+    }
+
+    fn bool_xor(lhs: Bo<B>, rhs: Bo<B>) -> Bo<B> {
+        binary("bool_xor", lhs, rhs, |a, b| B::bool_xor(a, b))
+    }
+
+    fn bool_transpose(tensor: Bo<B>) -> Bo<B> {
+        let n = tensor.shape.num_dims();
+        let axes = common::swap_axes(n, n.saturating_sub(2), n.saturating_sub(1));
+        common::permute(tensor, &axes, |p| B::bool_transpose(p))
+    }
+
+    fn bool_any(tensor: Bo<B>) -> Bo<B> {
+        common::gathered::<B, BoolKind, BoolKind>("bool_any", tensor, |p| B::bool_any(p))
+    }
+
+    fn bool_any_dim(tensor: Bo<B>, dim: usize) -> Bo<B> {
+        common::along_dim::<B, BoolKind, BoolKind>("bool_any_dim", tensor, dim, |p| B::bool_any_dim(p, dim))
+    }
+
+    fn bool_all(tensor: Bo<B>) -> Bo<B> {
+        common::gathered::<B, BoolKind, BoolKind>("bool_all", tensor, |p| B::bool_all(p))
+    }
+
+    fn bool_all_dim(tensor: Bo<B>, dim: usize) -> Bo<B> {
+        common::along_dim::<B, BoolKind, BoolKind>("bool_all_dim", tensor, dim, |p| B::bool_all_dim(p, dim))
+    }
+
+    /// The indices of every true element: their number depends on the values, so the mask is
+    /// gathered and every rank finds them all (`Replicate` out).
+    fn bool_argwhere(tensor: Bo<B>, out_dtype: IntDType) -> impl std::future::Future<Output = I<B>> + 'static + Send {
+        let whole = crate::ops::dispatch::gathered_all::<B, BoolKind>("bool_argwhere", vec![Some(tensor)]);
+        let t = whole.into_iter().next().flatten().expect("the mask");
+        async move {
+            let mesh = t.mesh.clone();
+            let mut shards = Vec::with_capacity(t.shards.len());
+            for p in t.shards {
+                shards.push(B::bool_argwhere(p, out_dtype).await);
+            }
+            crate::ops::dispatch::assemble::<B, IntKind>(mesh, crate::spec::placement::Placement::Replicate, shards)
+        }
+    }
 }

@@ -217,14 +217,27 @@ pub(crate) fn slice_assign<B: Backend, K: ShardKind<B>>(
     value: DTensor<B, K>,
     f: impl Fn(K::Prim, &[Slice], K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    let (tensor, value, outer) =
-        dispatch::outer2(op, &|sp: &[Spec], _: &Context| rules::slice_assign(&sp[0], slices, &sp[1]), tensor, value);
+    let (tensor, value, outer) = dispatch::outer2(
+        op,
+        &|sp: &[Spec], cx: &Context| rules::slice_assign(&sp[0], slices, &sp[1], cx),
+        tensor,
+        value,
+    );
     let slices = &outer.view_slices(slices, &tensor.shape);
-    let s = rules::slice_assign(&spec(&tensor), slices, &spec(&value));
+    let s = rules::slice_assign(&spec(&tensor), slices, &spec(&value), &context(&tensor));
     let (shape, k) = (tensor.shape.clone(), tensor.ranks());
-    let placement = s.output;
-    run2_inner(op, &s, tensor, value, &outer, |r, t, v| match placement {
-        Placement::Shard(d) => {
+    let (placement, value_to) = (s.output, s.inputs[1]);
+    run2_inner(op, &s, tensor, value, &outer, |r, t, v| match (placement, value_to) {
+        // A range of the split dimension: each rank writes the rows it holds, if any.
+        (Placement::Shard(d), Placement::Replicate) => {
+            let rows = rules::slice_rows(slices, &shape, d).expect("the rule's range");
+            let own = shard_ranges(shape[d], k)[r].clone();
+            match rules::slice_assign_part(slices, shape.num_dims(), d, rows, own) {
+                Some((piece, of_value)) => f(t, &piece, K::slice(v, &of_value)),
+                None => t,
+            }
+        }
+        (Placement::Shard(d), _) => {
             let local = rules::localise_slices(slices, d, local_shape(&shape, placement, k, r)[d]);
             f(t, &local, v)
         }
@@ -349,4 +362,65 @@ pub(crate) fn gathered<B: Backend, K: ShardKind<B>, K2: ShardKind<B>>(
     f: impl Fn(K::Prim) -> K2::Prim + Sync,
 ) -> DTensor<B, K2> {
     run1(op, fixed(Strategy::gathered(1)), t, |_, p| f(p))
+}
+
+/// An op along `dim` with two outputs (sort with indices, max or min with indices): rank-local
+/// unless `dim` is the sharded one, where the input is gathered first.
+#[allow(clippy::type_complexity)]
+pub(crate) fn along_dim_pair<B: Backend, K: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    dim: usize,
+    f: impl Fn(K::Prim) -> (K2::Prim, K3::Prim) + Sync,
+) -> (DTensor<B, K2>, DTensor<B, K3>) {
+    dispatch::run1_two(op, |sp, cx| rules::reduce_dim(&sp[0], dim, ShardedReduce::Gather, cx), t, |_, p| f(p))
+}
+
+/// The maximum over all elements of the values (or of their magnitudes): per-rank maxima made
+/// whole by an all-reduce(max) (`rules::reduce_all_max`).
+pub(crate) fn max_all<B: Backend, K: ShardKind<B>>(
+    op: &str,
+    t: DTensor<B, K>,
+    f: impl Fn(K::Prim) -> K::Prim + Sync,
+) -> DTensor<B, K> {
+    run1(op, |sp, cx| rules::reduce_all_max(&sp[0], cx), t, |_, p| f(p))
+}
+
+/// An op without a rule on two inputs: both gathered, run everywhere, `Replicate` out.
+pub(crate) fn gathered2<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind<B>>(
+    op: &str,
+    a: DTensor<B, K1>,
+    b: DTensor<B, K2>,
+    f: impl Fn(K1::Prim, K2::Prim) -> K3::Prim + Sync,
+) -> DTensor<B, K3> {
+    run2(op, fixed(Strategy::gathered(2)), a, b, |_, x, y| f(x, y))
+}
+
+/// An op without a rule on three inputs: all gathered, run everywhere, `Replicate` out.
+pub(crate) fn gathered3<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind<B>, K4: ShardKind<B>>(
+    op: &str,
+    a: DTensor<B, K1>,
+    b: DTensor<B, K2>,
+    c: DTensor<B, K3>,
+    f: impl Fn(K1::Prim, K2::Prim, K3::Prim) -> K4::Prim + Sync,
+) -> DTensor<B, K4> {
+    run3(op, fixed(Strategy::gathered(3)), a, b, c, |_, x, y, z| f(x, y, z))
+}
+
+/// An op on two inputs that runs rank-local where both are split along the batch (`Shard(0)`,
+/// the output too: grid sampling, per-sample ops), and gathered otherwise.
+pub(crate) fn batchwise2<B: Backend, K1: ShardKind<B>, K2: ShardKind<B>, K3: ShardKind<B>>(
+    op: &str,
+    a: DTensor<B, K1>,
+    b: DTensor<B, K2>,
+    f: impl Fn(K1::Prim, K2::Prim) -> K3::Prim + Sync,
+) -> DTensor<B, K3> {
+    let rule = |sp: &[Spec], cx: &Context| {
+        let split = |s: &Spec| s.placement == Placement::Shard(0) && s.shape[0] >= cx.ranks;
+        match split(&sp[0]) && split(&sp[1]) && sp[0].shape[0] == sp[1].shape[0] {
+            true => Strategy::local(vec![Placement::Shard(0); 2], Placement::Shard(0)),
+            false => Strategy::gathered(2),
+        }
+    };
+    run2(op, rule, a, b, |_, x, y| f(x, y))
 }

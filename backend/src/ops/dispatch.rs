@@ -517,7 +517,7 @@ pub(crate) fn replicate_with<B: Backend, K: ShardKind<B>>(
     mesh: &MeshDevice<B::Device>,
     make: impl Fn(&B::Device) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    DTensor::replicated(mesh.clone(), |r| make(mesh.rank_device(r)))
+    as_created(DTensor::replicated(mesh.clone(), |r| make(mesh.rank_device(r))))
 }
 
 /// A tensor drawn once on rank 0 (by rank 0's process only) and broadcast, so replicas agree.
@@ -526,7 +526,19 @@ pub(crate) fn drawn_on_rank0<B: Backend, K: ShardKind<B>>(
     draw: impl FnOnce(&B::Device) -> K::Prim,
 ) -> DTensor<B, K> {
     let drawn = mesh.is_local(0).then(|| draw(mesh.rank_device(0)));
-    collectives::broadcast::<B, K>(mesh, drawn, 0)
+    as_created(collectives::broadcast::<B, K>(mesh, drawn, 0))
+}
+
+/// A new tensor `t` (replicated) laid out as its mesh handle creates tensors
+/// ([`MeshDevice::creating`]): sliced where it splits (each rank keeps its own slice, nothing
+/// moves), replicated where it does not.
+fn as_created<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>) -> DTensor<B, K> {
+    match t.mesh.creation() {
+        Placement::Shard(d) if d < t.shape.num_dims() && can_shard(t.shape[d], t.ranks()) && t.ranks() > 1 => {
+            bring(t, Placement::Shard(d))
+        }
+        _ => t,
+    }
 }
 
 /// Moves a tensor to another mesh (or returns it if it is on `device` already).

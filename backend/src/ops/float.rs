@@ -2,7 +2,8 @@
 
 use burn::tensor::backend::{Backend, ExecutionError};
 use burn::tensor::ops::FloatTensorOps;
-use burn::tensor::{Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
+use burn::tensor::ops::GridSampleOptions;
+use burn::tensor::{BoolDType, Distribution, FloatDType, IndexingUpdateOp, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::mesh::MeshDevice;
@@ -10,6 +11,7 @@ use crate::ops::common;
 use crate::ops::dispatch::{drawn_on_rank0, replicate_with, to_mesh, whole};
 use crate::ops::macros::{along_dim_ops, binary_ops, cmp_elem_ops, cmp_ops, scalar_ops, unary_ops};
 use crate::rules::{Linearity, ShardedReduce};
+use crate::spec::placement::Placement;
 use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
 
 type F<B> = HybridFloat<B>;
@@ -249,5 +251,193 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
 
     fn float_is_require_grad(tensor: &F<B>) -> bool {
         B::float_is_require_grad(&tensor.shards[0])
+    }
+
+    // Ops Burn gives a default body: each runs the inner backend's own op (Burn's default is
+    // another arithmetic: `prod` through exp-sum-log, `mean` through a sum that overflows f16,
+    // `gather_nd` a panic), by a rule where one is natural, gathered otherwise.
+
+    fn float_repeat_dim(tensor: F<B>, dim: usize, times: usize) -> F<B> {
+        common::along_dim::<B, FloatKind, FloatKind>("float_repeat_dim", tensor, dim, |p| {
+            B::float_repeat_dim(p, dim, times)
+        })
+    }
+
+    fn float_clamp_min(tensor: F<B>, min: Scalar) -> F<B> {
+        common::unary::<B, FloatKind, FloatKind>("float_clamp_min", tensor, Linearity::None, |p| {
+            B::float_clamp_min(p, min)
+        })
+    }
+
+    fn float_clamp_max(tensor: F<B>, max: Scalar) -> F<B> {
+        common::unary::<B, FloatKind, FloatKind>("float_clamp_max", tensor, Linearity::None, |p| {
+            B::float_clamp_max(p, max)
+        })
+    }
+
+    fn float_clamp(tensor: F<B>, min: Scalar, max: Scalar) -> F<B> {
+        common::unary::<B, FloatKind, FloatKind>("float_clamp", tensor, Linearity::None, |p| {
+            B::float_clamp(p, min, max)
+        })
+    }
+
+    fn float_transpose(tensor: F<B>) -> F<B> {
+        let n = tensor.shape.num_dims();
+        let axes = common::swap_axes(n, n.saturating_sub(2), n.saturating_sub(1));
+        common::permute(tensor, &axes, |p| B::float_transpose(p))
+    }
+
+    fn float_gather_nd(data: F<B>, indices: I<B>) -> F<B> {
+        common::gathered2::<B, FloatKind, IntKind, FloatKind>("float_gather_nd", data, indices, |d, i| {
+            B::float_gather_nd(d, i)
+        })
+    }
+
+    fn float_scatter_nd(data: F<B>, indices: I<B>, values: F<B>, reduction: IndexingUpdateOp) -> F<B> {
+        common::gathered3::<B, FloatKind, IntKind, FloatKind, FloatKind>(
+            "float_scatter_nd",
+            data,
+            indices,
+            values,
+            |d, i, v| B::float_scatter_nd(d, i, v, reduction),
+        )
+    }
+
+    cmp_ops!(FloatKind; float_not_equal);
+    cmp_elem_ops!(FloatKind; float_not_equal_elem);
+
+    fn float_prod(tensor: F<B>) -> F<B> {
+        common::gathered::<B, FloatKind, FloatKind>("float_prod", tensor, |p| B::float_prod(p))
+    }
+
+    fn float_prod_dim(tensor: F<B>, dim: usize) -> F<B> {
+        common::along_dim::<B, FloatKind, FloatKind>("float_prod_dim", tensor, dim, |p| B::float_prod_dim(p, dim))
+    }
+
+    /// The inner mean on each rank's piece; over a split tensor, each weighted by its share of
+    /// the elements, a summand of the global mean (`Partial`: the mean of a loss over batch
+    /// shards moves nothing until it is read). Burn's default, a sum divided by the count,
+    /// overflows f16 where the inner mean does not.
+    fn float_mean(tensor: F<B>) -> F<B> {
+        // Each piece's share of the global tensor (on a mesh of nodes a process sees a view).
+        let total = tensor.global.num_elements();
+        let rule = |sp: &[crate::rules::Spec], cx: &crate::rules::Context| match sp[0].placement {
+            Placement::Shard(d) if sp[0].shape[d] >= cx.ranks => {
+                crate::rules::Strategy::local(vec![sp[0].placement], Placement::PARTIAL_SUM)
+            }
+            Placement::Shard(_) => crate::rules::Strategy::gathered(1),
+            p @ Placement::Partial(crate::ReduceOp::Sum) => crate::rules::Strategy::local(vec![p], p),
+            _ => crate::rules::Strategy::local(vec![Placement::Replicate], Placement::Replicate),
+        };
+        crate::ops::dispatch::run1("float_mean", rule, tensor, |_, p| {
+            let n = burn::tensor::TensorMetadata::shape(&p).num_elements();
+            let mean = B::float_mean(p);
+            match n != total {
+                true => B::float_mul_scalar(mean, Scalar::Float(n as f64 / total as f64)),
+                false => mean,
+            }
+        })
+    }
+
+    fn float_powi(lhs: F<B>, rhs: I<B>) -> F<B> {
+        common::binary::<B, FloatKind, IntKind, FloatKind>("float_powi", lhs, rhs, Linearity::None, |a, b| {
+            B::float_powi(a, b)
+        })
+    }
+
+    scalar_ops!(FloatKind; float_powi_scalar, float_powf_scalar);
+
+    fn float_max(tensor: F<B>) -> F<B> {
+        common::max_all("float_max", tensor, |p| B::float_max(p))
+    }
+
+    fn float_max_abs(tensor: F<B>) -> F<B> {
+        common::max_all("float_max_abs", tensor, |p| B::float_max_abs(p))
+    }
+
+    fn float_max_abs_dim(tensor: F<B>, dim: usize) -> F<B> {
+        common::reduce_dim::<B, FloatKind, FloatKind>("float_max_abs_dim", tensor, dim, ShardedReduce::Max, |p| {
+            B::float_max_abs_dim(p, dim)
+        })
+    }
+
+    fn float_min(tensor: F<B>) -> F<B> {
+        common::gathered::<B, FloatKind, FloatKind>("float_min", tensor, |p| B::float_min(p))
+    }
+
+    fn float_min_dim(tensor: F<B>, dim: usize) -> F<B> {
+        common::along_dim::<B, FloatKind, FloatKind>("float_min_dim", tensor, dim, |p| B::float_min_dim(p, dim))
+    }
+
+    fn float_max_dim_with_indices(tensor: F<B>, dim: usize, indices_dtype: IntDType) -> (F<B>, I<B>) {
+        common::along_dim_pair::<B, FloatKind, FloatKind, IntKind>("float_max_dim_with_indices", tensor, dim, |p| {
+            B::float_max_dim_with_indices(p, dim, indices_dtype)
+        })
+    }
+
+    fn float_min_dim_with_indices(tensor: F<B>, dim: usize, indices_dtype: IntDType) -> (F<B>, I<B>) {
+        common::along_dim_pair::<B, FloatKind, FloatKind, IntKind>("float_min_dim_with_indices", tensor, dim, |p| {
+            B::float_min_dim_with_indices(p, dim, indices_dtype)
+        })
+    }
+
+    fn float_any(tensor: F<B>, out_dtype: BoolDType) -> Bo<B> {
+        common::gathered::<B, FloatKind, BoolKind>("float_any", tensor, |p| B::float_any(p, out_dtype))
+    }
+
+    fn float_any_dim(tensor: F<B>, dim: usize, out_dtype: BoolDType) -> Bo<B> {
+        common::along_dim::<B, FloatKind, BoolKind>("float_any_dim", tensor, dim, |p| {
+            B::float_any_dim(p, dim, out_dtype)
+        })
+    }
+
+    fn float_all(tensor: F<B>, out_dtype: BoolDType) -> Bo<B> {
+        common::gathered::<B, FloatKind, BoolKind>("float_all", tensor, |p| B::float_all(p, out_dtype))
+    }
+
+    fn float_all_dim(tensor: F<B>, dim: usize, out_dtype: BoolDType) -> Bo<B> {
+        common::along_dim::<B, FloatKind, BoolKind>("float_all_dim", tensor, dim, |p| {
+            B::float_all_dim(p, dim, out_dtype)
+        })
+    }
+
+    unary_ops!(FloatKind; float_sign);
+
+    fn float_topk(tensor: F<B>, dim: usize, k: usize) -> F<B> {
+        common::along_dim::<B, FloatKind, FloatKind>("float_topk", tensor, dim, |p| B::float_topk(p, dim, k))
+    }
+
+    fn float_sort(tensor: F<B>, dim: usize, descending: bool) -> F<B> {
+        common::along_dim::<B, FloatKind, FloatKind>("float_sort", tensor, dim, |p| B::float_sort(p, dim, descending))
+    }
+
+    fn float_sort_with_indices(tensor: F<B>, dim: usize, descending: bool, indices_dtype: IntDType) -> (F<B>, I<B>) {
+        common::along_dim_pair::<B, FloatKind, FloatKind, IntKind>("float_sort_with_indices", tensor, dim, |p| {
+            B::float_sort_with_indices(p, dim, descending, indices_dtype)
+        })
+    }
+
+    fn float_argsort(tensor: F<B>, dim: usize, descending: bool, out_dtype: IntDType) -> I<B> {
+        common::along_dim::<B, FloatKind, IntKind>("float_argsort", tensor, dim, |p| {
+            B::float_argsort(p, dim, descending, out_dtype)
+        })
+    }
+
+    fn float_grid_sample_2d(tensor: F<B>, grid: F<B>, options: GridSampleOptions) -> F<B> {
+        common::batchwise2::<B, FloatKind, FloatKind, FloatKind>("float_grid_sample_2d", tensor, grid, |t, g| {
+            B::float_grid_sample_2d(t, g, options.clone())
+        })
+    }
+
+    fn float_is_nan(tensor: F<B>, out_dtype: BoolDType) -> Bo<B> {
+        common::unary::<B, FloatKind, BoolKind>("float_is_nan", tensor, Linearity::None, |p| {
+            B::float_is_nan(p, out_dtype)
+        })
+    }
+
+    fn float_is_inf(tensor: F<B>, out_dtype: BoolDType) -> Bo<B> {
+        common::unary::<B, FloatKind, BoolKind>("float_is_inf", tensor, Linearity::None, |p| {
+            B::float_is_inf(p, out_dtype)
+        })
     }
 }

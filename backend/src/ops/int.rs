@@ -2,7 +2,7 @@
 
 use burn::tensor::backend::{Backend, ExecutionError};
 use burn::tensor::ops::IntTensorOps;
-use burn::tensor::{Distribution, FloatDType, IntDType, Scalar, Shape, Slice, TensorData};
+use burn::tensor::{BoolDType, Distribution, FloatDType, IndexingUpdateOp, IntDType, Scalar, Shape, Slice, TensorData};
 
 use crate::backend::{Hybrid, HybridBool, HybridFloat, HybridInt};
 use crate::mesh::MeshDevice;
@@ -204,5 +204,140 @@ impl<B: Backend> IntTensorOps<Self> for Hybrid<B> {
 
     fn int_cat(tensors: Vec<I<B>>, dim: usize) -> I<B> {
         common::cat(tensors, dim)
+    }
+
+    // Ops Burn gives a default body: each runs the inner backend's own op, by a rule where one
+    // is natural, gathered otherwise (see float.rs).
+
+    fn int_gather_nd(data: I<B>, indices: I<B>) -> I<B> {
+        common::gathered2::<B, IntKind, IntKind, IntKind>("int_gather_nd", data, indices, |d, i| B::int_gather_nd(d, i))
+    }
+
+    fn int_scatter_nd(data: I<B>, indices: I<B>, values: I<B>, reduction: IndexingUpdateOp) -> I<B> {
+        common::gathered3::<B, IntKind, IntKind, IntKind, IntKind>(
+            "int_scatter_nd",
+            data,
+            indices,
+            values,
+            |d, i, v| B::int_scatter_nd(d, i, v, reduction),
+        )
+    }
+
+    fn int_repeat_dim(tensor: I<B>, dim: usize, times: usize) -> I<B> {
+        common::along_dim::<B, IntKind, IntKind>("int_repeat_dim", tensor, dim, |p| B::int_repeat_dim(p, dim, times))
+    }
+
+    cmp_ops!(IntKind; int_not_equal);
+    cmp_elem_ops!(IntKind; int_not_equal_elem);
+
+    fn int_powi(lhs: I<B>, rhs: I<B>) -> I<B> {
+        common::binary::<B, IntKind, IntKind, IntKind>("int_powi", lhs, rhs, Linearity::None, |a, b| B::int_powi(a, b))
+    }
+
+    scalar_ops!(IntKind; int_powi_scalar, int_powi_scalar_impl, int_clamp_min, int_clamp_max);
+
+    fn int_clamp(tensor: I<B>, min: Scalar, max: Scalar) -> I<B> {
+        common::unary::<B, IntKind, IntKind>("int_clamp", tensor, Linearity::None, |p| B::int_clamp(p, min, max))
+    }
+
+    fn int_neg(tensor: I<B>) -> I<B> {
+        common::unary::<B, IntKind, IntKind>("int_neg", tensor, Linearity::Linear, |p| B::int_neg(p))
+    }
+
+    fn int_full(shape: Shape, fill_value: Scalar, device: &MeshDevice<B::Device>, dtype: IntDType) -> I<B> {
+        replicate_with::<B, IntKind>(device, |d| B::int_full(shape.clone(), fill_value, d, dtype))
+    }
+
+    fn int_arange(range: std::ops::Range<i64>, device: &MeshDevice<B::Device>, dtype: IntDType) -> I<B> {
+        replicate_with::<B, IntKind>(device, |d| B::int_arange(range.clone(), d, dtype))
+    }
+
+    fn int_arange_step(
+        range: std::ops::Range<i64>,
+        step: usize,
+        device: &MeshDevice<B::Device>,
+        dtype: IntDType,
+    ) -> I<B> {
+        replicate_with::<B, IntKind>(device, |d| B::int_arange_step(range.clone(), step, d, dtype))
+    }
+
+    fn int_mean(tensor: I<B>) -> I<B> {
+        common::gathered::<B, IntKind, IntKind>("int_mean", tensor, |p| B::int_mean(p))
+    }
+
+    fn int_max(tensor: I<B>) -> I<B> {
+        common::max_all("int_max", tensor, |p| B::int_max(p))
+    }
+
+    fn int_max_abs(tensor: I<B>) -> I<B> {
+        common::max_all("int_max_abs", tensor, |p| B::int_max_abs(p))
+    }
+
+    fn int_max_abs_dim(tensor: I<B>, dim: usize) -> I<B> {
+        common::reduce_dim::<B, IntKind, IntKind>("int_max_abs_dim", tensor, dim, ShardedReduce::Max, |p| {
+            B::int_max_abs_dim(p, dim)
+        })
+    }
+
+    fn int_min(tensor: I<B>) -> I<B> {
+        common::gathered::<B, IntKind, IntKind>("int_min", tensor, |p| B::int_min(p))
+    }
+
+    fn int_min_dim(tensor: I<B>, dim: usize) -> I<B> {
+        common::along_dim::<B, IntKind, IntKind>("int_min_dim", tensor, dim, |p| B::int_min_dim(p, dim))
+    }
+
+    fn int_max_dim_with_indices(tensor: I<B>, dim: usize) -> (I<B>, I<B>) {
+        common::along_dim_pair::<B, IntKind, IntKind, IntKind>("int_max_dim_with_indices", tensor, dim, |p| {
+            B::int_max_dim_with_indices(p, dim)
+        })
+    }
+
+    fn int_min_dim_with_indices(tensor: I<B>, dim: usize) -> (I<B>, I<B>) {
+        common::along_dim_pair::<B, IntKind, IntKind, IntKind>("int_min_dim_with_indices", tensor, dim, |p| {
+            B::int_min_dim_with_indices(p, dim)
+        })
+    }
+
+    fn int_transpose(tensor: I<B>) -> I<B> {
+        let n = tensor.shape.num_dims();
+        let axes = common::swap_axes(n, n.saturating_sub(2), n.saturating_sub(1));
+        common::permute(tensor, &axes, |p| B::int_transpose(p))
+    }
+
+    fn int_any(tensor: I<B>, out_dtype: BoolDType) -> Bo<B> {
+        common::gathered::<B, IntKind, BoolKind>("int_any", tensor, |p| B::int_any(p, out_dtype))
+    }
+
+    fn int_any_dim(tensor: I<B>, dim: usize, out_dtype: BoolDType) -> Bo<B> {
+        common::along_dim::<B, IntKind, BoolKind>("int_any_dim", tensor, dim, |p| B::int_any_dim(p, dim, out_dtype))
+    }
+
+    fn int_all(tensor: I<B>, out_dtype: BoolDType) -> Bo<B> {
+        common::gathered::<B, IntKind, BoolKind>("int_all", tensor, |p| B::int_all(p, out_dtype))
+    }
+
+    fn int_all_dim(tensor: I<B>, dim: usize, out_dtype: BoolDType) -> Bo<B> {
+        common::along_dim::<B, IntKind, BoolKind>("int_all_dim", tensor, dim, |p| B::int_all_dim(p, dim, out_dtype))
+    }
+
+    unary_ops!(IntKind; int_sign);
+
+    fn int_topk(tensor: I<B>, dim: usize, k: usize) -> I<B> {
+        common::along_dim::<B, IntKind, IntKind>("int_topk", tensor, dim, |p| B::int_topk(p, dim, k))
+    }
+
+    fn int_sort(tensor: I<B>, dim: usize, descending: bool) -> I<B> {
+        common::along_dim::<B, IntKind, IntKind>("int_sort", tensor, dim, |p| B::int_sort(p, dim, descending))
+    }
+
+    fn int_sort_with_indices(tensor: I<B>, dim: usize, descending: bool) -> (I<B>, I<B>) {
+        common::along_dim_pair::<B, IntKind, IntKind, IntKind>("int_sort_with_indices", tensor, dim, |p| {
+            B::int_sort_with_indices(p, dim, descending)
+        })
+    }
+
+    fn int_argsort(tensor: I<B>, dim: usize, descending: bool) -> I<B> {
+        common::along_dim::<B, IntKind, IntKind>("int_argsort", tensor, dim, |p| B::int_argsort(p, dim, descending))
     }
 }

@@ -14,6 +14,7 @@ use crate::ops::dispatch::{
     assemble, context, fixed, gathered_all, outer_opt, run1, run1_two, run2, run3, run_opt, run_opt_inner, spec,
     OuterLayout,
 };
+use crate::rules::resolved;
 use crate::rules::{self, Context, ConvLayout, ConvPass, Spec, Strategy};
 use crate::spec::placement::Placement;
 use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
@@ -21,6 +22,20 @@ use crate::tensor::kind::{BoolKind, FloatKind, IntKind};
 type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
 type Bo<B> = HybridBool<B>;
+
+/// The rule of a convolution gradient from a batch-split input and output gradient with a
+/// whole filter: rank-local, the result `out` (the input gradient stays split; the filter
+/// gradient is a summand per rank); gathered otherwise.
+fn batch_grad(out: Placement) -> impl Fn(&[Spec], &Context) -> Strategy {
+    move |sp: &[Spec], cx: &Context| {
+        let split = |s: &Spec| s.placement == Placement::Shard(0) && s.shape[0] >= cx.ranks;
+        if split(&sp[0]) && resolved(sp[1].placement) == Placement::Replicate && split(&sp[2]) {
+            let inputs = vec![Placement::Shard(0), Placement::Replicate, Placement::Shard(0)];
+            return Strategy::local(inputs, out);
+        }
+        Strategy::gathered(3)
+    }
+}
 
 /// The options each rank runs a convolution with: under the two-tower layout each rank holds
 /// `groups / K` of the groups.
@@ -298,6 +313,164 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
 
     fn irfft(spectrum_re: F<B>, spectrum_im: F<B>, dim: usize, n: Option<usize>) -> F<B> {
         run2("irfft", fixed(Strategy::gathered(2)), spectrum_re, spectrum_im, |_, a, b| B::irfft(a, b, dim, n))
+    }
+
+    // Ops Burn gives a default body that Flex runs its own way: the inner backend's op, by a
+    // rule where one is natural (batch shards), gathered otherwise.
+
+    fn conv1d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<1>) -> F<B> {
+        let with_bias = bias.is_some();
+        let rule = |sp: &[Spec], _: &Context| rules::conv_transpose(&sp[0], &sp[1], with_bias);
+        run_opt("conv1d", rule, x, weight, bias, |_, x, w, b| B::conv1d(x, w, b, options.clone()))
+    }
+
+    fn conv_transpose1d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<1>) -> F<B> {
+        let with_bias = bias.is_some();
+        let rule = |sp: &[Spec], _: &Context| rules::conv_transpose(&sp[0], &sp[1], with_bias);
+        run_opt("conv_transpose1d", rule, x, weight, bias, |_, x, w, b| B::conv_transpose1d(x, w, b, options.clone()))
+    }
+
+    /// The input gradient of a batch-split 1-D convolution stays split (as conv2d's).
+    fn conv1d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<1>) -> F<B> {
+        run3("conv1d_x_backward", batch_grad(Placement::Shard(0)), x, weight, output_grad, |_, x, w, g| {
+            B::conv1d_x_backward(x, w, g, options.clone())
+        })
+    }
+
+    /// The weight gradient of a batch-split 1-D convolution is a summand per rank (`Partial`).
+    fn conv1d_weight_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<1>) -> F<B> {
+        run3("conv1d_weight_backward", batch_grad(Placement::PARTIAL_SUM), x, weight, output_grad, |_, x, w, g| {
+            B::conv1d_weight_backward(x, w, g, options.clone())
+        })
+    }
+
+    fn conv3d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<3>) -> F<B> {
+        run3("conv3d_x_backward", fixed(Strategy::gathered(3)), x, weight, output_grad, |_, x, w, g| {
+            B::conv3d_x_backward(x, w, g, options.clone())
+        })
+    }
+
+    fn conv3d_weight_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<3>) -> F<B> {
+        run3("conv3d_weight_backward", fixed(Strategy::gathered(3)), x, weight, output_grad, |_, x, w, g| {
+            B::conv3d_weight_backward(x, w, g, options.clone())
+        })
+    }
+
+    fn ctc_loss(log_probs: F<B>, targets: I<B>, input_lengths: I<B>, target_lengths: I<B>, blank: usize) -> F<B> {
+        let mut floats = gathered_all::<B, FloatKind>("ctc_loss", vec![Some(log_probs)]).into_iter();
+        let log_probs = floats.next().flatten().expect("log_probs");
+        let mut ints =
+            gathered_all::<B, IntKind>("ctc_loss", vec![Some(targets), Some(input_lengths), Some(target_lengths)])
+                .into_iter()
+                .flatten();
+        let (targets, input_lengths, target_lengths) =
+            (ints.next().unwrap(), ints.next().unwrap(), ints.next().unwrap());
+        let mesh = log_probs.mesh.clone();
+        let shards = (0..log_probs.shards.len())
+            .map(|r| {
+                B::ctc_loss(
+                    log_probs.shards[r].clone(),
+                    targets.shards[r].clone(),
+                    input_lengths.shards[r].clone(),
+                    target_lengths.shards[r].clone(),
+                    blank,
+                )
+            })
+            .collect();
+        assemble(mesh, Placement::Replicate, shards)
+    }
+
+    fn has_ctc_loss_backward() -> bool {
+        B::has_ctc_loss_backward()
+    }
+
+    fn ctc_loss_backward(
+        log_probs: F<B>,
+        targets: I<B>,
+        input_lengths: I<B>,
+        target_lengths: I<B>,
+        grad_loss: F<B>,
+        blank: usize,
+    ) -> F<B> {
+        let mut floats = gathered_all::<B, FloatKind>("ctc_loss_backward", vec![Some(log_probs), Some(grad_loss)])
+            .into_iter()
+            .flatten();
+        let (log_probs, grad_loss) = (floats.next().unwrap(), floats.next().unwrap());
+        let mut ints = gathered_all::<B, IntKind>(
+            "ctc_loss_backward",
+            vec![Some(targets), Some(input_lengths), Some(target_lengths)],
+        )
+        .into_iter()
+        .flatten();
+        let (targets, input_lengths, target_lengths) =
+            (ints.next().unwrap(), ints.next().unwrap(), ints.next().unwrap());
+        let mesh = log_probs.mesh.clone();
+        let shards = (0..log_probs.shards.len())
+            .map(|r| {
+                B::ctc_loss_backward(
+                    log_probs.shards[r].clone(),
+                    targets.shards[r].clone(),
+                    input_lengths.shards[r].clone(),
+                    target_lengths.shards[r].clone(),
+                    grad_loss.shards[r].clone(),
+                    blank,
+                )
+            })
+            .collect();
+        assemble(mesh, Placement::Replicate, shards)
+    }
+
+    /// Rows of a batch-split index tensor look up their rows of a whole table on their rank.
+    fn embedding(weights: F<B>, indices: I<B>) -> F<B> {
+        let rule = |sp: &[Spec], cx: &Context| match (resolved(sp[0].placement), sp[1].placement) {
+            (Placement::Replicate, Placement::Shard(0)) if sp[1].shape[0] >= cx.ranks => {
+                Strategy::local(vec![Placement::Replicate, Placement::Shard(0)], Placement::Shard(0))
+            }
+            (Placement::Replicate, Placement::Replicate) => {
+                Strategy::local(vec![Placement::Replicate; 2], Placement::Replicate)
+            }
+            _ => Strategy::gathered(2),
+        };
+        run2::<B, FloatKind, IntKind, FloatKind>("embedding", rule, weights, indices, |_, w, i| B::embedding(w, i))
+    }
+
+    /// From batch-split gradients and indices each rank's table gradient is a summand
+    /// (`Partial`), as a weight gradient of batch shards is.
+    fn embedding_backward(weights: F<B>, output_grad: F<B>, indices: I<B>) -> F<B> {
+        let rule = |sp: &[Spec], cx: &Context| {
+            let split = |s: &Spec| s.placement == Placement::Shard(0) && s.shape[0] >= cx.ranks;
+            if resolved(sp[0].placement) == Placement::Replicate && split(&sp[1]) && split(&sp[2]) {
+                let inputs = vec![Placement::Replicate, Placement::Shard(0), Placement::Shard(0)];
+                return Strategy::local(inputs, Placement::PARTIAL_SUM);
+            }
+            Strategy::gathered(3)
+        };
+        run3::<B, FloatKind, FloatKind, IntKind, FloatKind>(
+            "embedding_backward",
+            rule,
+            weights,
+            output_grad,
+            indices,
+            |_, w, g, i| B::embedding_backward(w, g, i),
+        )
+    }
+
+    /// Normalised over the last dimension: rank-local wherever that dimension is whole.
+    fn layer_norm(tensor: F<B>, gamma: F<B>, beta: Option<F<B>>, epsilon: f64) -> F<B> {
+        let n = 2 + usize::from(beta.is_some());
+        let rule = move |sp: &[Spec], _: &Context| {
+            let last = sp[0].shape.num_dims() - 1;
+            let params_whole = sp[1..].iter().all(|s| resolved(s.placement) == Placement::Replicate);
+            match resolved(sp[0].placement) {
+                p @ (Placement::Replicate | Placement::Shard(_)) if p != Placement::Shard(last) && params_whole => {
+                    let mut inputs = vec![p];
+                    inputs.extend(std::iter::repeat_n(Placement::Replicate, n - 1));
+                    Strategy::local(inputs, p)
+                }
+                _ => Strategy::gathered(n),
+            }
+        };
+        run_opt("layer_norm", rule, tensor, gamma, beta, |_, t, g, b| B::layer_norm(t, g, b, epsilon))
     }
 }
 

@@ -69,12 +69,13 @@ pub(crate) fn scatter(tensor: &Spec, indices: &Spec, value: &Spec, dim: usize, c
 /// The rule of `select(tensor, dim, indices)`: local unless `dim` is the sharded one; the
 /// (small) indices are gathered.
 pub(crate) fn select(tensor: &Spec, dim: usize) -> Strategy {
-    let t = match resolved(tensor.placement) {
-        Placement::Shard(d) if d == dim => Placement::Replicate,
-        p => p,
+    let (t, gathered) = match resolved(tensor.placement) {
+        Placement::Shard(d) if d == dim => (Placement::Replicate, true),
+        p => (p, false),
     };
     let mut s = Strategy::local(vec![t, Placement::Replicate], t);
-    s.fallback = true;
+    // Gathering the indices is the rule (they are small); gathering the tensor is a fallback.
+    s.fallback = gathered;
     s
 }
 
@@ -91,12 +92,50 @@ pub(crate) fn select_add(tensor: &Spec, dim: usize, value: &Spec) -> Strategy {
 }
 
 /// The rule of `slice_assign(tensor, slices, value)`: local on a shard whose dimension the
-/// slices take whole (each rank writes its part of the value); gathered otherwise.
-pub(crate) fn slice_assign(tensor: &Spec, slices: &[Slice], value: &Spec) -> Strategy {
+/// slices take whole (each rank writes its part of the value, split alike); local on a shard
+/// whose dimension the slices cut to a range of step 1 (each rank writes the rows of the range
+/// it holds, from a whole value: `slice_rows` says which; not along an outer dimension, whose
+/// ranks are processes that each see their view); gathered otherwise.
+pub(crate) fn slice_assign(tensor: &Spec, slices: &[Slice], value: &Spec, ctx: &Context) -> Strategy {
     match tensor.placement {
         Placement::Shard(d) if covers_dim(slices, &tensor.shape, d) && value.shape[d] == tensor.shape[d] => {
             Strategy::local(vec![tensor.placement, tensor.placement], tensor.placement)
         }
+        Placement::Shard(d) if !ctx.between_processes && slice_rows(slices, &tensor.shape, d).is_some() => {
+            Strategy::local(vec![tensor.placement, Placement::Replicate], tensor.placement)
+        }
         _ => Strategy::gathered(2),
     }
+}
+
+/// The rows `[start, end)` that `slices` take of dimension `d` of `shape`, where they take a
+/// range of step 1 (negative ends counted from the end, as Burn counts them).
+pub(crate) fn slice_rows(slices: &[Slice], shape: &burn::tensor::Shape, d: usize) -> Option<(usize, usize)> {
+    let len = shape[d] as isize;
+    let Some(s) = slices.get(d) else { return Some((0, len as usize)) };
+    let resolve = |i: isize| if i < 0 { i + len } else { i };
+    let (start, end) = (resolve(s.start), resolve(s.end.unwrap_or(len)));
+    (s.step == 1 && 0 <= start && start <= end && end <= len).then_some((start as usize, end as usize))
+}
+
+/// What one rank does of a `slice_assign` whose rows `rows` of dimension `d` span the ranks
+/// (the rule's second case): of its own rows `own`, the ones in the range, as slices of its
+/// piece and of the whole value; `None` where it holds none of them.
+pub(crate) fn slice_assign_part(
+    slices: &[Slice],
+    rank_dims: usize,
+    d: usize,
+    rows: (usize, usize),
+    own: std::ops::Range<usize>,
+) -> Option<(Vec<Slice>, Vec<Slice>)> {
+    let (lo, hi) = (rows.0.max(own.start), rows.1.min(own.end));
+    if lo >= hi {
+        return None;
+    }
+    let mut piece: Vec<Slice> = slices.to_vec();
+    piece.resize(rank_dims, Slice::new(0, None, 1));
+    piece[d] = Slice::new((lo - own.start) as isize, Some((hi - own.start) as isize), 1);
+    let mut value = vec![Slice::new(0, None, 1); rank_dims];
+    value[d] = Slice::new((lo - rows.0) as isize, Some((hi - rows.0) as isize), 1);
+    Some((piece, value))
 }

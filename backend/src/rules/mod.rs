@@ -20,10 +20,12 @@ pub(crate) mod table;
 
 pub(crate) use conv::{conv, conv_transpose, pool, pool_backward, ConvLayout, ConvPass};
 pub(crate) use elementwise::{elementwise, elementwise_except, Linearity};
-pub(crate) use indexed::{gather, scatter, select, select_add, slice_assign, GatherRule};
+pub(crate) use indexed::{
+    gather, scatter, select, select_add, slice_assign, slice_assign_part, slice_rows, GatherRule,
+};
 pub(crate) use matmul::matmul;
-pub(crate) use reduce::{arg_extreme, reduce_all, reduce_dim, ArgRule, ShardedReduce};
+pub(crate) use reduce::{arg_extreme, reduce_all, reduce_all_max, reduce_dim, ArgRule, ShardedReduce};
 pub(crate) use shape::{
     cat, expand, flip, localise as localise_slices, permute, reshape, slice, unfold, within_one_shard,
 };
-pub(crate) use strategy::{Context, Run, Spec, Strategy};
+pub(crate) use strategy::{resolved, Context, Run, Spec, Strategy};

@@ -345,8 +345,19 @@ fn rows() -> Vec<Row> {
         row(
             "slice_assign",
             vec![("x", spec(&m, S(0))), ("v", spec(&[8, 2], S(0)))],
-            slice_assign(&spec(&m, S(0)), &[Slice::new(0, None, 1), Slice::new(1, Some(3), 1)], &spec(&[8, 2], S(0))),
+            slice_assign(
+                &spec(&m, S(0)),
+                &[Slice::new(0, None, 1), Slice::new(1, Some(3), 1)],
+                &spec(&[8, 2], S(0)),
+                &k2,
+            ),
             "each rank writes its rows",
+        ),
+        row(
+            "slice_assign, a range of the sharded dim",
+            vec![("x", spec(&m, S(0))), ("v", spec(&[3, 6], S(0)))],
+            slice_assign(&spec(&m, S(0)), &[Slice::new(2, Some(5), 1)], &spec(&[3, 6], S(0)), &k2),
+            "each rank writes the rows of the range it holds",
         ),
         row(
             "reshape, flatten",

@@ -5,6 +5,7 @@ mod conv_grad;
 mod empty_work;
 mod equivalence;
 mod exchange_order;
+mod forwarded_ops;
 mod kept;
 mod kinds;
 mod lifetimes;
