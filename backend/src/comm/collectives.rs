@@ -474,7 +474,15 @@ fn shard_locally_view<B: Backend, K: ShardKind<B>>(t: DTensor<B, K>, dim: usize)
     }
     let ranges = shard_ranges(t.shape[dim], t.ranks());
     let shape = t.shape.clone();
+    let empty = shape.num_elements() == 0;
     t.map_placed::<K>(shape.clone(), Placement::Shard(dim), |r, p| {
+        if empty {
+            // A fresh empty piece, not a view into an empty buffer at an offset (Flex 0.21's
+            // reductions index such a view's storage and panic).
+            let mut piece = shape.clone();
+            piece[dim] = ranges[r].len();
+            return K::zeros_shaped(&p, piece);
+        }
         K::slice(p, &slices_along(&shape, dim, ranges[r].clone()))
     })
 }

@@ -376,14 +376,28 @@ pub(crate) fn along_dim_pair<B: Backend, K: ShardKind<B>, K2: ShardKind<B>, K3: 
     dispatch::run1_two(op, |sp, cx| rules::reduce_dim(&sp[0], dim, ShardedReduce::Gather, cx), t, |_, p| f(p))
 }
 
-/// The maximum over all elements of the values (or of their magnitudes): per-rank maxima made
-/// whole by an all-reduce(max) (`rules::reduce_all_max`).
+/// The maximum over all elements of integer values (or of their magnitudes) by the inner op
+/// `f`: over a split tensor, each rank's maximum, gathered (one value a rank) and reduced by `f`
+/// again; otherwise rank-local (whole) or gathered. (Float maxima are gathered: how the inner
+/// maximum treats NaN need not split over pieces.)
 pub(crate) fn max_all<B: Backend, K: ShardKind<B>>(
     op: &str,
     t: DTensor<B, K>,
     f: impl Fn(K::Prim) -> K::Prim + Sync,
 ) -> DTensor<B, K> {
-    run1(op, |sp, cx| rules::reduce_all_max(&sp[0], cx), t, |_, p| f(p))
+    let split = match t.placement {
+        Placement::Shard(d) => t.shape[d] >= t.ranks() && t.shape.num_elements() > 0 && t.outer.is_empty(),
+        _ => false,
+    };
+    if !split {
+        return gathered(op, t, f);
+    }
+    let placement = t.placement;
+    let each = move |_: &[Spec], _: &Context| Strategy::local(vec![placement], Placement::Shard(0));
+    let candidates: DTensor<B, K> = run1(op, each, t, |_, p| K::reshape(f(p), Shape::new([1])));
+    // Gathering the candidates is the rule (one value a rank), not a fallback.
+    let whole = |_: &[Spec], _: &Context| Strategy::local(vec![Placement::Replicate], Placement::Replicate);
+    run1(op, whole, candidates, |_, p| f(p))
 }
 
 /// An op without a rule on two inputs: both gathered, run everywhere, `Replicate` out.

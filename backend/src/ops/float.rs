@@ -347,12 +347,15 @@ impl<B: Backend> FloatTensorOps<Self> for Hybrid<B> {
 
     scalar_ops!(FloatKind; float_powi_scalar, float_powf_scalar);
 
+    /// Gathered: the inner maximum's treatment of NaN need not split over pieces (Flex's
+    /// depends on where a NaN stands), so only the whole tensor gives its answer.
     fn float_max(tensor: F<B>) -> F<B> {
-        common::max_all("float_max", tensor, |p| B::float_max(p))
+        common::gathered::<B, FloatKind, FloatKind>("float_max", tensor, |p| B::float_max(p))
     }
 
+    /// Gathered, as `float_max`.
     fn float_max_abs(tensor: F<B>) -> F<B> {
-        common::max_all("float_max_abs", tensor, |p| B::float_max_abs(p))
+        common::gathered::<B, FloatKind, FloatKind>("float_max_abs", tensor, |p| B::float_max_abs(p))
     }
 
     fn float_max_abs_dim(tensor: F<B>, dim: usize) -> F<B> {

@@ -39,8 +39,25 @@ fn through_linear(lin: Linearity, places: &[Placement]) -> Option<Placement> {
     }
 }
 
-/// The rule of an elementwise op over `specs` (broadcasting shapes of equal rank).
+/// The rule of an elementwise op over `specs` (broadcasting shapes; operands of lower rank are
+/// aligned to the output's last dimensions, as NumPy and Burn's backends broadcast them).
 pub(crate) fn elementwise(lin: Linearity, specs: &[Spec], ctx: &Context) -> Strategy {
+    let rank = specs.iter().map(|s| s.shape.len()).max().unwrap_or(0);
+    if specs.iter().any(|s| s.shape.len() != rank) {
+        // Decided in the output's dimensions, each operand padded with leading ones; then each
+        // operand's placement said in its own (a split of a dimension it lacks is none).
+        let padded: Vec<Spec> = specs.iter().map(|s| padded(s, rank)).collect();
+        let mut s = elementwise(lin, &padded, ctx);
+        for (p, spec) in s.inputs.iter_mut().zip(specs) {
+            let lead = rank - spec.shape.len();
+            *p = match *p {
+                Placement::Shard(d) if d >= lead => Placement::Shard(d - lead),
+                Placement::Shard(_) => Placement::Replicate,
+                q => q,
+            };
+        }
+        return s;
+    }
     let places: Vec<Placement> = specs.iter().map(|s| s.placement).collect();
     if places.iter().all(|p| *p == Placement::Replicate) {
         return Strategy::local(places, Placement::Replicate);
@@ -98,6 +115,18 @@ pub(crate) fn elementwise(lin: Linearity, specs: &[Spec], ctx: &Context) -> Stra
     Strategy::local(inputs, target)
 }
 
+/// `spec` with `rank - len` leading dimensions of one, its split moved along.
+fn padded(spec: &Spec, rank: usize) -> Spec {
+    let lead = rank - spec.shape.len();
+    let mut dims = vec![1; lead];
+    dims.extend(spec.shape.iter());
+    let placement = match spec.placement {
+        Placement::Shard(d) => Placement::Shard(d + lead),
+        p => p,
+    };
+    Spec { shape: dims.into(), placement, kept_whole: spec.kept_whole }
+}
+
 /// The rule of an op elementwise in every dimension but `dim`, whose entries it mixes (the
 /// cross product): as elementwise unless that would leave `dim` sharded, then gathered.
 pub(crate) fn elementwise_except(dim: usize, specs: &[Spec], ctx: &Context) -> Strategy {
@@ -136,6 +165,14 @@ mod tests {
         assert_eq!((s.inputs.clone(), s.output), (vec![R, R], R));
         let s = elementwise(Linearity::Scaling, &[spec(&[4, 3], S(0)), spec(&[1, 3], SUM)], &ctx);
         assert_eq!((s.inputs.clone(), s.output), (vec![S(0), R], S(0)));
+        // Operands of lower rank align to the last dimensions: a matrix split by rows against a
+        // vector, a 3-D tensor split along its middle dimension against a 2-D one split by rows.
+        let s = elementwise(Linearity::None, &[spec(&[4, 3], S(0)), spec(&[3], R)], &ctx);
+        assert_eq!((s.inputs.clone(), s.output), (vec![S(0), R], S(0)));
+        let s = elementwise(Linearity::None, &[spec(&[2, 4, 5], S(1)), spec(&[4, 1], S(0))], &ctx);
+        assert_eq!((s.inputs.clone(), s.output), (vec![S(1), S(0)], S(1)));
+        let s = elementwise(Linearity::None, &[spec(&[2, 4, 5], S(2)), spec(&[4, 5], R)], &ctx);
+        assert_eq!((s.inputs.clone(), s.output), (vec![S(2), S(1)], S(2)));
         // Shapes that cannot be aligned fall back.
         let s = elementwise(Linearity::None, &[spec(&[4, 3], S(0)), spec(&[4, 1], S(1))], &ctx);
         assert!(s.fallback);

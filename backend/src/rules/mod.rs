@@ -24,7 +24,7 @@ pub(crate) use indexed::{
     gather, scatter, select, select_add, slice_assign, slice_assign_part, slice_rows, GatherRule,
 };
 pub(crate) use matmul::matmul;
-pub(crate) use reduce::{arg_extreme, reduce_all, reduce_all_max, reduce_dim, ArgRule, ShardedReduce};
+pub(crate) use reduce::{arg_extreme, reduce_all, reduce_dim, ArgRule, ShardedReduce};
 pub(crate) use shape::{
     cat, expand, flip, localise as localise_slices, permute, reshape, slice, unfold, within_one_shard,
 };

@@ -44,23 +44,6 @@ pub(crate) fn reduce_all(spec: &Spec) -> Strategy {
     }
 }
 
-/// The rule of a maximum over all elements (of the values or of their magnitudes): each rank
-/// takes its piece's maximum, made whole by an all-reduce(max); a piece that may be empty (a
-/// dimension split over more ranks than it has rows) is gathered instead, as a pending sum is
-/// (the maximum of summands is not the sum's).
-pub(crate) fn reduce_all_max(spec: &Spec, ctx: &Context) -> Strategy {
-    match spec.placement {
-        Placement::Replicate => Strategy::local(vec![Placement::Replicate], Placement::Replicate),
-        p @ Placement::Partial(ReduceOp::Max) => {
-            Strategy { then: Some(Placement::Replicate), ..Strategy::local(vec![p], Placement::Partial(ReduceOp::Max)) }
-        }
-        p @ Placement::Shard(d) if spec.shape[d] >= ctx.ranks => {
-            Strategy { then: Some(Placement::Replicate), ..Strategy::local(vec![p], Placement::Partial(ReduceOp::Max)) }
-        }
-        _ => Strategy::gathered(1),
-    }
-}
-
 /// How argmax / argmin along `dim` runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ArgRule {

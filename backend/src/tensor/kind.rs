@@ -34,7 +34,7 @@ pub trait ShardKind<B: Backend>: 'static {
     fn add(a: Self::Prim, b: Self::Prim) -> Self::Prim;
     /// Elementwise maximum (logical or for bool).
     fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim;
-    /// A zero tensor like `p` (the neutral summand).
+    /// A zero tensor like `p` (the neutral summand: negative zero for floats).
     fn zeros_like(p: &Self::Prim) -> Self::Prim {
         Self::zeros_shaped(p, p.shape())
     }
@@ -138,15 +138,20 @@ impl<B: Backend> ShardKind<B> for FloatKind {
     fn add(a: Self::Prim, b: Self::Prim) -> Self::Prim {
         B::float_add(a, b)
     }
+    /// The larger of `a` and `b`, a NaN in either winning (as the inner backends' own
+    /// maxima propagate it).
     fn max(a: Self::Prim, b: Self::Prim) -> Self::Prim {
         let a_smaller = B::float_lower(a.clone(), b.clone(), bool_dtype::<B>());
-        B::float_mask_where(a, a_smaller, b)
+        let take_b = B::bool_or(a_smaller, B::float_is_nan(b.clone(), bool_dtype::<B>()));
+        B::float_mask_where(a, take_b, b)
     }
+    /// Negative zeros: the additive identity of IEEE floats (`-0 + x` is `x` for every `x`,
+    /// `-0` included, where `+0 + -0` would lose the sign).
     fn zeros_shaped(p: &Self::Prim, shape: Shape) -> Self::Prim {
-        B::float_zeros(shape, &B::float_device(p), float_dtype(p.dtype()))
+        B::float_full(shape, burn::tensor::Scalar::Float(-0.0), &B::float_device(p), float_dtype(p.dtype()))
     }
     fn zero_where(p: Self::Prim, mask: B::BoolTensorPrimitive) -> Self::Prim {
-        B::float_mask_fill(p, mask, burn::tensor::Scalar::Float(0.0))
+        B::float_mask_fill(p, mask, burn::tensor::Scalar::Float(-0.0))
     }
     fn device_all_reduce(
         mesh: &crate::mesh::MeshDevice<B::Device>,

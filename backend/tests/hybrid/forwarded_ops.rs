@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The backend op traits and the files of burn-backend that define them.
-const TRAITS: [(&str, &str); 7] = [
+pub(crate) const TRAITS: [(&str, &str); 7] = [
     ("FloatTensorOps", "src/backend/ops/tensor.rs"),
     ("IntTensorOps", "src/backend/ops/int_tensor.rs"),
     ("BoolTensorOps", "src/backend/ops/bool_tensor.rs"),
@@ -30,7 +30,7 @@ const LEFT_TO_BURN: [(&str, &str); 0] = [];
 
 /// `src` with comments, string and character literals blanked (same length, newlines kept), so
 /// braces and names inside them do not count.
-fn code_only(src: &str) -> String {
+pub(crate) fn code_only(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = b.to_vec();
     let mut i = 0;
@@ -120,7 +120,7 @@ fn closing(code: &str, open: usize) -> usize {
 
 /// The names after `fn` at brace depth 0 of `body`, each with whether a body follows its
 /// signature (a default) or a `;`.
-fn trait_methods(code: &str, name: &str) -> Vec<(String, bool)> {
+pub(crate) fn trait_methods(code: &str, name: &str) -> Vec<(String, bool)> {
     let at = code.find(&format!("pub trait {name}")).unwrap_or_else(|| panic!("no trait {name}"));
     let open = at + code[at..].find('{').unwrap();
     let body = &code[open + 1..closing(code, open)];
@@ -228,7 +228,7 @@ fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The source folders of the packages cargo resolved for this workspace, by name and version.
-fn package_dirs() -> BTreeMap<(String, String), PathBuf> {
+pub(crate) fn package_dirs() -> BTreeMap<(String, String), PathBuf> {
     // This machine's platform only (cargo has not fetched other platforms' crates).
     let host = format!("{}-unknown-{}-gnu", std::env::consts::ARCH, std::env::consts::OS);
     let out = std::process::Command::new(env!("CARGO"))

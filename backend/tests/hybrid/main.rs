@@ -2,6 +2,7 @@
 //! former test file, so the crate's generic code is compiled and linked once for all of them.
 
 mod conv_grad;
+mod differential;
 mod empty_work;
 mod equivalence;
 mod exchange_order;
