@@ -26,16 +26,22 @@ fn placed_matmul(lhs: &Spec, rhs: &Spec, ctx: &Context) -> Strategy {
     let n = lhs.shape.num_dims();
     let (row, inner, last) = (n - 2, n - 1, n - 1);
     let local = |l: Placement, r: Placement, out: Placement| Strategy::local(vec![l, r], out);
+    // What the other operand must hold against a batch shard `d` of one: its own rows of `d`,
+    // or all of it where it broadcasts along `d` (size 1).
+    let batch = |other: &Spec, d: usize| if other.shape[d] == 1 { R } else { S(d) };
     match (lhs.placement, rhs.placement) {
         (R, R) => local(R, R, R),
-        // Data parallel: batch or row shards against a whole weight.
-        (S(d), R) if d < inner => local(S(d), R, S(d)),
+        // Data parallel: batch shards against the same batch shards of a whole right operand.
+        (S(d), R) if d < row => local(S(d), batch(rhs, d), S(d)),
+        // Data parallel: row shards against a whole weight.
+        (S(d), R) if d == row => local(S(d), R, S(d)),
         // Contraction dimension split on the left only: the right sliced for free, summands out.
         (S(d), R) if d == inner => local(S(d), S(row), SUM),
         // Batched matmul with the same batch shards on both sides.
         (S(d), S(e)) if d == e && d < row => local(S(d), S(d), S(d)),
-        // Batched matmul, whole left against batch shards on the right: the left sliced.
-        (R, S(d)) if d < row => local(S(d), S(d), S(d)),
+        // Batched matmul, whole left against batch shards on the right: the left sliced (or
+        // kept whole where it broadcasts along the batch dimension).
+        (R, S(d)) if d < row => local(batch(lhs, d), S(d), S(d)),
         // Model parallel: whole input against column-split weight.
         (R, S(d)) if d == last => local(R, S(last), S(last)),
         // Contraction dimension split on both sides: each rank holds a summand.
@@ -49,6 +55,14 @@ fn placed_matmul(lhs: &Spec, rhs: &Spec, ctx: &Context) -> Strategy {
         }
         // Activities all-gathered (scheme a) or columns gathered, then model parallel.
         (S(_), S(e)) if e == last => local(R, S(last), S(last)),
+        // Batch or row shards on the left against a right operand split some other way: the
+        // right gathered to what the shard needs (its own batch rows, or whole).
+        (S(d), S(_)) if d < row => local(S(d), batch(rhs, d), S(d)),
+        (S(d), S(_)) if d == row => local(S(d), R, S(d)),
+        // Contraction dimension split on the left: the right moved to the same split, summands out.
+        (S(d), S(_)) if d == inner => local(S(d), S(row), SUM),
+        // Batch shards on the right against a left operand split along its rows or contraction.
+        (S(_), S(e)) if e < row => local(batch(lhs, e), S(e), S(e)),
         // Linear in each argument.
         (SUM, R) => local(SUM, R, SUM),
         (R, SUM) => local(R, SUM, SUM),

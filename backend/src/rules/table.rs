@@ -209,11 +209,15 @@ fn rows() -> Vec<Row> {
         ([("x", S(1)), ("w", R)], k2, "contraction split: summands"),
         ([("x", S(1)), ("w", S(0))], k2, "contraction split on both sides"),
         ([("x", P), ("w", R)], k2, "linear in each argument"),
+        ([("x", S(0)), ("w", S(0))], k2, "row shards against a weight split another way: the weight made whole"),
     ] {
         let xs = spec(&x, inputs[0].1);
         let ws = spec(&w, inputs[1].1);
         rows.push(row("matmul", vec![("x", xs.clone()), ("w", ws.clone())], matmul(&xs, &ws, &ctx), why));
     }
+    let (xs, ws) = (spec(&[4, 8, 6], S(0)), spec(&[4, 6, 4], R));
+    let why = "batched: each rank multiplies its own batch rows";
+    rows.push(row("matmul", vec![("x", xs.clone()), ("w", ws.clone())], matmul(&xs, &ws, &k2), why));
     let (xs, ws) = (spec(&x, S(1)).kept(), spec(&w, S(1)));
     let why = "FC weight gradient with the activities the forward exchange kept";
     rows.push(row(

@@ -10,6 +10,7 @@ mod forwarded_ops;
 mod kept;
 mod kinds;
 mod lifetimes;
+mod matmul_placements;
 mod max_pool;
 mod meta_mesh;
 mod own_layout;
