@@ -105,6 +105,10 @@ pub(crate) fn elementwise(lin: Linearity, specs: &[Spec], ctx: &Context) -> Stra
             Placement::Replicate if s.shape[d] == 1 => Some(Placement::Replicate),
             Placement::Replicate if s.shape[d] == full && can_shard(full, ctx.ranks) => Some(target),
             Placement::Shard(_) if &s.shape == lead_shape => Some(target),
+            // Split along another dimension: gathered where it broadcasts along the lead's,
+            // re-split to the lead's layout where it spans it.
+            Placement::Shard(_) if s.shape[d] == 1 => Some(Placement::Replicate),
+            Placement::Shard(_) if s.shape[d] == full && can_shard(full, ctx.ranks) => Some(target),
             _ => None,
         };
         match to {
@@ -173,8 +177,13 @@ mod tests {
         assert_eq!((s.inputs.clone(), s.output), (vec![S(1), S(0)], S(1)));
         let s = elementwise(Linearity::None, &[spec(&[2, 4, 5], S(2)), spec(&[4, 5], R)], &ctx);
         assert_eq!((s.inputs.clone(), s.output), (vec![S(2), S(1)], S(2)));
-        // Shapes that cannot be aligned fall back.
-        let s = elementwise(Linearity::None, &[spec(&[4, 3], S(0)), spec(&[4, 1], S(1))], &ctx);
-        assert!(s.fallback);
+        // Operands split along different dimensions: the outer product's row vector gathered
+        // (it broadcasts along the lead's split), a spanning one re-split to the lead's layout.
+        let s = elementwise(Linearity::None, &[spec(&[4, 1], S(0)), spec(&[1, 6], S(1))], &ctx);
+        assert_eq!((s.inputs.clone(), s.output, s.fallback), (vec![S(0), R], S(0), false));
+        let s = elementwise(Linearity::None, &[spec(&[4, 6], S(0)), spec(&[4, 1], R), spec(&[4, 6], S(1))], &ctx);
+        assert_eq!((s.inputs.clone(), s.output, s.fallback), (vec![S(0), S(0), S(0)], S(0), false));
+        let s = elementwise(Linearity::None, &[spec(&[2, 4, 6], S(0)), spec(&[4, 6], S(0))], &ctx);
+        assert_eq!((s.inputs.clone(), s.output, s.fallback), (vec![S(0), R], S(0), false));
     }
 }

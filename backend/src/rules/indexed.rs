@@ -29,6 +29,10 @@ fn align(tensor: &Spec, indices: &Spec, dim: usize, ctx: &Context) -> Strategy {
         (R, R) => Strategy::local(vec![R, R], R),
         (S(d), S(e)) if d == e && d != dim && same_len(d) => Strategy::local(vec![S(d), S(d)], S(d)),
         (S(d), R) | (R, S(d)) if d != dim && same_len(d) => Strategy::local(vec![S(d), S(d)], S(d)),
+        // Split along different dimensions: the indices re-split as the tensor is where that
+        // keeps `dim` whole, else the tensor re-split as the indices are.
+        (S(d), S(_)) if d != dim && same_len(d) => Strategy::local(vec![S(d), S(d)], S(d)),
+        (S(_), S(e)) if e != dim && same_len(e) => Strategy::local(vec![S(e), S(e)], S(e)),
         _ => Strategy::gathered(2),
     }
 }
@@ -44,26 +48,27 @@ pub(crate) fn gather(tensor: &Spec, indices: &Spec, dim: usize, ctx: &Context) -
     GatherRule::Aligned(align(tensor, indices, dim, ctx))
 }
 
-/// The rule of `scatter_add(dim, tensor, indices, value)` (scatter_or for bool): as gather
-/// for tensor and indices, the value following their layout. Whole tensor and value stay
-/// whole: the (small, integer) indices are gathered instead of the values sliced, so the
-/// result can meet any layout later. Not between processes, where a gather is a round trip
-/// over the network and the result a slice of whole tensors costs nothing: there tensor and
-/// value are sliced as the indices are split.
+/// The rule of `scatter_add(dim, tensor, indices, value)` (scatter_or for bool). Whole tensor
+/// and value stay whole: the (small, integer) indices are gathered instead of the values
+/// sliced, so the result can meet any layout later. Not between processes, where a gather is
+/// a round trip over the network and the result a slice of whole tensors costs nothing. Else
+/// the first split of an operand along a dimension other than `dim` that all three span sets
+/// the layout, the others sliced or re-split to it; gathered otherwise.
 pub(crate) fn scatter(tensor: &Spec, indices: &Spec, value: &Spec, dim: usize, ctx: &Context) -> Strategy {
-    let whole = resolved(tensor.placement) == Placement::Replicate
-        && resolved(value.placement) == Placement::Replicate
-        && !ctx.between_processes;
-    let indices = if whole { Spec::new(indices.shape.clone(), Placement::Replicate) } else { indices.clone() };
-    let mut s = align(tensor, &indices, dim, ctx);
-    let value_to = match s.output {
-        Placement::Shard(d) if value.shape[d] == tensor.shape[d] => s.output,
-        Placement::Replicate => Placement::Replicate,
-        _ => return Strategy::gathered(3),
+    use Placement::{Replicate as R, Shard as S};
+    let places = [tensor, indices, value].map(|s| resolved(s.placement));
+    if places[0] == R && places[2] == R && !ctx.between_processes {
+        return Strategy::local(vec![R, R, R], R);
+    }
+    let spans = |d: usize| {
+        d != dim
+            && [indices, value].iter().all(|s| s.shape.get(d) == tensor.shape.get(d))
+            && can_shard(tensor.shape[d], ctx.ranks)
     };
-    s.fallback |= s.output == Placement::Replicate && !whole;
-    s.inputs.push(value_to);
-    s
+    match places.iter().filter_map(|p| p.shard_dim()).find(|&d| spans(d)) {
+        Some(d) => Strategy::local(vec![S(d), S(d), S(d)], S(d)),
+        None => Strategy::gathered(3),
+    }
 }
 
 /// The rule of `select(tensor, dim, indices)`: local unless `dim` is the sharded one; the
@@ -80,15 +85,18 @@ pub(crate) fn select(tensor: &Spec, dim: usize) -> Strategy {
 }
 
 /// The rule of `select_add(tensor, dim, indices, value)` (select_or for bool): local on a
-/// shard of another dimension that the value shares; gathered otherwise.
+/// split of the tensor or the value along another dimension that both span (the other sliced
+/// or re-split to it), the (small) indices gathered; whole when both are whole; gathered
+/// otherwise.
 pub(crate) fn select_add(tensor: &Spec, dim: usize, value: &Spec) -> Strategy {
-    let placement = match tensor.placement {
-        Placement::Shard(d) if d != dim && value.shape[d] == tensor.shape[d] => tensor.placement,
-        _ => Placement::Replicate,
-    };
-    let mut s = Strategy::local(vec![placement, Placement::Replicate, placement], placement);
-    s.fallback = true;
-    s
+    use Placement::{Replicate as R, Shard as S};
+    let places = [resolved(tensor.placement), resolved(value.placement)];
+    let spans = |d: usize| d != dim && value.shape.get(d) == tensor.shape.get(d);
+    match places.iter().filter_map(|p| p.shard_dim()).find(|&d| spans(d)) {
+        Some(d) => Strategy::local(vec![S(d), R, S(d)], S(d)),
+        None if places == [R, R] => Strategy::local(vec![R, R, R], R),
+        None => Strategy::gathered(3),
+    }
 }
 
 /// The rule of `slice_assign(tensor, slices, value)`: local on a shard whose dimension the

@@ -269,7 +269,12 @@ fn rows() -> Vec<Row> {
             vec![("a", spec(&m, S(0))), ("b", spec(&m, S(1)))],
             "re-shard to the first operand",
         ),
-        ew("binary", Linearity::None, vec![("a", spec(&m, S(0))), ("b", spec(&[8, 1], S(1)))], "no rule"),
+        ew(
+            "binary",
+            Linearity::None,
+            vec![("a", spec(&[8, 1], S(0))), ("b", spec(&[1, 6], S(1)))],
+            "an outer product: the side that broadcasts along the first's split made whole",
+        ),
         ew(
             "mask_where",
             Linearity::None,
@@ -333,6 +338,12 @@ fn rows() -> Vec<Row> {
             vec![("x", spec(&m, R)), ("idx", spec(&m, S(0))), ("v", spec(&m, R))],
             scatter(&spec(&m, R), &spec(&m, S(0)), &spec(&m, R), 1, &k2),
             "whole values stay whole: the (small) indices travel",
+        ),
+        row(
+            "scatter_add / scatter_or",
+            vec![("x", spec(&m, R)), ("idx", spec(&m, S(1))), ("v", spec(&m, S(0)))],
+            scatter(&spec(&m, R), &spec(&m, S(1)), &spec(&m, S(0)), 1, &k2),
+            "split along another dimension than the scatter's: all brought to that split",
         ),
         row(
             "select on the sharded dim",

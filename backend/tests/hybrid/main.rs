@@ -1,12 +1,14 @@
 //! owt-hybrid's integration tests, in one test binary: each module is one
 //! former test file, so the crate's generic code is compiled and linked once for all of them.
 
+mod broadcast_placements;
 mod conv_grad;
 mod differential;
 mod empty_work;
 mod equivalence;
 mod exchange_order;
 mod forwarded_ops;
+mod indexed_placements;
 mod kept;
 mod kinds;
 mod lifetimes;
