@@ -23,18 +23,10 @@ type F<B> = HybridFloat<B>;
 type I<B> = HybridInt<B>;
 type Bo<B> = HybridBool<B>;
 
-/// The rule of a convolution gradient from a batch-split input and output gradient with a
-/// whole filter: rank-local, the result `out` (the input gradient stays split; the filter
-/// gradient is a summand per rank); gathered otherwise.
+/// The rule of a convolution gradient (input, filter, output gradient) on batch shards
+/// (`rules::batch_conv_grad`), its result `out`.
 fn batch_grad(out: Placement) -> impl Fn(&[Spec], &Context) -> Strategy {
-    move |sp: &[Spec], cx: &Context| {
-        let split = |s: &Spec| s.placement == Placement::Shard(0) && s.shape[0] >= cx.ranks;
-        if split(&sp[0]) && resolved(sp[1].placement) == Placement::Replicate && split(&sp[2]) {
-            let inputs = vec![Placement::Shard(0), Placement::Replicate, Placement::Shard(0)];
-            return Strategy::local(inputs, out);
-        }
-        Strategy::gathered(3)
-    }
+    move |sp: &[Spec], cx: &Context| rules::batch_conv_grad(&sp[0], &sp[2], out, cx)
 }
 
 /// The options each rank runs a convolution with: under the two-tower layout each rank holds
@@ -165,21 +157,21 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<3>) -> F<B> {
-        let s = Strategy::gathered(2 + usize::from(bias.is_some()));
-        run_opt("conv3d", fixed(s), x, weight, bias, |_, x, w, b| B::conv3d(x, w, b, options.clone()))
+        let with_bias = bias.is_some();
+        let rule = |sp: &[Spec], _: &Context| rules::batch_conv(&sp[0], with_bias);
+        run_opt("conv3d", rule, x, weight, bias, |_, x, w, b| B::conv3d(x, w, b, options.clone()))
     }
 
     fn conv_transpose2d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<2>) -> F<B> {
         let with_bias = bias.is_some();
-        let rule = |sp: &[Spec], _: &Context| rules::conv_transpose(&sp[0], &sp[1], with_bias);
+        let rule = |sp: &[Spec], _: &Context| rules::batch_conv(&sp[0], with_bias);
         run_opt("conv_transpose2d", rule, x, weight, bias, |_, x, w, b| B::conv_transpose2d(x, w, b, options.clone()))
     }
 
     fn conv_transpose3d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<3>) -> F<B> {
-        let s = Strategy::gathered(2 + usize::from(bias.is_some()));
-        run_opt("conv_transpose3d", fixed(s), x, weight, bias, |_, x, w, b| {
-            B::conv_transpose3d(x, w, b, options.clone())
-        })
+        let with_bias = bias.is_some();
+        let rule = |sp: &[Spec], _: &Context| rules::batch_conv(&sp[0], with_bias);
+        run_opt("conv_transpose3d", rule, x, weight, bias, |_, x, w, b| B::conv_transpose3d(x, w, b, options.clone()))
     }
 
     fn avg_pool2d(
@@ -320,13 +312,13 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
 
     fn conv1d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvOptions<1>) -> F<B> {
         let with_bias = bias.is_some();
-        let rule = |sp: &[Spec], _: &Context| rules::conv_transpose(&sp[0], &sp[1], with_bias);
+        let rule = |sp: &[Spec], _: &Context| rules::batch_conv(&sp[0], with_bias);
         run_opt("conv1d", rule, x, weight, bias, |_, x, w, b| B::conv1d(x, w, b, options.clone()))
     }
 
     fn conv_transpose1d(x: F<B>, weight: F<B>, bias: Option<F<B>>, options: ConvTransposeOptions<1>) -> F<B> {
         let with_bias = bias.is_some();
-        let rule = |sp: &[Spec], _: &Context| rules::conv_transpose(&sp[0], &sp[1], with_bias);
+        let rule = |sp: &[Spec], _: &Context| rules::batch_conv(&sp[0], with_bias);
         run_opt("conv_transpose1d", rule, x, weight, bias, |_, x, w, b| B::conv_transpose1d(x, w, b, options.clone()))
     }
 
@@ -345,13 +337,13 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     }
 
     fn conv3d_x_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<3>) -> F<B> {
-        run3("conv3d_x_backward", fixed(Strategy::gathered(3)), x, weight, output_grad, |_, x, w, g| {
+        run3("conv3d_x_backward", batch_grad(Placement::Shard(0)), x, weight, output_grad, |_, x, w, g| {
             B::conv3d_x_backward(x, w, g, options.clone())
         })
     }
 
     fn conv3d_weight_backward(x: F<B>, weight: F<B>, output_grad: F<B>, options: ConvOptions<3>) -> F<B> {
-        run3("conv3d_weight_backward", fixed(Strategy::gathered(3)), x, weight, output_grad, |_, x, w, g| {
+        run3("conv3d_weight_backward", batch_grad(Placement::PARTIAL_SUM), x, weight, output_grad, |_, x, w, g| {
             B::conv3d_weight_backward(x, w, g, options.clone())
         })
     }

@@ -42,6 +42,8 @@ fn layout(x: &Spec, w: &Spec, groups: usize, ctx: &Context) -> Option<ConvLayout
     let towers_align = groups % k == 0 && in_channels % k == 0 && out_channels % k == 0;
     match (resolved(x.placement), resolved(w.placement)) {
         (S(0), R) => Some(ConvLayout::DataParallel),
+        // Batch shards against filters split another way: the filters are made whole.
+        (S(0), S(_)) => Some(ConvLayout::DataParallel),
         // A whole batch meeting a whole weight (a batch from an ordinary data loader) is
         // sharded on arrival, a free local slice, instead of every rank convolving all of it;
         // not between processes, where a whole batch on each is what the plan asked for (the
@@ -81,7 +83,7 @@ pub(crate) fn conv(
                 ConvLayout::GatherChannels => (R, S(1)),
                 ConvLayout::Replicated => (R, R),
             };
-            let mut inputs = vec![xin, wp];
+            let mut inputs = vec![xin, if lay == ConvLayout::DataParallel { R } else { wp }];
             if third.is_some() {
                 inputs.push(if out == S(1) { S(0) } else { R });
             }
@@ -96,14 +98,14 @@ pub(crate) fn conv(
             let (xp, wp) = (x.placement, w.placement);
             let (inputs, out) = match (pass, lay, grad) {
                 // A whole gradient (of a sum, say) is sliced to the batch shards for free.
-                (ConvPass::InputGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), wp, S(0)], S(0)),
+                (ConvPass::InputGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), R, S(0)], S(0)),
                 (ConvPass::InputGrad, Some(ConvLayout::Towers), S(1)) => ([xp, wp, grad], S(1)),
                 // Each rank's filters contribute to every input channel: summands.
                 (ConvPass::InputGrad, Some(ConvLayout::GatherChannels | ConvLayout::FilterShards), S(1)) => {
                     ([xp, wp, grad], SUM)
                 }
                 // Batch shards: each rank's weight gradient is a summand, synced when consumed.
-                (ConvPass::WeightGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), wp, S(0)], SUM),
+                (ConvPass::WeightGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), R, S(0)], SUM),
                 (ConvPass::WeightGrad, Some(ConvLayout::Towers), S(1)) => ([xp, wp, grad], S(0)),
                 (ConvPass::WeightGrad, Some(ConvLayout::GatherChannels), S(1)) => ([R, wp, grad], S(0)),
                 (ConvPass::WeightGrad, Some(ConvLayout::FilterShards), S(1)) => ([xp, wp, grad], S(0)),
@@ -119,10 +121,11 @@ pub(crate) fn conv(
             // A whole input whose gradient arrives in batch shards was sharded on arrival.
             let batch_split = x.placement == S(0) || (x.placement == R && grad == S(0));
             let (xp, bp) = (if batch_split { S(0) } else { x.placement }, w.placement);
-            let out = match (grad, bp) {
-                (S(0), R) if batch_split => SUM,
-                (S(1), S(0)) if !batch_split => S(0),
-                (R, R) if !batch_split => R,
+            let (bp, out) = match (grad, bp) {
+                // The bias is only read for its shape: a split one is made whole.
+                (S(0), R | S(_)) if batch_split => (R, SUM),
+                (S(1), S(0)) if !batch_split => (bp, S(0)),
+                (R, R) if !batch_split => (bp, R),
                 _ => return gathered,
             };
             (Strategy::local(vec![xp, bp, grad], out), ConvLayout::Replicated)
@@ -130,20 +133,27 @@ pub(crate) fn conv(
     }
 }
 
-/// The rule of a transposed convolution: batch shards against a whole weight stay data
-/// parallel; anything else is gathered.
-pub(crate) fn conv_transpose(x: &Spec, w: &Spec, has_bias: bool) -> Strategy {
-    let n = 2 + usize::from(has_bias);
-    match (resolved(x.placement), resolved(w.placement)) {
-        (Placement::Shard(0), Placement::Replicate) => {
-            let mut inputs = vec![Placement::Shard(0), Placement::Replicate];
-            if has_bias {
-                inputs.push(Placement::Replicate);
-            }
-            Strategy { fallback: has_bias, ..Strategy::local(inputs, Placement::Shard(0)) }
-        }
-        _ => Strategy::gathered(n),
+/// The rule of a convolution with no layout table of its own (1-D and 3-D, transposed,
+/// conv2d's transposed form): batch shards run data parallel, the filter and bias made whole
+/// for them; anything else is gathered.
+pub(crate) fn batch_conv(x: &Spec, has_bias: bool) -> Strategy {
+    use Placement::{Replicate as R, Shard as S};
+    match resolved(x.placement) {
+        S(0) => Strategy::local([vec![S(0), R], has_bias.then_some(R).into_iter().collect()].concat(), S(0)),
+        _ => Strategy::gathered(2 + usize::from(has_bias)),
     }
+}
+
+/// The rule of a gradient of a [`batch_conv`] (input `x`, filter, output gradient): rank-local
+/// on batch shards of input and gradient, the filter made whole, the result `out` (the input
+/// gradient stays split; the filter gradient is a summand per rank); gathered otherwise.
+pub(crate) fn batch_conv_grad(x: &Spec, grad: &Spec, out: Placement, ctx: &Context) -> Strategy {
+    use Placement::{Replicate as R, Shard as S};
+    let split = |s: &Spec| s.placement == S(0) && s.shape[0] >= ctx.ranks;
+    if split(x) && split(grad) {
+        return Strategy::local(vec![S(0), R, S(0)], out);
+    }
+    Strategy::gathered(3)
 }
 
 /// Pooling and resizing work per image and per channel: batch or channel shards stay local.

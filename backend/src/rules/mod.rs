@@ -18,7 +18,7 @@ mod shape;
 mod strategy;
 pub(crate) mod table;
 
-pub(crate) use conv::{conv, conv_transpose, pool, pool_backward, ConvLayout, ConvPass};
+pub(crate) use conv::{batch_conv, batch_conv_grad, conv, pool, pool_backward, ConvLayout, ConvPass};
 pub(crate) use elementwise::{elementwise, elementwise_except, Linearity};
 pub(crate) use indexed::{
     gather, scatter, select, select_add, slice_assign, slice_assign_part, slice_rows, GatherRule,

@@ -8,9 +8,9 @@ use crate::spec::placement::{Placement, ReduceOp};
 use crate::spec::scheme::Exchange;
 
 use super::{
-    arg_extreme, cat, conv, elementwise, expand, flip, gather, matmul, permute, pool, pool_backward, reduce_all,
-    reduce_dim, reshape, scatter, select, slice, slice_assign, unfold, ArgRule, Context, ConvPass, GatherRule,
-    Linearity, Run, ShardedReduce, Spec, Strategy,
+    arg_extreme, batch_conv, cat, conv, elementwise, expand, flip, gather, matmul, permute, pool, pool_backward,
+    reduce_all, reduce_dim, reshape, scatter, select, slice, slice_assign, unfold, ArgRule, Context, ConvPass,
+    GatherRule, Linearity, Run, ShardedReduce, Spec, Strategy,
 };
 
 /// One row: an op with named example inputs, the strategy its rule picks, and why.
@@ -185,6 +185,21 @@ fn rows() -> Vec<Row> {
             "conv3 of the two towers",
         ),
         conv_row("conv2d", ConvPass::Forward, spec(&x4, R), spec(&w4, S(0)), None, 1, "conv1 of the two towers"),
+        conv_row(
+            "conv2d",
+            ConvPass::Forward,
+            spec(&x4, S(0)),
+            spec(&w4, S(0)),
+            None,
+            1,
+            "batch shards meeting split filters: the filters made whole (data parallel)",
+        ),
+        row(
+            "conv1d, conv3d, transposed convs; 1-D and 3-D gradients",
+            vec![("x", spec(&[8, 8, 12], S(0))), ("w", spec(&[16, 8, 3], S(0)))],
+            batch_conv(&spec(&[8, 8, 12], S(0)), false),
+            "data parallel on batch shards, the filters made whole; otherwise gathered",
+        ),
         row(
             "max / avg pool, interpolate",
             vec![("x", spec(&x4, S(1)))],

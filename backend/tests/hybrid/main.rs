@@ -3,6 +3,7 @@
 
 mod broadcast_placements;
 mod conv_grad;
+mod default_mesh;
 mod differential;
 mod empty_work;
 mod equivalence;

@@ -370,13 +370,14 @@ fn cases() -> Vec<Case> {
             let p = B::max_pool2d_with_indices(fl::<B>(&x[0], d), [3, 3], [2, 2], [0, 0], [1, 1], false);
             vec![rf::<B>(p.output), ri::<B>(p.indices)]
         }),
+        // 3 x 3 windows, stride 2, one column of padding: [7, 6] pools to the gradient's [3, 3].
         case!(max_pool2d_with_indices_backward, pool2d_inputs, Match::Rounding, |d, x| {
-            let p = B::max_pool2d_with_indices(fl::<B>(&x[0], d), [3, 3], [2, 2], [0, 0], [1, 1], false);
+            let p = B::max_pool2d_with_indices(fl::<B>(&x[0], d), [3, 3], [2, 2], [0, 1], [1, 1], false);
             let g = B::max_pool2d_with_indices_backward(
                 fl::<B>(&x[0], d),
                 [3, 3],
                 [2, 2],
-                [0, 0],
+                [0, 1],
                 [1, 1],
                 false,
                 fl::<B>(&x[1], d),
