@@ -10,6 +10,22 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Whether a panic was `println!` failing to write (not a bug: exit status 1).
 static PRINT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Looks at standard output before Rust's runtime starts (glibc runs `.init_array` first):
+/// the runtime puts `/dev/null` on a closed descriptor, after which `owt plan >&-` could not
+/// tell that its output went nowhere.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static LOOK_AT_STDOUT: extern "C" fn() = {
+    extern "C" fn look() {
+        // SAFETY: F_GETFD only reads the descriptor's flags; -1 means it is not open.
+        if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+            owt::console::note_stdout_closed_at_start();
+        }
+    }
+    look
+};
+
 fn main() {
     // An unexpected panic still ends in one line, not a backtrace, and names its cause rather
     // than a GPU worker's hung-up channel.

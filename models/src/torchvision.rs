@@ -102,32 +102,98 @@ pub fn torch_key(arch: &Architecture, owt_path: &str) -> Option<String> {
 /// Refuses an architecture whose layers are not laid out as torchvision's AlexNet (one
 /// tower, no response normalisation, pooling after conv1, conv2, conv5, a 6x6 adaptive pool,
 /// dropout in front of fc6 and fc7) or VGG (a 7x7 adaptive pool, dropout in front of fc7 and
-/// fc8); widths may differ.
+/// fc8); widths may differ. The error names every setting that differs and torchvision's.
 pub fn check_layout(arch: &Architecture) -> Result<(), TorchvisionError> {
-    let ungrouped = arch.towers == 1 && arch.convs.iter().all(|c| c.groups == 1);
-    let torchvision = match arch.family {
-        Family::AlexNet => {
-            ungrouped
-                && arch.lrn_after == [false; 5]
-                && arch.pool_after == [true, true, false, false, true]
-                && arch.adaptive_pool == Some(6)
-                && arch.dropout_before_fc == [true, true, false]
-        }
-        Family::Vgg => {
-            ungrouped
-                && arch.lrn_after.iter().all(|&l| !l)
-                && arch.adaptive_pool == Some(7)
-                && arch.dropout_before_fc == [false, true, true]
+    let differences = layout_differences(arch);
+    if differences.is_empty() {
+        return Ok(());
+    }
+    let family = match arch.family {
+        Family::AlexNet => "AlexNet",
+        Family::Vgg => "VGG",
+    };
+    Err(error(format!("{} differs from torchvision's {family} in {}", arch.name, differences.join("; "))))
+}
+
+/// Each way `arch` differs from torchvision's layout of its family: the setting, its value,
+/// torchvision's, and the flag that gives torchvision's where one does.
+pub fn layout_differences(arch: &Architecture) -> Vec<String> {
+    // The layers named `name` numbered from `first` whose flag is on: "conv1, conv2", or "none".
+    let layers = |on: &[bool], name: &str, first: usize| -> String {
+        let named: Vec<String> =
+            on.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| format!("{name}{}", first + i)).collect();
+        if named.is_empty() {
+            "none".into()
+        } else {
+            named.join(", ")
         }
     };
-    if torchvision {
-        Ok(())
-    } else {
-        Err(error(format!(
-            "{} is not laid out as torchvision's AlexNet or VGG (one tower, no response normalisation, a 6x6 or 7x7 adaptive pool): use --model alexnet-owt or a vgg",
-            arch.name
-        )))
+    let (side, dropout, pools, fix) = match arch.family {
+        Family::AlexNet => (6, [true, true, false], Some([true, true, false, false, true]), "--model alexnet-owt"),
+        Family::Vgg => (7, [false, true, true], None, "--adaptive-pool 7"),
+    };
+    let mut differences = Vec::new();
+    let grouped = arch.convs.iter().any(|c| c.groups != 1);
+    if arch.towers != 1 || grouped {
+        differences.push(format!(
+            "its towers: {} (grouped convolutions, --towers {}), where torchvision's has one (--towers 1, or --model alexnet-owt)",
+            arch.towers, arch.towers
+        ));
     }
+    if arch.lrn_after.iter().any(|&l| l) {
+        differences.push(format!(
+            "its response normalisation after {}, where torchvision's has none (--model alexnet-owt)",
+            layers(&arch.lrn_after, "conv", 1)
+        ));
+    }
+    if let Some(pools) = pools.filter(|p| arch.pool_after.as_slice() != p.as_slice()) {
+        differences.push(format!(
+            "its max pools after {}, where torchvision's pools after {} (--model alexnet-owt)",
+            layers(&arch.pool_after, "conv", 1),
+            layers(&pools, "conv", 1)
+        ));
+    }
+    if arch.adaptive_pool != Some(side) {
+        // --adaptive-pool sets a VGG's; an AlexNet's is its model's own.
+        let flag = |value: String| {
+            if arch.family == Family::Vgg {
+                format!(" (--adaptive-pool {value})")
+            } else {
+                String::new()
+            }
+        };
+        let has = match arch.adaptive_pool {
+            None => format!("none{}", flag("none".into())),
+            Some(s) => format!("{s}x{s}{}", flag(s.to_string())),
+        };
+        differences
+            .push(format!("its adaptive pool: {has}, where torchvision's averages the maps to {side}x{side} ({fix})"));
+    }
+    if arch.dropout_before_fc != dropout {
+        differences.push(format!(
+            "its dropout before {}, where torchvision's is before {}",
+            layers(&arch.dropout_before_fc, "fc", 6),
+            layers(&dropout, "fc", 6)
+        ));
+    }
+    differences
+}
+
+/// The setting that decides the first dimension where a file's tensor for `owt` (`found`)
+/// differs from the network's (`needed`), where one does: the input channels, fc6's input
+/// (the adaptive pool), the FC width; the convolutions' widths are the model's own.
+fn shape_setting(owt: &str, found: &[usize], needed: &[usize]) -> Option<String> {
+    if found.len() != needed.len() {
+        return None;
+    }
+    let dim = found.iter().zip(needed).position(|(f, n)| f != n)?;
+    let setting = match (owt, dim) {
+        ("conv1.weight" | "conv1_1.weight", 1) => "--channels",
+        ("fc6.weight", 1) => "--adaptive-pool (fc6 reads the last maps, averaged to its side)",
+        ("fc6.weight" | "fc6.bias" | "fc7.weight" | "fc7.bias", 0) | ("fc7.weight" | "fc8.weight", 1) => "--hidden",
+        _ => return None,
+    };
+    Some(format!("dimension {dim} ({} here, {} in the file) follows {setting}", needed[dim], found[dim]))
 }
 
 /// Each parameter as a torchvision state dict holds it: (owt path, torchvision key, shape in
@@ -261,8 +327,9 @@ pub fn import<B: Backend>(mut model: ConvNet<B>, path: &Path) -> Result<(ConvNet
             fresh_fc8 = Some(found[0]);
             continue;
         }
+        let because = shape_setting(owt, found, shape).map(|s| format!(": {s}")).unwrap_or_default();
         return Err(error(format!(
-            "{key} (for {owt}) in {} has shape {found:?}, {} needs {shape:?}",
+            "{key} (for {owt}) in {} has shape {found:?}, {} needs {shape:?}{because}",
             path.display(),
             arch.name
         )));
@@ -354,6 +421,100 @@ mod tests {
     use crate::AlexNetOwtConfig;
 
     #[test]
+    fn a_refused_layout_names_each_setting_that_differs_and_torchvisions() {
+        use crate::{AdaptivePool, ModelKind, ModelSpec};
+        let arch = |spec: ModelSpec| spec.architecture().unwrap();
+        // torchvision's own layouts, at any width or class count, pass.
+        for kind in [ModelKind::AlexNetOwt, ModelKind::Vgg11, ModelKind::Vgg11Bn, ModelKind::Vgg16, ModelKind::Vgg16Bn]
+        {
+            assert!(check_layout(&arch(ModelSpec::new(kind))).is_ok(), "{kind:?}");
+        }
+        let vgg = |pool| ModelSpec { adaptive_pool: Some(pool), ..ModelSpec::new(ModelKind::Vgg11) };
+        let small = |towers| ModelSpec { towers: Some(towers), ..ModelSpec::new(ModelKind::AlexNetSmall) };
+        for (spec, said, not_said) in [
+            (
+                vgg(AdaptivePool::Off),
+                &[
+                    "vgg11",
+                    "torchvision's VGG",
+                    "adaptive pool: none (--adaptive-pool none)",
+                    "7x7 (--adaptive-pool 7)",
+                ][..],
+                &["alexnet-owt", "towers", "dropout"][..],
+            ),
+            (
+                vgg(AdaptivePool::To(3)),
+                &["3x3 (--adaptive-pool 3)", "7x7 (--adaptive-pool 7)"][..],
+                &["alexnet-owt"][..],
+            ),
+            (
+                ModelSpec::new(ModelKind::AlexNet2012),
+                &[
+                    "torchvision's AlexNet",
+                    "towers: 2",
+                    "response normalisation after conv1, conv2",
+                    "--model alexnet-owt",
+                ][..],
+                &["--adaptive-pool 7"][..],
+            ),
+            (
+                small(1),
+                &[
+                    "alexnet-small",
+                    "response normalisation after conv1, conv2",
+                    "adaptive pool: none, where torchvision's averages the maps to 6x6 (--model alexnet-owt)",
+                    "dropout before fc7, fc8, where torchvision's is before fc6, fc7",
+                ][..],
+                &["towers", "--adaptive-pool", "max pools"][..],
+            ),
+            (small(2), &["towers: 2 (grouped convolutions, --towers 2)", "--towers 1"][..], &[][..]),
+        ] {
+            let a = arch(spec);
+            let err = check_layout(&a).unwrap_err().0;
+            for s in said {
+                assert!(err.contains(s), "{}: {s:?} not in {err}", a.name);
+            }
+            for s in not_said {
+                assert!(!err.contains(s), "{}: {s:?} in {err}", a.name);
+            }
+            assert_eq!(layout_differences(&a).len(), err.matches("where torchvision's").count(), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_shape_that_differs_names_the_setting_behind_it() {
+        use crate::{AdaptivePool, ModelKind, ModelSpec};
+        // A VGG for 32x32 images (no pool, 512 wide) against torchvision's file, and back.
+        let cifar = ModelSpec {
+            adaptive_pool: Some(AdaptivePool::Off),
+            hidden: Some(512),
+            channels: Some(1),
+            input: Some(32),
+            ..ModelSpec::new(ModelKind::Vgg11)
+        };
+        let ours = torch_parameters(&cifar.architecture().unwrap()).unwrap();
+        let theirs = torch_parameters(&ModelSpec::new(ModelKind::Vgg11).architecture().unwrap()).unwrap();
+        let mut named = std::collections::BTreeMap::new();
+        for ((owt, _, needed), (_, _, found)) in ours.iter().zip(&theirs) {
+            if needed != found {
+                named.insert(owt.clone(), shape_setting(owt, found, needed));
+            }
+        }
+        let said =
+            |p: &str| named.get(p).cloned().flatten().unwrap_or_else(|| panic!("{p}: nothing said in {named:?}"));
+        assert!(
+            said("conv1_1.weight").contains("--channels") && said("conv1_1.weight").contains("(1 here, 3 in the file)")
+        );
+        assert!(said("fc6.weight").contains("dimension 0") && said("fc6.weight").contains("--hidden"));
+        assert!(said("fc7.weight").contains("--hidden") && said("fc8.weight").contains("--hidden"));
+        assert!(said("fc6.bias").contains("--hidden"));
+        // fc6's input alone: the pool.
+        assert!(shape_setting("fc6.weight", &[4096, 25088], &[4096, 512]).unwrap().contains("--adaptive-pool"));
+        // Another conv width is the model's own: nothing to name.
+        assert_eq!(shape_setting("conv2.weight", &[128, 64, 3, 3], &[64, 64, 3, 3]), None);
+    }
+
+    #[test]
     fn every_parameter_has_a_torchvision_key_in_pytorch_layout() {
         let arch = AlexNetOwtConfig::new().architecture();
         let params = torch_parameters(&arch).unwrap();
@@ -366,6 +527,6 @@ mod tests {
         // torchvision's AlexNet: 61,100,840 parameters.
         assert_eq!(params.iter().map(|p| p.2.iter().product::<usize>()).sum::<usize>(), 61_100_840);
         let small = crate::AlexNetSmallConfig::new().architecture();
-        assert!(check_layout(&small).unwrap_err().0.contains("use --model alexnet-owt"));
+        assert!(check_layout(&small).unwrap_err().0.contains("--model alexnet-owt"));
     }
 }

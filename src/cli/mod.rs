@@ -228,6 +228,19 @@ pub fn run(cli: Cli) -> Result<(), OwtError> {
     if matches!(cli.command, Command::Info(_) | Command::Plan(_)) {
         crate::host::console::quiet_on_closed_pipe();
     }
+    // ... and fail on a closed standard output (`>&-`), where it would be lost unseen.
+    let prints = match cli.command {
+        Command::Info(_) => Some("info"),
+        Command::Plan(_) => Some("plan"),
+        Command::Eval(_) => Some("eval"),
+        Command::Bench(_) => Some("bench"),
+        _ => None,
+    };
+    if let Some(name) = prints.filter(|_| crate::host::console::stdout_closed_at_start()) {
+        return Err(OwtError::io(format!(
+            "standard output is closed (Bad file descriptor): `owt {name}` prints its result there; give it a file, a pipe or /dev/null"
+        )));
+    }
     match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Train(args) => train::run(&args),

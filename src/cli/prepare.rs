@@ -58,6 +58,7 @@ pub const MAX_SHARD_MIB: u64 = 1 << 24;
 /// Packs the dataset and says what was written.
 pub fn run(args: &PrepareArgs) -> Result<(), OwtError> {
     let out = &args.out;
+    crate::host::nested_paths::refuse_output_inside_input(out, "--out", &args.data, "--data")?;
     let what = format!("--out {}", out.display());
     // Held to the end: a second prepare of the same output is refused while this one writes.
     let _lock = WriterLock::file(out, "prepare", &what)?;

@@ -343,6 +343,9 @@ pub fn run(args: &TrainArgs) -> Result<(), OwtError> {
     RunOptions { accum_steps: args.accum_steps, ..RunOptions::default() }.micro_batch(&config)?;
     let arch = config.model.architecture()?;
     // The run directory first: a bad --out must not cost an epoch.
+    if let Some(data) = &args.data {
+        crate::host::nested_paths::refuse_output_inside_input(&args.out, "--out", data, "--data")?;
+    }
     let existing = Existing::of(args.resume, args.overwrite);
     // Held to the end: no other writer may start on this directory while this run writes.
     // Process 0 alone writes it; the others see the directory it made ready.

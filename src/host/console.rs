@@ -10,6 +10,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
 static STDERR_FAILED: AtomicBool = AtomicBool::new(false);
 
 fn write_line(mut to: impl Write, line: impl Display, failed: &AtomicBool) {
@@ -36,6 +37,19 @@ pub fn stdout_failed() -> bool {
 /// Whether a line to standard error was dropped.
 pub fn stderr_failed() -> bool {
     STDERR_FAILED.load(Ordering::Relaxed)
+}
+
+/// Notes that standard output was a closed descriptor when the process started (`owt plan >&-`).
+/// Rust's runtime opens `/dev/null` on a closed 0, 1 or 2 before `main`, so every later write
+/// would succeed into nothing: the binary looks before that ([`stdout_closed_at_start`]).
+pub fn note_stdout_closed_at_start() {
+    STDOUT_CLOSED_AT_START.store(true, Ordering::Relaxed);
+}
+
+/// Whether standard output was closed when the process started: a command whose only product
+/// is what it prints then fails, as coreutils do ("write error: Bad file descriptor").
+pub fn stdout_closed_at_start() -> bool {
+    STDOUT_CLOSED_AT_START.load(Ordering::Relaxed)
 }
 
 /// Lets a closed pipe end this process silently (the default action of SIGPIPE, which Rust

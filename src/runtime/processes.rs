@@ -1,5 +1,6 @@
 //! This process among the processes of one job: alone (the usual case), or one of the P
-//! processes that `mpirun -np P` or `srun --mpi=pmix` started, which together run one mesh of
+//! processes that `mpirun -np P` or `srun --mpi=pmix` started (a Slurm batch shell alone is one
+//! process: Slurm's processes are a job step's), which together run one mesh of
 //! P x L ranks (`--devices L` each). Joined once, at the start of a command, before any
 //! backend starts; process 0 is the one that prints progress and writes the run directory.
 
@@ -57,6 +58,11 @@ impl Processes {
             return Ok(p.clone());
         }
         let launch = Launch::from_env().map_err(OwtError::input)?;
+        if launch.is_none() {
+            if let Some(line) = Launch::slurm_outside_a_step(|name| std::env::var(name).ok()) {
+                crate::err_line!("owt: {line}");
+            }
+        }
         let group: Arc<dyn ProcessGroup> = match &launch {
             None => Arc::new(Solo),
             Some(l) if l.size == 1 => Arc::new(Solo),

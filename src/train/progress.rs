@@ -1,4 +1,6 @@
-//! Progress of a long epoch on stderr: a redrawn line on a terminal, a line per tenth otherwise.
+//! Progress of a long epoch on stderr: a redrawn line on a terminal that can redraw, a line per
+//! tenth otherwise (a pipe, a file, or `TERM=dumb`: Emacs's shell and compilation buffers, which
+//! show control sequences as text; cargo and indicatif draw no progress bar there either).
 
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
@@ -16,7 +18,8 @@ pub struct Progress {
 impl Progress {
     /// Starts reporting an epoch of `total` images; `enabled = false` keeps quiet (tests).
     pub fn new(label: String, total: usize, enabled: bool) -> Self {
-        Self { label, total, start: Instant::now(), tty: std::io::stderr().is_terminal(), next_tenth: 1, enabled }
+        let tty = std::io::stderr().is_terminal() && redraws(std::env::var_os("TERM").as_deref());
+        Self { label, total, start: Instant::now(), tty, next_tenth: 1, enabled }
     }
 
     /// Records that `done` images are through, with the running loss and accuracy.
@@ -43,4 +46,9 @@ impl Progress {
         }
         let _ = err.flush();
     }
+}
+
+/// Whether a terminal of type `term` (the `TERM` variable) takes `ESC[K`: every one but `dumb`.
+fn redraws(term: Option<&std::ffi::OsStr>) -> bool {
+    term.is_none_or(|t| t != "dumb")
 }

@@ -88,3 +88,64 @@ fn printing_commands_end_quietly_on_a_closed_pipe_and_say_so_on_a_full_disk() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// Runs owt with standard output a closed descriptor (the shell's `>&-`).
+fn run_with_stdout_closed(args: &[&str], cwd: &std::path::Path) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_owt"));
+    cmd.args(args).current_dir(cwd).stdin(Stdio::null()).stderr(Stdio::piped());
+    // SAFETY: close(2) is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(1);
+            Ok(())
+        });
+    }
+    cmd.output().expect("run owt")
+}
+
+#[test]
+fn commands_whose_product_is_printed_fail_on_a_closed_stdout_and_training_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    let train = [
+        "train",
+        "--model",
+        "alexnet-small",
+        "--dataset",
+        "synthetic",
+        "--limit",
+        "32",
+        "--batch",
+        "32",
+        "--epochs",
+        "1",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ];
+    // Training's product is its run directory: it goes on and saves.
+    let o = run_with_stdout_closed(&train, dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(epochs_saved(&run_dir), 1);
+    for (name, args) in [
+        ("plan", vec!["plan", "--model", "alexnet-small", "--devices", "2", "--batch", "16"]),
+        ("info", vec!["info", "--model", "alexnet-owt"]),
+        ("eval", vec!["eval", "--checkpoint", run_dir.to_str().unwrap(), "--dataset", "synthetic"]),
+        ("bench", vec!["bench", "--model", "alexnet-small", "--batch", "8", "--steps", "1", "--warmup", "0"]),
+    ] {
+        let o = run_with_stdout_closed(&args, dir.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        assert!(
+            err.contains("standard output is closed")
+                && err.contains(&format!("owt {name}"))
+                && !err.contains("internal"),
+            "{name}: {err}"
+        );
+        // With an open standard output the same command succeeds (the closed one was the cause).
+        let o = Command::new(env!("CARGO_BIN_EXE_owt")).args(&args).current_dir(dir.path()).output().unwrap();
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(!o.stdout.is_empty(), "{name} prints its result");
+    }
+}

@@ -184,7 +184,7 @@ impl GridPlan {
     }
 
     /// Checks the plan along the nodes against a module's parameters (path, shape) on
-    /// `nodes` nodes: every dimension a parameter is sharded on along them must exist and
+    /// `nodes` nodes: no rule an earlier one shadows (as [`Plan::check_params`]), and every dimension a parameter is sharded on along them must exist and
     /// have at least one entry per node. Returns the parameters as a node stores them (its
     /// slices; the smallest node's where slices differ), for the local plan's own checks.
     pub fn check_outer(
@@ -193,6 +193,12 @@ impl GridPlan {
         nodes: usize,
     ) -> Result<Vec<(String, Vec<usize>)>, PlanError> {
         self.local_plan()?;
+        let placed = |p: &GridPlacement| format!("[{}, {}]", p[0], p[1]);
+        crate::parallel::plan::dead_rule(
+            &self.name,
+            self.rules.iter().map(|r| (r.pattern.as_str(), placed(&r.placement))),
+            params,
+        )?;
         let mut stored = Vec::with_capacity(params.len());
         for (path, shape) in params {
             let mut shape = shape.clone();

@@ -253,6 +253,52 @@ pub fn pattern_matches(pattern: &str, path: &str) -> bool {
     glob(pattern, path) || path.match_indices('.').any(|(i, _)| glob(pattern, &path[i + 1..]))
 }
 
+/// Refuses the first rule of `rules` (pattern, placement in words), in a plan named `plan`,
+/// that is the first match of none of `params`: every parameter it matches is matched first by
+/// an earlier rule, so it can never apply. Names both rules and the parameters each matches.
+pub(crate) fn dead_rule<'a>(
+    plan: &str,
+    rules: impl Iterator<Item = (&'a str, String)>,
+    params: &[(String, Vec<usize>)],
+) -> Result<(), PlanError> {
+    let rules: Vec<(&str, String)> = rules.collect();
+    let matching = |pattern: &str| -> Vec<&str> {
+        params.iter().map(|(p, _)| p.as_str()).filter(|p| pattern_matches(pattern, p)).collect()
+    };
+    let listed = |paths: &[&str]| -> String {
+        const SHOWN: usize = 6;
+        let mut text = paths.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+        if paths.len() > SHOWN {
+            text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+        }
+        text
+    };
+    for (j, (pattern, placement)) in rules.iter().enumerate() {
+        let matched = matching(pattern);
+        let earlier = &rules[..j];
+        if matched.is_empty() || matched.iter().any(|p| earlier.iter().all(|(e, _)| !pattern_matches(e, p))) {
+            continue;
+        }
+        let shadows: Vec<String> = earlier
+            .iter()
+            .enumerate()
+            .filter(|(_, (e, _))| matched.iter().any(|p| pattern_matches(e, p)))
+            .map(|(i, (e, placed))| format!("rule {} {e:?} ({placed}, matching {})", i + 1, listed(&matching(e))))
+            .collect();
+        let why = match earlier.iter().position(|(e, _)| e == pattern) {
+            Some(i) => format!("it repeats the pattern of rule {}", i + 1),
+            None => "an earlier rule matches each of its parameters".to_string(),
+        };
+        return Err(PlanError::new(format!(
+            "plan {plan}'s rule {} {pattern:?} ({placement}, matching {}) can never apply: {why}, and the first matching rule wins: {}; put the narrower rule first or remove one",
+            j + 1,
+            listed(&matched),
+            shadows.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 impl Plan {
     /// Into how many groups of rows batch normalisation takes its statistics on `ranks` ranks:
     /// 1 unless the plan keeps each rank's own ([`BatchStats::Local`]) on a batch it shards.
@@ -306,8 +352,9 @@ impl Plan {
     }
 
     /// Checks the plan against a module's parameters (path, shape) on `ranks` ranks: every
-    /// rule must match a parameter, and every sharded dimension must exist and have at least
-    /// one entry per rank.
+    /// rule must match a parameter and be the first match of at least one (a rule that an
+    /// earlier one shadows, or that repeats an earlier pattern, could never apply), and every
+    /// sharded dimension must exist and have at least one entry per rank.
     pub fn check_params(&self, params: &[(String, Vec<usize>)], ranks: usize) -> Result<(), PlanError> {
         for rule in &self.rules {
             if !params.iter().any(|(path, _)| pattern_matches(&rule.pattern, path)) {
@@ -320,6 +367,7 @@ impl Plan {
                 )));
             }
         }
+        dead_rule(&self.name, self.rules.iter().map(|r| (r.pattern.as_str(), r.placement.to_string())), params)?;
         for (path, shape) in params {
             if let Placement::Shard(d) = self.placement_of(path) {
                 match shape.get(d) {
@@ -372,6 +420,67 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn alexnet_like() -> Vec<(String, Vec<usize>)> {
+        ["conv1.weight", "conv1.bias", "fc6.weight", "fc6.bias", "fc7.weight", "fc7.bias", "fc8.weight", "fc8.bias"]
+            .iter()
+            .map(|p| (p.to_string(), vec![8, 8]))
+            .collect()
+    }
+
+    fn plan_of(rules: &[(&str, Placement)]) -> Plan {
+        Plan {
+            name: "mine".into(),
+            rules: rules.iter().map(|(p, pl)| PlanRule { pattern: p.to_string(), placement: *pl }).collect(),
+            ..PlanKind::DataParallel.plan()
+        }
+    }
+
+    #[test]
+    fn a_rule_that_can_never_apply_is_refused_naming_both_rules_and_their_parameters() {
+        let params = alexnet_like();
+        // Shadowed: the wide glob first takes every parameter the narrow rule names.
+        let e = plan_of(&[("fc*.weight", Placement::Shard(1)), ("fc6.weight", Placement::Replicate)])
+            .check_params(&params, 2)
+            .unwrap_err()
+            .to_string();
+        for said in [
+            "rule 2 \"fc6.weight\" (Replicate, matching fc6.weight)",
+            "rule 1 \"fc*.weight\" (Shard(1), matching fc6.weight, fc7.weight, fc8.weight)",
+            "first matching rule wins",
+            "can never apply",
+        ] {
+            assert!(e.contains(said), "{said:?} not in {e}");
+        }
+        // A pattern repeated with another placement.
+        let e = plan_of(&[("fc6.bias", Placement::Shard(0)), ("fc6.bias", Placement::Replicate)])
+            .check_params(&params, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("repeats the pattern of rule 1") && e.contains("rule 2 \"fc6.bias\" (Replicate"), "{e}");
+        // Shadowed by two earlier rules together, neither alone.
+        let e = plan_of(&[
+            ("fc6.*", Placement::Replicate),
+            ("*.weight", Placement::Shard(1)),
+            ("fc6.weight", Placement::Shard(0)),
+        ])
+        .check_params(&params, 2)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("rule 3") && e.contains("rule 1 \"fc6.*\"") && e.contains("rule 2 \"*.weight\""), "{e}");
+        // The narrow rule first: each rule is the first match of something; accepted.
+        plan_of(&[("fc6.weight", Placement::Replicate), ("fc*.weight", Placement::Shard(1))])
+            .check_params(&params, 2)
+            .unwrap();
+        // Overlapping but each with a parameter of its own: accepted.
+        plan_of(&[("fc6.*", Placement::Replicate), ("*.bias", Placement::Shard(0))]).check_params(&params, 2).unwrap();
+        // Every built-in plan has only live rules.
+        for kind in PlanKind::ALL {
+            let plan = kind.plan();
+            dead_rule(&plan.name, plan.rules.iter().map(|r| (r.pattern.as_str(), r.placement.to_string())), &params)
+                .unwrap();
+        }
+    }
 
     #[test]
     fn glob_matches_stars_anywhere() {

@@ -17,13 +17,19 @@ pub struct Launch {
 }
 
 /// (launcher, rank variable, size variable, local rank variable), in the order they are
-/// looked for: mpirun's own first, then Slurm's (`srun`), PMIx's, torchrun's.
+/// looked for: mpirun's own first, then Slurm's (`srun`, only within a job step: see
+/// [`SLURM_STEP`]), PMIx's, torchrun's.
 const LAUNCHERS: [(&str, &str, &str, &str); 4] = [
     ("Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
     ("Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"),
     ("PMIx", "PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK"),
     ("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"),
 ];
+
+/// The variables only a Slurm job step has (`srun` sets both spellings). `sbatch` and `salloc`
+/// set `SLURM_PROCID` and `SLURM_NTASKS` in the batch shell too, where one process runs: a
+/// job's processes are Slurm's only within a step, as Open MPI and PyTorch Lightning read it.
+pub const SLURM_STEP: [&str; 2] = ["SLURM_STEP_ID", "SLURM_STEPID"];
 
 impl Launch {
     /// From this process's environment; `None` when no launcher set its variables.
@@ -36,6 +42,9 @@ impl Launch {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Launch>, String> {
         for (launcher, rank, size, local) in LAUNCHERS {
             let (Some(r), Some(s)) = (var(rank), var(size)) else { continue };
+            if launcher == "Slurm" && SLURM_STEP.iter().all(|v| var(v).is_none()) {
+                continue;
+            }
             let number = |name: &str, value: &str| {
                 value.trim().parse::<usize>().map_err(|_| format!("{name}={value:?} is not a whole number"))
             };
@@ -50,6 +59,19 @@ impl Launch {
             return Ok(Some(Launch { launcher, rank: r, size: s, local_rank: l }));
         }
         Ok(None)
+    }
+
+    /// One line saying what was read when Slurm's task variables are set outside a job step
+    /// (a batch shell of `sbatch -n 4` or `salloc -n 4`), where this runs as one process:
+    /// `None` otherwise, and `None` where another launcher's variables decided.
+    pub fn slurm_outside_a_step(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+        let (Some(rank), Some(tasks)) = (var("SLURM_PROCID"), var("SLURM_NTASKS")) else { return None };
+        if SLURM_STEP.iter().any(|v| var(v).is_some()) || Self::from_vars(&var).ok().flatten().is_some() {
+            return None;
+        }
+        Some(format!(
+            "Slurm's SLURM_PROCID={rank} and SLURM_NTASKS={tasks} are set but not SLURM_STEP_ID (a batch or salloc shell, not a step that srun started): running as one process; start the job's processes with `srun owt ...`"
+        ))
     }
 }
 
@@ -71,7 +93,7 @@ mod tests {
             Launch::from_vars(vars(&mpirun)).unwrap(),
             Some(Launch { launcher: "Open MPI", rank: 1, size: 4, local_rank: 1 })
         );
-        let srun = [("SLURM_PROCID", "5"), ("SLURM_NTASKS", "8"), ("SLURM_LOCALID", "1")];
+        let srun = [("SLURM_PROCID", "5"), ("SLURM_NTASKS", "8"), ("SLURM_LOCALID", "1"), ("SLURM_STEP_ID", "0")];
         assert_eq!(
             Launch::from_vars(vars(&srun)).unwrap().map(|l| (l.launcher, l.rank, l.size)),
             Some(("Slurm", 5, 8))
@@ -86,6 +108,7 @@ mod tests {
             ("OMPI_COMM_WORLD_SIZE", "2"),
             ("SLURM_PROCID", "3"),
             ("SLURM_NTASKS", "4"),
+            ("SLURM_STEP_ID", "0"),
         ];
         assert_eq!(Launch::from_vars(vars(&both)).unwrap().map(|l| l.launcher), Some("Open MPI"));
         assert_eq!(Launch::from_vars(vars(&[])).unwrap(), None);
@@ -95,7 +118,38 @@ mod tests {
     fn bad_values_name_the_variable() {
         let err = Launch::from_vars(vars(&[("RANK", "x"), ("WORLD_SIZE", "2")])).unwrap_err();
         assert!(err.contains("RANK=\"x\""), "{err}");
-        let err = Launch::from_vars(vars(&[("SLURM_PROCID", "4"), ("SLURM_NTASKS", "4")])).unwrap_err();
+        let err = Launch::from_vars(vars(&[("SLURM_PROCID", "4"), ("SLURM_NTASKS", "4"), ("SLURM_STEPID", "2")]))
+            .unwrap_err();
         assert!(err.contains("SLURM_PROCID=4") && err.contains("SLURM_NTASKS=4"), "{err}");
+    }
+
+    #[test]
+    fn slurms_variables_start_processes_only_within_a_step() {
+        // What `sbatch -n 4` and `salloc -n 4` give their shell: the job's task count, no step.
+        let batch = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "4"), ("SLURM_LOCALID", "0"), ("SLURM_JOB_ID", "17")];
+        assert_eq!(Launch::from_vars(vars(&batch)).unwrap(), None);
+        let line = Launch::slurm_outside_a_step(vars(&batch)).unwrap();
+        for said in ["SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_STEP_ID", "one process", "srun"] {
+            assert!(line.contains(said), "{said:?} missing from {line:?}");
+        }
+        assert!(!line.contains('\n'), "one line: {line:?}");
+        // Within a step, either spelling (srun sets both; older Slurm only SLURM_STEPID).
+        for step in SLURM_STEP {
+            let mut within = batch.to_vec();
+            within.push((step, "0"));
+            assert_eq!(
+                Launch::from_vars(vars(&within)).unwrap(),
+                Some(Launch { launcher: "Slurm", rank: 0, size: 4, local_rank: 0 }),
+                "{step}"
+            );
+            assert_eq!(Launch::slurm_outside_a_step(vars(&within)), None, "{step}");
+        }
+        // mpirun inside an allocation: Open MPI's variables decide, and nothing is said of Slurm's.
+        let mut mpirun = batch.to_vec();
+        mpirun.extend([("OMPI_COMM_WORLD_RANK", "2"), ("OMPI_COMM_WORLD_SIZE", "4")]);
+        assert_eq!(Launch::from_vars(vars(&mpirun)).unwrap().map(|l| (l.launcher, l.rank)), Some(("Open MPI", 2)));
+        assert_eq!(Launch::slurm_outside_a_step(vars(&mpirun)), None);
+        // No Slurm at all: nothing to say.
+        assert_eq!(Launch::slurm_outside_a_step(vars(&[])), None);
     }
 }
