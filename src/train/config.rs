@@ -226,8 +226,12 @@ impl TrainConfig {
     }
 
     /// The settings that decide this run's numbers, as (flag, value) in words, with defaults
-    /// resolved (`--towers 2` written out equals the default): what a resume compares.
+    /// resolved (`--towers 2` written out equals the default): what a resume compares. A
+    /// setting that cannot change this run's numbers is left out, so a resume neither needs
+    /// it repeated nor is refused for it: `--batch-stats` of a network without batch
+    /// normalisation, `--base-batch` without a learning-rate scaling.
     pub fn effective_settings(&self) -> Vec<(&'static str, String)> {
+        let batch_norm = self.model.architecture().map_or(true, |a| a.batch_norm);
         let mut out = vec![("--model", self.model.kind.name().to_string())];
         match self.model.architecture() {
             Ok(arch) => {
@@ -262,10 +266,12 @@ impl TrainConfig {
             ("--fc-update", self.fc_update.name().to_string()),
             ("--wire", self.wire.name().to_string()),
             ("--precision", self.precision.name().to_string()),
-            ("--batch-stats", self.batch_stats.name().to_string()),
             ("--lr-schedule", self.lr_schedule.to_string()),
             ("--lr-scaling", self.lr_scaling.name().to_string()),
         ]);
+        if batch_norm {
+            out.push(("--batch-stats", self.batch_stats.name().to_string()));
+        }
         // 0 (off) in runs from before lighting noise, which read back as 0.
         out.push(("--lighting", self.lighting.to_string()));
         if self.lr_scaling != LrScaling::None {

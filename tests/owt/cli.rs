@@ -1009,6 +1009,37 @@ fn adaptive_pool_none_feeds_fc6_the_maps_as_they_are_and_is_part_of_the_run() {
     }
 }
 
+/// A setting that cannot change a run's numbers neither blocks a resume nor must be repeated:
+/// `--batch-stats` of a network without batch normalisation, `--base-batch` without a rate
+/// scaling. The same settings where they do change the numbers still block it.
+#[test]
+fn settings_that_change_nothing_neither_block_a_resume_nor_must_be_repeated() {
+    let base = ["train", "--dataset", "synthetic", "--limit", "32", "--batch", "16"];
+    for (model, inert, live) in [
+        ("alexnet-small", &["--batch-stats", "local"][..], None),
+        ("alexnet-small", &["--base-batch", "64"][..], Some(&["--lr-scaling", "linear"][..])),
+    ] {
+        for (first, then) in [(inert, &[][..]), (&[][..], inert)] {
+            let out = tempfile::tempdir().unwrap();
+            let run = [&base[..], &["--model", model, "--out", out.path().to_str().unwrap()]].concat();
+            let o = owt(&[&run[..], first, &["--epochs", "1"]].concat());
+            assert!(o.status.success(), "{model} {first:?}: {}", stderr(&o));
+            let o = owt(&[&run[..], then, &["--epochs", "2", "--resume"]].concat());
+            assert!(o.status.success(), "{model}: trained with {first:?}, resumed with {then:?}: {}", stderr(&o));
+            assert_eq!(metrics_json(out.path()).as_array().unwrap().len(), 2);
+        }
+        // Where the setting does apply (a rate scaled to the batch), a resume without it is refused.
+        if let Some(live) = live {
+            let out = tempfile::tempdir().unwrap();
+            let run = [&base[..], &["--model", model, "--out", out.path().to_str().unwrap()], live].concat();
+            let o = owt(&[&run[..], inert, &["--epochs", "1"]].concat());
+            assert!(o.status.success(), "{}", stderr(&o));
+            let o = owt(&[&run[..], &["--epochs", "2", "--resume"]].concat());
+            assert_one_line_error(&o, &["cannot resume", inert[0]]);
+        }
+    }
+}
+
 /// `--batch-stats` is part of a run (each rank's own statistics change the numbers): a run
 /// trained with local statistics resumes with them, from the flag or a plan file's
 /// `batch_stats`, and is refused in one line naming both when resumed with the default.
