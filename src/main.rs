@@ -1,7 +1,5 @@
 //! The `owt` command-line tool.
 
-use clap::Parser;
-
 // Burn allocates and frees large activation buffers at every op; mimalloc reuses them instead
 // of returning them to the OS, which makes CPU training about a quarter faster.
 #[global_allocator]
@@ -47,7 +45,13 @@ fn main() {
     }));
     // Ctrl-C, SIGTERM or SIGHUP mid-write removes the write's temporary and the lock.
     owt::removed_on_signal::install();
-    let cli = match owt::cli::Cli::try_parse() {
+    // Parsed, then held to the flags its mode uses (owt::cli::flag_modes): both refusals alike.
+    let parsed = <owt::cli::Cli as clap::CommandFactory>::command().try_get_matches().and_then(|matches| {
+        let cli = <owt::cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches)?;
+        owt::cli::flag_modes::check(&cli, &matches)?;
+        Ok(cli)
+    });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bench_args;
 pub mod bench_loader;
 pub mod eval;
+pub mod flag_modes;
 pub mod import;
 pub mod info;
 pub mod plan;

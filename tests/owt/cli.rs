@@ -1009,35 +1009,44 @@ fn adaptive_pool_none_feeds_fc6_the_maps_as_they_are_and_is_part_of_the_run() {
     }
 }
 
-/// A setting that cannot change a run's numbers neither blocks a resume nor must be repeated:
-/// `--batch-stats` of a network without batch normalisation, `--base-batch` without a rate
-/// scaling. The same settings where they do change the numbers still block it.
+/// A setting that cannot change a run's numbers is handled one way for every such setting:
+/// given as a flag, it is refused up front (`flag_modes`: `--batch-stats` of a network without
+/// batch normalisation, `--base-batch` without a rate scaling); arriving otherwise (a plan
+/// file's `batch_stats`), it never blocks a resume nor must be repeated. Where the setting
+/// does change the numbers (a rate scaled to a base batch), a resume without it is refused.
 #[test]
-fn settings_that_change_nothing_neither_block_a_resume_nor_must_be_repeated() {
-    let base = ["train", "--dataset", "synthetic", "--limit", "32", "--batch", "16"];
-    for (model, inert, live) in [
-        ("alexnet-small", &["--batch-stats", "local"][..], None),
-        ("alexnet-small", &["--base-batch", "64"][..], Some(&["--lr-scaling", "linear"][..])),
-    ] {
-        for (first, then) in [(inert, &[][..]), (&[][..], inert)] {
-            let out = tempfile::tempdir().unwrap();
-            let run = [&base[..], &["--model", model, "--out", out.path().to_str().unwrap()]].concat();
-            let o = owt(&[&run[..], first, &["--epochs", "1"]].concat());
-            assert!(o.status.success(), "{model} {first:?}: {}", stderr(&o));
-            let o = owt(&[&run[..], then, &["--epochs", "2", "--resume"]].concat());
-            assert!(o.status.success(), "{model}: trained with {first:?}, resumed with {then:?}: {}", stderr(&o));
-            assert_eq!(metrics_json(out.path()).as_array().unwrap().len(), 2);
-        }
-        // Where the setting does apply (a rate scaled to the batch), a resume without it is refused.
-        if let Some(live) = live {
-            let out = tempfile::tempdir().unwrap();
-            let run = [&base[..], &["--model", model, "--out", out.path().to_str().unwrap()], live].concat();
-            let o = owt(&[&run[..], inert, &["--epochs", "1"]].concat());
-            assert!(o.status.success(), "{}", stderr(&o));
-            let o = owt(&[&run[..], &["--epochs", "2", "--resume"]].concat());
-            assert_one_line_error(&o, &["cannot resume", inert[0]]);
-        }
+fn settings_that_change_nothing_are_refused_as_flags_and_never_block_a_resume() {
+    let base = ["train", "--model", "alexnet-small", "--dataset", "synthetic", "--limit", "32", "--batch", "16"];
+    for flags in [&["--devices", "2", "--batch-stats", "local"][..], &["--base-batch", "64"][..]] {
+        let out = tempfile::tempdir().unwrap();
+        let o = owt(&[&base[..], flags, &["--epochs", "1", "--out", out.path().to_str().unwrap()]].concat());
+        assert_one_line_error(&o, &[flags[flags.len() - 2], "would be ignored"]);
     }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("local.json");
+    std::fs::write(
+        &plan,
+        r#"{"name": "dp-local", "rules": [], "default": "Replicate", "input": {"Shard": 0},
+            "ranks": null, "towers": null, "batch_stats": "local"}"#,
+    )
+    .unwrap();
+    let with_file = ["--devices", "2", "--plan-file", plan.to_str().unwrap()];
+    let without = ["--devices", "2", "--plan", "data-parallel"];
+    for (first, then) in [(&with_file, &without), (&without, &with_file)] {
+        let out = tempfile::tempdir().unwrap();
+        let run = [&base[..], &["--out", out.path().to_str().unwrap()]].concat();
+        let o = owt(&[&run[..], &first[..], &["--epochs", "1"]].concat());
+        assert!(o.status.success(), "{first:?}: {}", stderr(&o));
+        let o = owt(&[&run[..], &then[..], &["--epochs", "2", "--resume"]].concat());
+        assert!(o.status.success(), "trained with {first:?}, resumed with {then:?}: {}", stderr(&o));
+        assert_eq!(metrics_json(out.path()).as_array().unwrap().len(), 2);
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = [&base[..], &["--out", out.path().to_str().unwrap(), "--lr-scaling", "linear"]].concat();
+    let o = owt(&[&run[..], &["--base-batch", "64", "--epochs", "1"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = owt(&[&run[..], &["--epochs", "2", "--resume"]].concat());
+    assert_one_line_error(&o, &["cannot resume", "--base-batch"]);
 }
 
 /// `--batch-stats` is part of a run (each rank's own statistics change the numbers): a run

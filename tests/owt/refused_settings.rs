@@ -122,3 +122,33 @@ fn import_and_export_name_each_setting_that_differs_from_torchvisions_layout() {
     assert!(err.contains("towers: 2 (grouped convolutions, --towers 2)") && err.contains("--towers 1"), "{err}");
     assert!(!exported.exists());
 }
+
+/// A flag its mode would ignore is refused in clap's one line (exit 2) naming the flag and the
+/// mode: `owt bench --loader` with a mesh, a plan, a wire or a backend (cuda on a build without
+/// it included), a run on one device with a mesh's flags. `owt::cli::flag_modes` holds the
+/// table, and its test walks every flag of each subcommand against each mode.
+#[test]
+fn flags_a_mode_would_ignore_are_refused_in_one_line() {
+    let loader = ["bench", "--loader", "--steps", "1", "--warmup", "0", "--batch", "4"];
+    for extra in [
+        &["--devices", "2"][..],
+        &["--mesh", "2,2"][..],
+        &["--plan", "weird-trick"][..],
+        &["--wire", "bf16"][..],
+        &["--backend", "cuda"][..],
+    ] {
+        let o = owt(&[&loader[..], extra].concat());
+        let err = one_line_refusal(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(&format!("'{}'", extra[0])) && err.contains("with --loader"), "{extra:?}: {err}");
+    }
+    // The loader alone runs.
+    let o = owt(&loader);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let train = ["train", "--model", "alexnet-small", "--dataset", "synthetic", "--out", "run"];
+    for extra in [&["--scheme", "b"][..], &["--wire", "bf16"][..], &["--overlap-sync"][..], &["--base-batch", "64"][..]]
+    {
+        let err = one_line_refusal(&owt(&[&train[..], extra].concat()));
+        assert!(err.contains(&format!("'{}'", extra[0])) && err.contains("it would be ignored"), "{extra:?}: {err}");
+    }
+}
