@@ -133,12 +133,20 @@ pub fn layout_differences(arch: &Architecture) -> Vec<String> {
         Family::Vgg => (7, [false, true, true], None, "--adaptive-pool 7"),
     };
     let mut differences = Vec::new();
-    let grouped = arch.convs.iter().any(|c| c.groups != 1);
-    if arch.towers != 1 || grouped {
+    let grouped: Vec<String> = arch
+        .convs
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.groups != 1)
+        .map(|(i, c)| format!("convolution {} in {} groups", i + 1, c.groups))
+        .collect();
+    if arch.towers != 1 {
         differences.push(format!(
             "its towers: {} (grouped convolutions, --towers {}), where torchvision's has one (--towers 1, or --model alexnet-owt)",
             arch.towers, arch.towers
         ));
+    } else if !grouped.is_empty() {
+        differences.push(format!("its {}, where torchvision's are ungrouped", grouped.join(", ")));
     }
     if arch.lrn_after.iter().any(|&l| l) {
         differences.push(format!(

@@ -201,27 +201,47 @@ impl TrainJob<'_> {
                     .map_err(|e| {
                         OwtError::input(format!("--resume: {}: {e}; remove it (owt fits it again)", path.display()))
                     })?;
-            let stored = serde_json::from_slice::<Lighting>(&bytes).ok();
-            if let Some(l) = stored.filter(|l| l.std == self.config.lighting) {
-                return Ok(l);
+            // Checked as the checkpoint is: an edited file (eigenvalues of 1e308, a noise level
+            // of another run) would train on other pixels than the run's.
+            let refused = |why: String| {
+                OwtError::checkpoint(format!(
+                    "--resume: {}: {why}; restore it, or remove it and owt fits it again",
+                    path.display()
+                ))
+            };
+            let stored = Lighting::read_back(&bytes, self.config.lighting).map_err(refused)?;
+            if stored.crc32.is_some() {
+                return Ok(stored);
             }
+            // From before files were checksummed: believed only if a fit gives the same.
+            let fitted = self.fit_lighting(train, false)?;
+            if !fitted.same_components(&stored) {
+                return Err(refused("it holds other components than a fit of the training split gives".into()));
+            }
+            return Ok(stored);
         }
         let primary = crate::runtime::processes::Processes::join()?.primary();
-        if primary {
-            let images = train.len().min(crate::data::lighting::MAX_FIT_IMAGES);
-            crate::err_line!(
-                "lighting noise {}: the RGB principal components of {images} training images (once; stored in {})",
-                self.config.lighting,
-                path.display()
-            );
-        }
-        let how = crate::train::prefetch::Preparation::new(self.args.workers.count(), crate::train::trainer::PREFETCH);
-        let lighting = Lighting::fit(train.clone(), self.config.lighting, how)?;
+        let lighting = self.fit_lighting(train, primary)?.sealed();
         if primary {
             let json = serde_json::to_vec_pretty(&lighting).map_err(|e| OwtError::io(e.to_string()))?;
             crate::train::atomic::write_atomic(&path, &json)?;
         }
         Ok(lighting)
+    }
+
+    /// The principal components of the training split at the run's noise level, said on
+    /// stderr when `say`.
+    fn fit_lighting(&self, train: &Arc<dyn ImageSource>, say: bool) -> Result<Lighting, OwtError> {
+        if say {
+            let images = train.len().min(crate::data::lighting::MAX_FIT_IMAGES);
+            crate::err_line!(
+                "lighting noise {}: the RGB principal components of {images} training images (once; stored in {})",
+                self.config.lighting,
+                self.args.out.join(LIGHTING_FILE).display()
+            );
+        }
+        let how = crate::train::prefetch::Preparation::new(self.args.workers.count(), crate::train::trainer::PREFETCH);
+        Lighting::fit(train.clone(), self.config.lighting, how)
     }
 
     fn train<B: AutodiffBackend, L: StepLayout<B>>(&self, layout: &L) -> Result<Vec<EpochMetrics>, OwtError> {

@@ -40,7 +40,18 @@ pub struct Lighting {
     pub std: f64,
     /// Images the covariance was computed over.
     pub images: usize,
+    /// CRC-32 of the fields above as stored ([`Lighting::sealed`]): an edit of the file is
+    /// found on resume, as a checkpoint's damage is. Absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc32: Option<u32>,
 }
+
+/// The largest eigenvalue a covariance of values in [0, 1] can have: its trace is at most
+/// 3 x 1/4 (each channel's variance at most 1/4).
+const MAX_EIGENVALUE: f64 = 0.75;
+
+/// How far a stored eigenvector may be from unit length, or two from orthogonal.
+const VECTOR_TOLERANCE: f64 = 1e-9;
 
 impl Lighting {
     /// The components of `source`'s RGB values (its deterministic view: centre crops), over
@@ -87,7 +98,70 @@ impl Lighting {
     /// The components of the covariance `cov`.
     pub fn from_covariance(cov: [[f64; 3]; 3], std: f64, images: usize) -> Self {
         let (eigenvalues, eigenvectors) = symmetric_eigen(cov);
-        Self { eigenvalues, eigenvectors, std, images }
+        Self { eigenvalues, eigenvectors, std, images, crc32: None }
+    }
+
+    /// The CRC-32 of the components as stored (the file's JSON without its `crc32`).
+    fn checksum(&self) -> u32 {
+        let bare = Lighting { crc32: None, ..self.clone() };
+        crc32fast::hash(&serde_json::to_vec(&bare).unwrap_or_default())
+    }
+
+    /// These components with their checksum, as a run stores them.
+    pub fn sealed(self) -> Self {
+        let crc32 = Some(self.checksum());
+        Lighting { crc32, ..self }
+    }
+
+    /// Whether `other` holds the same components (whatever either's checksum).
+    pub fn same_components(&self, other: &Lighting) -> bool {
+        Lighting { crc32: None, ..self.clone() } == Lighting { crc32: None, ..other.clone() }
+    }
+
+    /// A stored file read back for a run at noise level `std`, checked as a checkpoint is: its
+    /// checksum (where it has one), and values a fit can give: eigenvalues of a covariance of
+    /// values in [0, 1], largest first; orthonormal eigenvectors; the run's noise level; at
+    /// least one and at most [`MAX_FIT_IMAGES`] images. The error says what is wrong.
+    pub fn read_back(bytes: &[u8], std: f64) -> Result<Lighting, String> {
+        let l: Lighting = serde_json::from_slice(bytes).map_err(|e| format!("not a lighting file: {e}"))?;
+        if let Some(stored) = l.crc32 {
+            let crc = l.checksum();
+            if crc != stored {
+                return Err(format!(
+                    "it was changed since the run stored it: its CRC-32 is {crc:08x}, the file says {stored:08x}"
+                ));
+            }
+        }
+        if l.std != std {
+            return Err(format!("it holds noise level {}, the run's --lighting is {std}", l.std));
+        }
+        let [a, b, c] = l.eigenvalues;
+        if !l.eigenvalues.iter().all(|v| v.is_finite() && (-VECTOR_TOLERANCE..=MAX_EIGENVALUE).contains(v))
+            || a < b
+            || b < c
+        {
+            return Err(format!(
+                "eigenvalues {:?}: a covariance of values in [0, 1] has eigenvalues from 0 to {MAX_EIGENVALUE}, largest first",
+                l.eigenvalues
+            ));
+        }
+        let dot = |x: &[f64; 3], y: &[f64; 3]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>();
+        for (i, v) in l.eigenvectors.iter().enumerate() {
+            for (j, w) in l.eigenvectors.iter().enumerate() {
+                let want = if i == j { 1.0 } else { 0.0 };
+                let got = dot(v, w);
+                if !(got - want).abs().le(&VECTOR_TOLERANCE) {
+                    return Err(format!(
+                        "eigenvectors {:?} are not orthonormal (vector {i} . vector {j} = {got})",
+                        l.eigenvectors
+                    ));
+                }
+            }
+        }
+        if l.images == 0 || l.images > MAX_FIT_IMAGES {
+            return Err(format!("it says {} images were fitted: expected 1 to {MAX_FIT_IMAGES}", l.images));
+        }
+        Ok(l)
     }
 
     /// One image's shift of (R, G, B), in [0, 1] units: the components weighted by their

@@ -113,7 +113,9 @@ pub fn pack_split(folder: &ImageFolder, dir: &Path, name: &str, opts: PackOption
             shards,
             left_out,
             resize_filter: folder.filter(),
-        };
+            index_crc32: None,
+        }
+        .sealed();
         let json = serde_json::to_vec_pretty(&index).map_err(|e| OwtError::io(e.to_string()))?;
         write_synced(&dir.join(INDEX_FILE), &json).map_err(|e| io(e, &dir.join(INDEX_FILE)))?;
         Ok(PackSummary { images: records.len(), shards: index.shards.len(), bytes, left_out })

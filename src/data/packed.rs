@@ -25,11 +25,13 @@ use crate::error::OwtError;
 /// What `index.json` says the split is.
 pub const FORMAT: &str = "owt-packed";
 
-/// The version of the format this owt writes (2: the index carries a CRC-32 of its classes).
-pub const VERSION: u32 = 2;
+/// The version of the format this owt writes (2: the index carries a CRC-32 of its classes;
+/// 3: a CRC-32 of the whole index, so that reordered shards or an edited entry are found).
+pub const VERSION: u32 = 3;
 
-/// The versions this owt reads: 1 (from before the class checksum, read unchecked) and 2.
-pub const READ_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
+/// The versions this owt reads: 1 (from before the class checksum, read unchecked), 2 (its
+/// entries unchecked but for the classes) and 3.
+pub const READ_VERSIONS: std::ops::RangeInclusive<u32> = 1..=3;
 
 /// A split's index file.
 pub const INDEX_FILE: &str = "index.json";
@@ -71,6 +73,24 @@ pub struct PackedIndex {
     pub left_out: usize,
     /// The filter they were resized with.
     pub resize_filter: ResizeFilter,
+    /// CRC-32 of every entry above as stored ([`PackedIndex::sealed`]): the shards' order, an
+    /// edited side, count or filter. Absent before version 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_crc32: Option<u32>,
+}
+
+impl PackedIndex {
+    /// The CRC-32 of the index's entries (its JSON without `index_crc32`).
+    fn checksum(&self) -> u32 {
+        let bare = PackedIndex { index_crc32: None, ..self.clone() };
+        crc32fast::hash(&serde_json::to_vec(&bare).unwrap_or_default())
+    }
+
+    /// This index with its checksum, as `owt prepare` writes it.
+    pub fn sealed(self) -> Self {
+        let index_crc32 = Some(self.checksum());
+        PackedIndex { index_crc32, ..self }
+    }
 }
 
 /// One shard of a split.
@@ -228,6 +248,19 @@ impl PackedImages {
                     index_path.display(),
                     index.classes.len(),
                     index.classes.first().map(String::as_str).unwrap_or(""),
+                    stored.map_or("none".to_string(), |s| format!("{s:08x}"))
+                )));
+            }
+        }
+        // The class list first (its own message), then every other entry.
+        match index.index_crc32 {
+            Some(stored) if stored == index.checksum() => {}
+            None if index.version < 3 => {}
+            stored => {
+                return Err(OwtError::data(format!(
+                    "{}: its entries (the shards, their order, the side, counts or filter) were changed since it was packed: their CRC-32 is {:08x}, the index says {}; restore it or prepare the split again (owt prepare)",
+                    index_path.display(),
+                    index.checksum(),
                     stored.map_or("none".to_string(), |s| format!("{s:08x}"))
                 )));
             }
@@ -444,5 +477,44 @@ impl ImageSource for PackedImages {
 
     fn problem(&self) -> Option<OwtError> {
         self.damaged.get().map(|why| OwtError::data(format!("packed split {}: {why}", self.dir.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_checksum_covers_the_order_of_the_shards_and_every_entry() {
+        let shard = |i: u32| ShardInfo { file: format!("shard-{i:05}.bin"), bytes: 1000 + i as u64, crc32: i };
+        let index = PackedIndex {
+            format: FORMAT.into(),
+            version: VERSION,
+            side: 256,
+            classes: vec!["cat".into(), "dog".into()],
+            images: 7,
+            records_crc32: 1,
+            classes_crc32: Some(classes_crc32(&["cat".into(), "dog".into()])),
+            shards: vec![shard(0), shard(1)],
+            left_out: 0,
+            resize_filter: ResizeFilter::Area,
+            index_crc32: None,
+        }
+        .sealed();
+        let sealed = index.index_crc32.unwrap();
+        assert_eq!(index.checksum(), sealed, "read back, it checks");
+        let json: PackedIndex = serde_json::from_slice(&serde_json::to_vec_pretty(&index).unwrap()).unwrap();
+        assert_eq!(json.checksum(), sealed, "through its JSON");
+        let mut swapped = index.clone();
+        swapped.shards.swap(0, 1);
+        let mut side = index.clone();
+        side.side = 224;
+        let mut left = index.clone();
+        left.left_out = 3;
+        let mut filter = index.clone();
+        filter.resize_filter = ResizeFilter::Bilinear;
+        for (what, edited) in [("shards swapped", swapped), ("side", side), ("left out", left), ("filter", filter)] {
+            assert_ne!(edited.checksum(), sealed, "{what}");
+        }
     }
 }

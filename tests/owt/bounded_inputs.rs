@@ -139,7 +139,9 @@ fn image_files_too_large_to_decode_are_left_out_like_undecodable_ones() {
     huge(&root.path().join("train/a/huge.png"), 600 << 20);
     // A strip of 1,000,000 x 1 pixels (a 1 KB PNG) would be resized to 28,000,000 x 28.
     image::GrayImage::from_pixel(1_000_000, 1, image::Luma([7])).save(root.path().join("train/b/strip.png")).unwrap();
-    let out = root.path().join("run");
+    // Beside the data, not inside it (a run directory in its data folder is refused).
+    let runs = tempfile::tempdir().unwrap();
+    let out = runs.path().join("run");
     let o = owt(&[
         "train",
         "--model",
@@ -164,17 +166,20 @@ fn image_files_too_large_to_decode_are_left_out_like_undecodable_ones() {
     assert!(err.contains("strip.png") && err.contains("1000000 x 1 pixels") && err.contains("64:1"), "{err}");
 }
 
+/// A tiny colour run with lighting noise 0.1 into `out`, `epochs` long, with `extra` flags.
+fn lit_run(out: &Path, epochs: &str, extra: &[&str]) -> Output {
+    let base = ["train", "--model", "alexnet-small", "--channels", "3", "--dataset", "synthetic", "--limit", "32"];
+    let out = out.to_str().unwrap();
+    owt(&[&base[..], &["--batch", "16", "--lighting", "0.1", "--epochs", epochs, "--out", out], extra].concat())
+}
+
 /// `lighting.json` read back on resume goes through the bounded reader: a FIFO there (which a
 /// plain read would wait on forever, holding the run's lock) or a file far larger than the
 /// components take is one line, and left as it is.
 #[test]
 fn a_lighting_file_that_is_not_one_is_refused_on_resume() {
     let out = tempfile::tempdir().unwrap();
-    let o_ = out.path().to_str().unwrap();
-    let base = ["train", "--model", "alexnet-small", "--channels", "3", "--dataset", "synthetic", "--limit", "32"];
-    let run = |epochs: &str, extra: &[&str]| {
-        owt(&[&base[..], &["--batch", "16", "--lighting", "0.1", "--epochs", epochs, "--out", o_], extra].concat())
-    };
+    let run = |epochs: &str, extra: &[&str]| lit_run(out.path(), epochs, extra);
     ok(&run("1", &[]));
     let lighting = out.path().join("lighting.json");
     std::fs::remove_file(&lighting).unwrap();
@@ -184,6 +189,83 @@ fn a_lighting_file_that_is_not_one_is_refused_on_resume() {
     huge(&lighting, 2 << 30);
     one_line_error(&run("2", &["--resume"]), &["lighting.json", "more than a lighting file can hold"]);
     assert_eq!(std::fs::metadata(&lighting).unwrap().len(), 2 << 30, "left as it is");
+}
+
+/// `lighting.json` is checked on resume as a checkpoint is: an edit (eigenvalues of 1e308,
+/// which would train on saturated pixels) is refused naming the file, by its checksum or, in a
+/// file without one (from before it was kept), by its bounds or by a fit of the split; a
+/// removed file is fitted again, and an intact old file believed once a fit agrees.
+#[test]
+fn a_lighting_file_edited_after_the_run_stored_it_is_refused_on_resume() {
+    let out = tempfile::tempdir().unwrap();
+    let run = |epochs: &str, extra: &[&str]| lit_run(out.path(), epochs, extra);
+    ok(&run("1", &[]));
+    let path = out.path().join("lighting.json");
+    let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(stored["crc32"].as_u64().is_some(), "{stored}");
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = stored.clone();
+        f(&mut v);
+        std::fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    };
+    let cases: [(&str, &dyn Fn(&mut serde_json::Value), &[&str]); 6] = [
+        ("eigenvalue", &|v| v["eigenvalues"][0] = 1e308.into(), &["lighting.json", "changed since the run stored it"]),
+        ("images", &|v| v["images"] = 3.into(), &["changed since the run stored it"]),
+        (
+            "eigenvalue, no checksum",
+            &|v| {
+                v.as_object_mut().unwrap().remove("crc32");
+                v["eigenvalues"][0] = 1e308.into();
+            },
+            &["lighting.json", "eigenvalues", "from 0 to 0.75"],
+        ),
+        (
+            "noise level, no checksum",
+            &|v| {
+                v.as_object_mut().unwrap().remove("crc32");
+                v["std"] = 0.5.into();
+            },
+            &["noise level 0.5", "--lighting is 0.1"],
+        ),
+        (
+            "a vector, no checksum",
+            &|v| {
+                v.as_object_mut().unwrap().remove("crc32");
+                v["eigenvectors"][0][0] = 2.0.into();
+            },
+            &["not orthonormal"],
+        ),
+        (
+            "components swapped, no checksum",
+            &|v| {
+                v.as_object_mut().unwrap().remove("crc32");
+                let (a, b) = (v["eigenvectors"][1].clone(), v["eigenvectors"][2].clone());
+                v["eigenvectors"][1] = b;
+                v["eigenvectors"][2] = a;
+            },
+            &["other components than a fit"],
+        ),
+    ];
+    for (what, change, needles) in cases {
+        edit(change);
+        let o = run("2", &["--resume"]);
+        one_line_error(&o, needles);
+        assert!(!stderr_of(&o).contains("internal"), "{what}");
+    }
+    // An intact file without its checksum (an older run's): a fit agrees, and the run goes on.
+    edit(&|v| {
+        v.as_object_mut().unwrap().remove("crc32");
+    });
+    ok(&run("2", &["--resume"]));
+    // Removed: fitted again, the same components, stored with their checksum.
+    std::fs::remove_file(&path).unwrap();
+    ok(&run("3", &["--resume"]));
+    let again: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(again, stored);
+}
+
+fn stderr_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -390,8 +390,11 @@ fn mixed_precision_runs_record_their_loss_scale_and_are_part_of_the_run() {
     assert!(skipped < 4 && metrics[0]["train_loss"].as_f64().unwrap().is_finite(), "{metrics}");
     let o = owt(&[&base[..], &["--epochs", "2", "--precision", "bf16", "--devices", "2", "--resume"]].concat());
     assert_one_line_error(&o, &["cannot resume", "--precision bf16", "--precision f16"]);
-    let o =
-        owt(&[&base[..], &["--epochs", "1", "--precision", "f16", "--fc-update", "per-chunk", "--overwrite"]].concat());
+    let o = owt(&[
+        &base[..],
+        &["--epochs", "1", "--precision", "f16", "--devices", "2", "--fc-update", "per-chunk", "--overwrite"],
+    ]
+    .concat());
     assert_one_line_error(&o, &["--precision f16", "--fc-update per-chunk"]);
 }
 

@@ -309,7 +309,8 @@ fn images_whose_pixels_fail_stop_a_run_beyond_one_percent() {
     for i in 0..5 {
         truncated_png(&root.path().join(format!("train/b/{i}.png")), 200);
     }
-    let out = root.path().join("run");
+    let runs = tempfile::tempdir().unwrap(); // beside the data: a run inside it is refused
+    let out = runs.path().join("run");
     let data = root.path().to_str().unwrap();
     let o = owt(&[
         "train",
@@ -339,7 +340,8 @@ fn images_whose_pixels_fail_stop_a_run_beyond_one_percent() {
 fn eval_refuses_classes_train_refuses() {
     let root = tempfile::tempdir().unwrap();
     folder_dataset(root.path(), &["train", "val"], 4, 0);
-    let run = root.path().join("run");
+    let runs = tempfile::tempdir().unwrap(); // beside the data: a run inside it is refused
+    let run = runs.path().join("run");
     let data = root.path().to_str().unwrap();
     let r = run.to_str().unwrap();
     ok(&owt(&[

@@ -352,7 +352,7 @@ fn prepare_packs_atomically_and_damaged_shards_are_named() {
     for split in ["train", "val"] {
         let path = packed.join(split).join("index.json");
         let mut index: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(index["version"], 2);
+        assert_eq!(index["version"], 3);
         let classes = index["classes"].as_array_mut().unwrap();
         classes.swap(0, 1);
         std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
@@ -363,6 +363,7 @@ fn prepare_packs_atomically_and_damaged_shards_are_named() {
     let path = packed.join("train/index.json");
     let mut index: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     index.as_object_mut().unwrap().remove("classes_crc32");
+    index.as_object_mut().unwrap().remove("index_crc32");
     index["version"] = 1.into();
     std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
     assert!(open("train").is_ok(), "a version-1 index is read unchecked");
@@ -372,6 +373,26 @@ fn prepare_packs_atomically_and_damaged_shards_are_named() {
         index["classes"].as_array_mut().unwrap().swap(0, 1);
         std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
     }
+    assert!(open("val").is_ok(), "restored");
+    // Any other entry edited (the side, the count left out, a shard's entry): refused naming
+    // the index, as the class list is; the order of the shards is in the same checksum.
+    let path = packed.join("val/index.json");
+    let original = std::fs::read(&path).unwrap();
+    for (entry, value) in [("side", serde_json::json!(40)), ("left_out", serde_json::json!(1))] {
+        let mut index: serde_json::Value = serde_json::from_slice(&original).unwrap();
+        index[entry] = value;
+        std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+        let e = open("val").unwrap_err().to_string();
+        assert!(
+            e.contains("val/index.json") && e.contains("its entries") && e.contains("were changed"),
+            "{entry}: {e}"
+        );
+    }
+    let mut index: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    index["shards"][0]["bytes"] = serde_json::json!(index["shards"][0]["bytes"].as_u64().unwrap() + 1);
+    std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+    assert!(open("val").unwrap_err().to_string().contains("its entries"));
+    std::fs::write(&path, &original).unwrap();
     assert!(open("val").is_ok(), "restored");
     // A flipped byte in a shard: found when its images are first read, named.
     let shard = packed.join("train/shard-00000.bin");

@@ -142,40 +142,63 @@ fn each_departure_from_torchvisions_layout_is_refused_alone() {
         assert_eq!(check_layout(good), Ok(()), "{}", good.name);
     }
     type Change = fn(&mut Architecture);
-    let alexnet_changes: [(&str, Change); 8] = [
-        ("two towers", |a| a.towers = 2),
-        ("grouped conv2", |a| a.convs[1].groups = 2),
-        ("LRN after conv1", |a| a.lrn_after[0] = true),
-        ("no pool after conv2", |a| a.pool_after[1] = false),
-        ("a pool after conv3", |a| a.pool_after[2] = true),
-        ("a 7x7 adaptive pool", |a| a.adaptive_pool = Some(7)),
-        ("no adaptive pool", |a| a.adaptive_pool = None),
-        ("dropout before fc8", |a| a.dropout_before_fc = [true, true, true]),
+    // Each change, and what the refusal must say of it (the setting and torchvision's).
+    let alexnet_changes: [(&str, Change, &str); 8] = [
+        ("two towers", |a| a.towers = 2, "its towers: 2"),
+        (
+            "grouped conv2",
+            |a| a.convs[1].groups = 2,
+            "its convolution 2 in 2 groups, where torchvision's are ungrouped",
+        ),
+        ("LRN after conv1", |a| a.lrn_after[0] = true, "its response normalisation after conv1,"),
+        (
+            "no pool after conv2",
+            |a| a.pool_after[1] = false,
+            "max pools after conv1, conv5, where torchvision's pools after conv1, conv2, conv5",
+        ),
+        ("a pool after conv3", |a| a.pool_after[2] = true, "max pools after conv1, conv2, conv3, conv5"),
+        (
+            "a 7x7 adaptive pool",
+            |a| a.adaptive_pool = Some(7),
+            "its adaptive pool: 7x7, where torchvision's averages the maps to 6x6",
+        ),
+        ("no adaptive pool", |a| a.adaptive_pool = None, "its adaptive pool: none,"),
+        (
+            "dropout before fc8",
+            |a| a.dropout_before_fc = [true, true, true],
+            "its dropout before fc6, fc7, fc8, where torchvision's is before fc6, fc7",
+        ),
     ];
-    let vgg_changes: [(&str, Change); 6] = [
-        ("two towers", |a| a.towers = 2),
-        ("grouped conv1_1", |a| a.convs[0].groups = 2),
-        ("LRN after conv1_1", |a| a.lrn_after[0] = true),
-        ("a 6x6 adaptive pool", |a| a.adaptive_pool = Some(6)),
-        ("dropout before fc6", |a| a.dropout_before_fc = [true, true, true]),
-        ("no dropout before fc7", |a| a.dropout_before_fc = [false, false, true]),
+    let vgg_changes: [(&str, Change, &str); 6] = [
+        ("two towers", |a| a.towers = 2, "its towers: 2"),
+        ("grouped conv1_1", |a| a.convs[0].groups = 2, "its convolution 1 in 2 groups"),
+        ("LRN after conv1_1", |a| a.lrn_after[0] = true, "its response normalisation after conv1,"),
+        ("a 6x6 adaptive pool", |a| a.adaptive_pool = Some(6), "its adaptive pool: 6x6 (--adaptive-pool 6), where torchvision's averages the maps to 7x7 (--adaptive-pool 7)"),
+        ("dropout before fc6", |a| a.dropout_before_fc = [true, true, true], "its dropout before fc6, fc7, fc8, where torchvision's is before fc7, fc8"),
+        ("no dropout before fc7", |a| a.dropout_before_fc = [false, false, true], "its dropout before fc8,"),
     ];
-    let refused = |arch: &Architecture, what: &str| {
+    // Refused naming the network and exactly the one setting that differs.
+    let refused = |arch: &Architecture, what: &str, said: &str| {
         let e = check_layout(arch).expect_err(what).0;
-        assert!(e.starts_with(&arch.name) && e.contains("torchvision's AlexNet or VGG"), "{what}: {e}");
+        assert!(
+            e.starts_with(&arch.name) && e.contains("differs from torchvision's") && e.contains(said),
+            "{what}: {e}"
+        );
+        assert_eq!(e.matches("where torchvision's").count(), 1, "{what}: one difference alone: {e}");
     };
-    for (what, change) in alexnet_changes {
+    for (what, change, said) in alexnet_changes {
         let mut arch = alexnet.clone();
         change(&mut arch);
-        refused(&arch, what);
+        refused(&arch, what, said);
     }
-    for (what, change) in vgg_changes {
+    for (what, change, said) in vgg_changes {
         let mut arch = vgg.clone();
         change(&mut arch);
-        refused(&arch, what);
+        refused(&arch, what, said);
     }
-    // The 2012 network itself: two towers with response normalisation.
-    refused(&AlexNet2012Config::new().architecture(), "alexnet-2012");
+    // The 2012 network itself: two towers with response normalisation, both named.
+    let e = check_layout(&AlexNet2012Config::new().architecture()).unwrap_err().0;
+    assert!(e.contains("its towers: 2") && e.contains("response normalisation after conv1, conv2"), "{e}");
     // What the error prints is its message.
     let e = check_layout(&AlexNet2012Config::new().architecture()).unwrap_err();
     assert_eq!(e.to_string(), e.0);
