@@ -32,6 +32,10 @@ const MESH_FLAGS: &[&str] =
 const ONE_DEVICE: &str = "on one device (without --devices above 1, --mesh, --plan or --plan-file, in one process)";
 const NO_BATCH_NORM: &str = "on a network without batch normalisation (its model has none)";
 
+/// The subcommands with one mode: every flag they take applies to every command line that
+/// parses (`plan` refuses its own contradictions, a profile named and one given, in one line).
+pub const ONE_MODE: &[&str] = &["info", "eval", "plan", "report", "import", "export", "prepare"];
+
 /// Every mode with flags it would ignore; the first active mode that ignores a given flag is
 /// the one a refusal names.
 pub const MODES: &[Mode] = &[
@@ -252,6 +256,15 @@ mod tests {
             }
         }
         assert!(refused >= MODES.iter().map(|m| m.ignores.len()).sum::<usize>(), "{refused}");
+    }
+
+    #[test]
+    fn every_subcommand_has_its_modes_or_is_said_to_have_one() {
+        for sub in Cli::command().get_subcommands().filter(|s| s.get_name() != "help") {
+            let name = sub.get_name();
+            let modes = MODES.iter().any(|m| m.command == name);
+            assert!(modes != ONE_MODE.contains(&name), "owt {name}: list its modes in MODES, or it in ONE_MODE");
+        }
     }
 
     #[test]

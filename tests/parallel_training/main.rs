@@ -21,6 +21,7 @@
 
 mod accumulation;
 mod batch_norm;
+mod conv_grid;
 mod gradient_norms;
 mod hybrid_step;
 mod optimizer_vs_torch;
