@@ -671,6 +671,62 @@ mod tests {
         assert_eq!(checked, 11 * 3 * 3);
     }
 
+    /// The grid of convolutions users write (issue 77): non-square kernels, strides, dilations
+    /// and paddings, each axis its own value, grouped and depthwise, odd sides with height !=
+    /// width. Each problem's descriptors carry height and width each in their place: cuDNN's
+    /// own output arithmetic over them (`cudnnGetConvolutionNdForwardOutputDim`) gives owt's
+    /// output shape, for the forward pass and both gradients; an axis swapped anywhere in the
+    /// descriptors would not, as every configuration here differs between its axes. (Burn
+    /// pads an asymmetric `Explicit` padding explicitly before the backend's convolution, as
+    /// PyTorch does, so the descriptors only ever see a padding per axis.)
+    #[test]
+    fn cudnn_gives_the_output_dims_of_every_convolution_of_the_grid() {
+        if !cudnn_here() {
+            return;
+        }
+        let mut checked = 0;
+        // (input channels, filters, groups): plain, grouped, depthwise.
+        let channels = [(4, 6, 1), (6, 4, 2), (4, 8, 4)];
+        for kernel in [[1, 7], [7, 1], [3, 5], [11, 11]] {
+            for stride in [[1, 1], [2, 1], [1, 3], [4, 4]] {
+                for dilation in [[1, 1], [2, 1], [2, 3]] {
+                    for padding in [[0, 0], [1, 2], [3, 0]] {
+                        let (c, o, g) = channels[checked % channels.len()];
+                        let side = |i: usize| ((kernel[i] - 1) * dilation[i] + 1 + 4) | 1;
+                        let x_dims = [2, c, side(0), side(1) + 2];
+                        let w_dims = [o, c / g, kernel[0], kernel[1]];
+                        let options = ConvOptions::new(stride, padding, dilation, g);
+                        let y_dims = output_dims(x_dims, w_dims, &options).unwrap();
+                        for op in [ConvOp::Forward, ConvOp::BackwardData, ConvOp::BackwardFilter] {
+                            let p = ConvProblem::new(
+                                op,
+                                ConvDtype::F32,
+                                Math::Strict,
+                                (x_dims, packed_strides(x_dims)),
+                                w_dims,
+                                (y_dims, packed_strides(y_dims)),
+                                &options,
+                            )
+                            .unwrap();
+                            let what = format!("{op:?} x {x_dims:?} w {w_dims:?} {options:?}");
+                            let int = |v: [usize; 2]| v.map(|x| x as i32);
+                            assert_eq!(
+                                (p.padding, p.stride, p.dilation),
+                                (int(padding), int(stride), int(dilation)),
+                                "{what}"
+                            );
+                            let theirs =
+                                output_dims_by_cudnn(&p).unwrap_or_else(|e| panic!("{what}: {} {}", e.call, e.status));
+                            assert_eq!(theirs.map(|v| v as usize), y_dims, "{what}");
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 4 * 4 * 3 * 3);
+    }
+
     /// owt's `Perf` is laid out as cuDNN 9's three `cudnnConvolution*AlgoPerf_t` (cudnn_cnn.h:
     /// two enums, a float, a size_t at 16, two enums at 24 and 28, int[3] at 32; 48 bytes), as
     /// cudarc's bindings of the header have them: a search writes them into owt's array.
