@@ -19,7 +19,7 @@ use burn::prelude::*;
 use owt::train::checkpoint::{record_from_bytes, record_to_bytes};
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement, Plan, PlanRule};
 
-use crate::{serial, use_f64};
+use crate::{relative_gap, serial, use_f64};
 
 type Ref = Autodiff<Flex>;
 type H = Autodiff<Hybrid<Flex>>;
@@ -140,20 +140,6 @@ fn step<B: burn::tensor::backend::AutodiffBackend>(
     ((value, gradients, owt_hybrid::parameter_values(&model)), model)
 }
 
-/// The largest gap of any tensor relative to that tensor's largest magnitude, and its name.
-fn worst_gap(got: &[(String, Vec<f64>)], want: &[(String, Vec<f64>)]) -> (f64, String) {
-    let mut worst = (0.0f64, String::new());
-    for ((name, a), (_, b)) in got.iter().zip(want) {
-        assert_eq!(a.len(), b.len(), "{name}: lengths");
-        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(f64::MIN_POSITIVE);
-        let gap = a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale;
-        if gap >= worst.0 {
-            worst = (gap, name.clone());
-        }
-    }
-    worst
-}
-
 /// The three layouts: (name, conv rules, input placement).
 fn layouts() -> [(&'static str, Vec<PlanRule>, Placement); 3] {
     let rule = |pattern: &str, placement| PlanRule { pattern: pattern.into(), placement };
@@ -201,9 +187,9 @@ fn every_convolution_of_the_grid_steps_on_two_ranks_as_on_one_device() {
             let ((loss, grads, weights), _) = step(model, xs, ys, &mesh);
             let what = format!("{name}, {case:?}");
             assert!((loss - want.0).abs() <= TOLERANCE * want.0.abs(), "{what}: loss {loss} against {}", want.0);
-            let (gap, tensor) = worst_gap(&grads, &want.1);
+            let (gap, tensor) = relative_gap(&grads, &want.1);
             assert!(gap <= TOLERANCE, "{what}: the gradient of {tensor} differs by {gap:e} of its scale");
-            let (gap, tensor) = worst_gap(&weights, &want.2);
+            let (gap, tensor) = relative_gap(&weights, &want.2);
             assert!(gap <= TOLERANCE, "{what}: the updated {tensor} differs by {gap:e} of its scale");
             compared += 1;
         }
