@@ -117,7 +117,7 @@ pub fn check_layout(arch: &Architecture) -> Result<(), TorchvisionError> {
 
 /// Each way `arch` differs from torchvision's layout of its family: the setting, its value,
 /// torchvision's, and the flag that gives torchvision's where one does.
-pub fn layout_differences(arch: &Architecture) -> Vec<String> {
+fn layout_differences(arch: &Architecture) -> Vec<String> {
     // The layers named `name` numbered from `first` whose flag is on: "conv1, conv2", or "none".
     let layers = |on: &[bool], name: &str, first: usize| -> String {
         let named: Vec<String> =

@@ -231,9 +231,10 @@ impl TrainConfig {
     /// it repeated nor is refused for it: `--batch-stats` of a network without batch
     /// normalisation, `--base-batch` without a learning-rate scaling.
     pub fn effective_settings(&self) -> Vec<(&'static str, String)> {
-        let batch_norm = self.model.architecture().map_or(true, |a| a.batch_norm);
+        let architecture = self.model.architecture();
+        let batch_norm = architecture.as_ref().map_or(true, |a| a.batch_norm);
         let mut out = vec![("--model", self.model.kind.name().to_string())];
-        match self.model.architecture() {
+        match architecture {
             Ok(arch) => {
                 out.push(("--input", arch.input[1].to_string()));
                 out.push(("--channels", arch.input[0].to_string()));

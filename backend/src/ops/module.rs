@@ -351,12 +351,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
     fn ctc_loss(log_probs: F<B>, targets: I<B>, input_lengths: I<B>, target_lengths: I<B>, blank: usize) -> F<B> {
         let mut floats = gathered_all::<B, FloatKind>("ctc_loss", vec![Some(log_probs)]).into_iter();
         let log_probs = floats.next().flatten().expect("log_probs");
-        let mut ints =
-            gathered_all::<B, IntKind>("ctc_loss", vec![Some(targets), Some(input_lengths), Some(target_lengths)])
-                .into_iter()
-                .flatten();
         let (targets, input_lengths, target_lengths) =
-            (ints.next().unwrap(), ints.next().unwrap(), ints.next().unwrap());
+            ctc_int_inputs::<B>("ctc_loss", targets, input_lengths, target_lengths);
         let mesh = log_probs.mesh.clone();
         let shards = (0..log_probs.shards.len())
             .map(|r| {
@@ -388,14 +384,8 @@ impl<B: Backend> ModuleOps<Self> for Hybrid<B> {
             .into_iter()
             .flatten();
         let (log_probs, grad_loss) = (floats.next().unwrap(), floats.next().unwrap());
-        let mut ints = gathered_all::<B, IntKind>(
-            "ctc_loss_backward",
-            vec![Some(targets), Some(input_lengths), Some(target_lengths)],
-        )
-        .into_iter()
-        .flatten();
         let (targets, input_lengths, target_lengths) =
-            (ints.next().unwrap(), ints.next().unwrap(), ints.next().unwrap());
+            ctc_int_inputs::<B>("ctc_loss_backward", targets, input_lengths, target_lengths);
         let mesh = log_probs.mesh.clone();
         let shards = (0..log_probs.shards.len())
             .map(|r| {
@@ -540,4 +530,18 @@ fn pool_backward<B: Backend>(
     f: impl Fn(B::FloatTensorPrimitive, B::FloatTensorPrimitive) -> B::FloatTensorPrimitive + Sync,
 ) -> F<B> {
     run2(op, |sp, _| rules::pool_backward(&sp[0], &sp[1], &[]), x, grad, |_, x, g| f(x, g))
+}
+
+/// The integer inputs of the CTC loss and its gradient (targets, input lengths, target
+/// lengths), gathered whole on every rank as `op` needs them.
+fn ctc_int_inputs<B: Backend>(
+    op: &str,
+    targets: I<B>,
+    input_lengths: I<B>,
+    target_lengths: I<B>,
+) -> (I<B>, I<B>, I<B>) {
+    let mut ints = gathered_all::<B, IntKind>(op, vec![Some(targets), Some(input_lengths), Some(target_lengths)])
+        .into_iter()
+        .flatten();
+    (ints.next().unwrap(), ints.next().unwrap(), ints.next().unwrap())
 }
