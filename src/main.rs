@@ -46,7 +46,13 @@ fn main() {
     // Ctrl-C, SIGTERM or SIGHUP mid-write removes the write's temporary and the lock.
     owt::removed_on_signal::install();
     // Parsed, then held to the flags its mode uses (owt::cli::flag_modes): both refusals alike.
-    let parsed = <owt::cli::Cli as clap::CommandFactory>::command().try_get_matches().and_then(|matches| {
+    // A dumb terminal gets no colour even where clap would add it (anstream colours any
+    // terminal under `CI`, `TERM=dumb` or not).
+    let mut command = <owt::cli::Cli as clap::CommandFactory>::command();
+    if !owt::train::progress::takes_control_sequences(std::env::var_os("TERM").as_deref()) {
+        command = command.color(clap::ColorChoice::Never);
+    }
+    let parsed = command.try_get_matches().and_then(|matches| {
         let cli = <owt::cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches)?;
         owt::cli::flag_modes::check(&cli, &matches)?;
         Ok(cli)

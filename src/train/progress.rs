@@ -18,7 +18,7 @@ pub struct Progress {
 impl Progress {
     /// Starts reporting an epoch of `total` images; `enabled = false` keeps quiet (tests).
     pub fn new(label: String, total: usize, enabled: bool) -> Self {
-        let tty = std::io::stderr().is_terminal() && redraws(std::env::var_os("TERM").as_deref());
+        let tty = std::io::stderr().is_terminal() && takes_control_sequences(std::env::var_os("TERM").as_deref());
         Self { label, total, start: Instant::now(), tty, next_tenth: 1, enabled }
     }
 
@@ -48,7 +48,9 @@ impl Progress {
     }
 }
 
-/// Whether a terminal of type `term` (the `TERM` variable) takes `ESC[K`: every one but `dumb`.
-fn redraws(term: Option<&std::ffi::OsStr>) -> bool {
+/// Whether a terminal of type `term` (the `TERM` variable) takes control sequences (`ESC[K`,
+/// colour): every one but `dumb`, whatever else the environment says (`CI` included), because
+/// a dumb terminal shows them as text.
+pub fn takes_control_sequences(term: Option<&std::ffi::OsStr>) -> bool {
     term.is_none_or(|t| t != "dumb")
 }

@@ -23,6 +23,7 @@ fn on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env_remove("CLICOLOR")
+        .env_remove("CI")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -70,7 +71,12 @@ fn no_colour_under_no_color_or_a_dumb_terminal() {
         if args[0] != "plan" {
             assert!(has_colour(&coloured), "{args:?}: help is coloured on a colour terminal: {coloured:?}");
         }
-        for env in [&[("TERM", "xterm-256color"), ("NO_COLOR", "1")][..], &[("TERM", "dumb")][..]] {
+        // `CI` set (as on CI machines) makes clap colour any terminal, a dumb one included.
+        for env in [
+            &[("TERM", "xterm-256color"), ("NO_COLOR", "1")][..],
+            &[("TERM", "dumb")][..],
+            &[("TERM", "dumb"), ("CI", "true")][..],
+        ] {
             let plain = on_a_terminal(args, env);
             assert!(!plain.contains('\x1b'), "{args:?} under {env:?}: {plain:?}");
             assert!(
