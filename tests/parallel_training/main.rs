@@ -22,6 +22,7 @@
 mod accumulation;
 mod batch_norm;
 mod conv_grid;
+mod conv_grid_costs;
 mod gradient_norms;
 mod hybrid_step;
 mod optimizer_vs_torch;
@@ -51,6 +52,8 @@ fn run_dir(dir: &std::path::Path, resume: bool) -> owt::train::RunDir {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "../common/conv_grid_cases.rs"]
+mod conv_grid_cases;
 #[path = "../common/f64_steps.rs"]
 mod f64_steps;
 pub(crate) use f64_steps::*;

@@ -11,8 +11,9 @@ use super::strategy::{resolved, Context, Spec, Strategy};
 pub(crate) enum ConvLayout {
     /// Batch shards against a whole weight: data parallel, output Shard(0).
     DataParallel,
-    /// Channel shards against filter shards, whole groups per rank (the towers of the 2012
-    /// split): output Shard(1), each rank running `groups / K` groups.
+    /// Channel shards (or a whole input, sliced on arrival) against filter shards, whole
+    /// groups per rank (the towers of the 2012 split): output Shard(1), each rank running
+    /// `groups / K` groups.
     Towers,
     /// Channel shards meeting a full (groups = 1) conv: the input's channels gathered first.
     GatherChannels,
@@ -50,6 +51,10 @@ fn layout(x: &Spec, w: &Spec, groups: usize, ctx: &Context) -> Option<ConvLayout
         // nodes of a mesh each given the whole batch: no gradient is then summed over them).
         (R, R) if k > 1 && can_shard(batch, k) && !ctx.between_processes => Some(ConvLayout::DataParallel),
         (S(1), S(0)) if groups > 1 && towers_align => Some(ConvLayout::Towers),
+        // A whole input meeting filter shards of whole groups: each rank takes its groups'
+        // channels of it (a free local slice) and runs as a tower; not between processes,
+        // whose whole copies need not agree.
+        (R, S(0)) if groups > 1 && towers_align && !ctx.between_processes => Some(ConvLayout::Towers),
         (S(1), S(0)) if groups == 1 => Some(ConvLayout::GatherChannels),
         (R, S(0)) if groups == 1 => Some(ConvLayout::FilterShards),
         (R, R) => Some(ConvLayout::Replicated),
@@ -79,7 +84,8 @@ pub(crate) fn conv(
             let Some(lay) = layout(x, w, groups, ctx) else { return gathered };
             let (xin, out) = match lay {
                 ConvLayout::DataParallel => (S(0), S(0)),
-                ConvLayout::Towers | ConvLayout::FilterShards => (xp, S(1)),
+                ConvLayout::Towers => (S(1), S(1)),
+                ConvLayout::FilterShards => (xp, S(1)),
                 ConvLayout::GatherChannels => (R, S(1)),
                 ConvLayout::Replicated => (R, R),
             };
@@ -99,14 +105,14 @@ pub(crate) fn conv(
             let (inputs, out) = match (pass, lay, grad) {
                 // A whole gradient (of a sum, say) is sliced to the batch shards for free.
                 (ConvPass::InputGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), R, S(0)], S(0)),
-                (ConvPass::InputGrad, Some(ConvLayout::Towers), S(1)) => ([xp, wp, grad], S(1)),
+                (ConvPass::InputGrad, Some(ConvLayout::Towers), S(1)) => ([S(1), wp, grad], S(1)),
                 // Each rank's filters contribute to every input channel: summands.
                 (ConvPass::InputGrad, Some(ConvLayout::GatherChannels | ConvLayout::FilterShards), S(1)) => {
                     ([xp, wp, grad], SUM)
                 }
                 // Batch shards: each rank's weight gradient is a summand, synced when consumed.
                 (ConvPass::WeightGrad, Some(ConvLayout::DataParallel), S(0) | R) => ([S(0), R, S(0)], SUM),
-                (ConvPass::WeightGrad, Some(ConvLayout::Towers), S(1)) => ([xp, wp, grad], S(0)),
+                (ConvPass::WeightGrad, Some(ConvLayout::Towers), S(1)) => ([S(1), wp, grad], S(0)),
                 (ConvPass::WeightGrad, Some(ConvLayout::GatherChannels), S(1)) => ([R, wp, grad], S(0)),
                 (ConvPass::WeightGrad, Some(ConvLayout::FilterShards), S(1)) => ([xp, wp, grad], S(0)),
                 (_, Some(ConvLayout::Replicated), R) => ([xp, wp, grad], R),

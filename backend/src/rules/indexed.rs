@@ -100,7 +100,8 @@ pub(crate) fn select_add(tensor: &Spec, dim: usize, value: &Spec) -> Strategy {
 }
 
 /// The rule of `slice_assign(tensor, slices, value)`: local on a shard whose dimension the
-/// slices take whole (each rank writes its part of the value, split alike); local on a shard
+/// slices take whole (each rank writes its part of the value, split alike), and likewise on a
+/// whole tensor whose value is split along such a dimension; local on a shard
 /// whose dimension the slices cut to a range of step 1 (each rank writes the rows of the range
 /// it holds, from a whole value: `slice_rows` says which; not along an outer dimension, whose
 /// ranks are processes that each see their view); gathered otherwise.
@@ -112,6 +113,15 @@ pub(crate) fn slice_assign(tensor: &Spec, slices: &[Slice], value: &Spec, ctx: &
         Placement::Shard(d) if !ctx.between_processes && slice_rows(slices, &tensor.shape, d).is_some() => {
             Strategy::local(vec![tensor.placement, Placement::Replicate], tensor.placement)
         }
+        // A whole tensor taking a value split along a dimension the slices take whole (Burn's
+        // `pad` of a batch shard: zeros, then the shard written inside): each rank takes its
+        // part of the tensor (a free local slice) and writes its part of the value.
+        Placement::Replicate if !ctx.between_processes => match value.placement.shard_dim() {
+            Some(d) if covers_dim(slices, &tensor.shape, d) && value.shape[d] == tensor.shape[d] => {
+                Strategy::local(vec![value.placement, value.placement], value.placement)
+            }
+            _ => Strategy::gathered(2),
+        },
         _ => Strategy::gathered(2),
     }
 }

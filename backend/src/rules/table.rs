@@ -158,6 +158,15 @@ fn rows() -> Vec<Row> {
             "two towers: each rank runs groups / K",
         ),
         conv_row(
+            "conv2d, groups 2",
+            ConvPass::Forward,
+            spec(&x4, R),
+            spec(&[16, 4, 3, 3], S(0)),
+            Some(("b", spec(&[16], S(0)))),
+            2,
+            "a whole input meeting filters split by whole groups: each rank takes its groups' channels, a tower",
+        ),
+        conv_row(
             "conv2d, groups 1",
             ConvPass::Forward,
             spec(&x4, S(1)),
@@ -382,6 +391,17 @@ fn rows() -> Vec<Row> {
                 &k2,
             ),
             "each rank writes its rows",
+        ),
+        row(
+            "slice_assign into a whole tensor",
+            vec![("x", spec(&[8, 8], R)), ("v", spec(&[8, 5], S(0)))],
+            slice_assign(
+                &spec(&[8, 8], R),
+                &[Slice::new(0, None, 1), Slice::new(1, Some(6), 1)],
+                &spec(&[8, 5], S(0)),
+                &k2,
+            ),
+            "`pad` of a batch shard: each rank takes its rows of the whole tensor and writes its part",
         ),
         row(
             "slice_assign, a range of the sharded dim",
