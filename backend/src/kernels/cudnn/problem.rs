@@ -5,6 +5,13 @@
 //! dilation and groups as cuDNN's convolution descriptor takes them, and the output side by
 //! cuDNN's documented formula. Pure arithmetic: tested on any machine against Burn's own
 //! output-shape arithmetic.
+//!
+//! Padding is one value per axis, as cuDNN's convolution descriptor and Burn's `ConvOptions`
+//! both hold it. An asymmetric padding (Burn's `PaddingConfig2d::Explicit` with top != bottom
+//! or left != right, or a `Same` whose total is odd) never reaches a backend: Burn 0.21's
+//! `conv2d` pads the input with zeros first and passes no padding, as PyTorch does before
+//! cuDNN. That is the one place it is decided, for cuDNN and CubeCL alike; owt declines
+//! nothing for it (tests/owt/cudnn_descriptors.rs walks both ways over issue 77's grid).
 
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::DType;
