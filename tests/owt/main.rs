@@ -45,8 +45,14 @@ mod strided_weight_gradient;
 mod terminals;
 mod torchvision;
 mod val_labels;
+mod wgpu_conv_grid;
 mod wgpu_mesh;
 mod writers;
+
+/// Issue 77's grid of convolutions, shared with the Flex binary (`parallel_training`).
+#[allow(dead_code)] // its steps run only with the wgpu feature
+#[path = "../common/conv_grid_cases.rs"]
+mod conv_grid_cases;
 
 /// The repository's root, read when the test runs (cargo sets `CARGO_MANIFEST_DIR` for the
 /// test process): the path compiled in is that of the checkout that built the binary, and a

@@ -16,6 +16,35 @@ use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement};
 
 type Mesh = Hybrid<CubeBackend<WgpuRuntime, f32, i32, u32>>;
 
+/// owt's unfolded weight gradient of `geo` on `mesh` (the batch split over its ranks) against
+/// Flex's own for input `x`, weight `w`, output gradient `gy` and `options`: the largest
+/// difference and the largest magnitude of Flex's gradient.
+pub(crate) fn gap_on_mesh(
+    mesh: &MeshDevice<WgpuDevice>,
+    x: &Tensor<Flex, 4>,
+    w: &Tensor<Flex, 4>,
+    gy: &Tensor<Flex, 4>,
+    options: &ConvOptions<2>,
+    geo: &Unfolded,
+) -> (f32, f32) {
+    let prim = |t: &Tensor<Flex, 4>| t.clone().into_primitive().tensor();
+    let want = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(Flex::conv2d_weight_backward(
+        prim(x),
+        prim(w),
+        prim(gy),
+        options.clone(),
+    )))
+    .into_data()
+    .to_vec::<f32>()
+    .unwrap();
+    let on_mesh =
+        |t: &Tensor<Flex, 4>| Tensor::<Mesh, 4>::from_data(t.clone().into_data(), mesh).distribute(Placement::Shard(0));
+    let got = unfolded::weight_grad::<Mesh>(on_mesh(x), on_mesh(gy), geo).into_data().to_vec::<f32>().unwrap();
+    let scale = want.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+    let diff = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    (diff, scale)
+}
+
 #[test]
 fn the_unfolded_gemm_on_a_wgpu_mesh_has_flexs_weight_gradient() {
     super::wgpu_mesh::require_adapter();
@@ -33,22 +62,7 @@ fn the_unfolded_gemm_on_a_wgpu_mesh_has_flexs_weight_gradient() {
         let x = Tensor::<Flex, 4>::random([n, c, side, side], Distribution::Normal(0.0, 1.0), &rd);
         let w = Tensor::<Flex, 4>::random([o, c / g, k, k], Distribution::Normal(0.0, 1.0), &rd);
         let gy = Tensor::<Flex, 4>::random([n, o, geo.out[0], geo.out[1]], Distribution::Normal(0.0, 1.0), &rd);
-        let prim = |t: &Tensor<Flex, 4>| t.clone().into_primitive().tensor();
-        let want = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(Flex::conv2d_weight_backward(
-            prim(&x),
-            prim(&w),
-            prim(&gy),
-            options.clone(),
-        )))
-        .into_data()
-        .to_vec::<f32>()
-        .unwrap();
-        let on_mesh = |t: &Tensor<Flex, 4>| {
-            Tensor::<Mesh, 4>::from_data(t.clone().into_data(), &mesh).distribute(Placement::Shard(0))
-        };
-        let got = unfolded::weight_grad::<Mesh>(on_mesh(&x), on_mesh(&gy), &geo).into_data().to_vec::<f32>().unwrap();
-        let scale = want.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-        let diff = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        let (diff, scale) = gap_on_mesh(&mesh, &x, &w, &gy, &options, &geo);
         assert!(diff <= 1e-5 * scale, "{name}: off by {diff} (scale {scale})");
     }
     assert_eq!(mesh.ledger_snapshot().total_fallbacks(), 0, "every op of the formulation ran by a placement rule");
