@@ -11,6 +11,7 @@ mod bounded_inputs;
 mod checkpoint_lies;
 mod cli;
 mod closed_output;
+mod conv_grid_backends;
 mod cost_tiers;
 mod cuda_transport;
 mod cudnn_descriptors;
@@ -50,7 +51,6 @@ mod wgpu_mesh;
 mod writers;
 
 /// Issue 77's grid of convolutions, shared with the Flex binary (`parallel_training`).
-#[allow(dead_code)] // its steps run only with the wgpu feature
 #[path = "../common/conv_grid_cases.rs"]
 mod conv_grid_cases;
 
