@@ -273,25 +273,33 @@ pub fn dry_run_of(
     ranks: usize,
     batch_size: usize,
 ) -> Result<owt_hybrid::DryRunReport, owt_hybrid::PlanError> {
-    type M = Autodiff<Hybrid<owt_meta::Meta>>;
-    let dry = owt_hybrid::DryRun::new(ranks);
-    let layout = MeshLayout::<owt_meta::Meta>::new(dry.mesh().clone(), plan, scheme);
-    let model = layout.place_module(SmallResNetConfig::new().init::<M>(dry.mesh()))?;
-    dry.begin_step();
-    let _ = train(model, dry.mesh(), 1, batch_size);
-    Ok(dry.report())
+    dry_run_with(plan, scheme, ranks, batch_size, |mesh| SmallResNetConfig::new().init(mesh))
 }
 
 /// The traffic of one step of the Inception-style network under [`my_plan`] on `ranks`
 /// shape-only devices (its classifier is named `fc` too).
 pub fn inception_dry_run(ranks: usize, batch_size: usize) -> owt_hybrid::DryRunReport {
-    type M = Autodiff<Hybrid<owt_meta::Meta>>;
+    dry_run_with(my_plan(), Exchange::AllGather, ranks, batch_size, |mesh| {
+        SmallResNetConfig::new().init_inception(mesh)
+    })
+    .expect("my plan fits")
+}
+
+/// One step of the network `build` makes, under `plan` and `scheme`, on `ranks` shape-only
+/// devices.
+fn dry_run_with<N: Classifier<Autodiff<Hybrid<owt_meta::Meta>>>>(
+    plan: Plan,
+    scheme: Exchange,
+    ranks: usize,
+    batch_size: usize,
+    build: impl FnOnce(&MeshDevice<owt_meta::MetaDevice>) -> N,
+) -> Result<owt_hybrid::DryRunReport, owt_hybrid::PlanError> {
     let dry = owt_hybrid::DryRun::new(ranks);
-    let layout = MeshLayout::<owt_meta::Meta>::new(dry.mesh().clone(), my_plan(), Exchange::AllGather);
-    let model = layout.place_module(SmallResNetConfig::new().init_inception::<M>(dry.mesh())).expect("my plan fits");
+    let layout = MeshLayout::<owt_meta::Meta>::new(dry.mesh().clone(), plan, scheme);
+    let model = layout.place_module(build(dry.mesh()))?;
     dry.begin_step();
     let _ = train(model, dry.mesh(), 1, batch_size);
-    dry.report()
+    Ok(dry.report())
 }
 
 /// The plan the cost model predicts fastest for this network on `ranks` devices of `profile`:

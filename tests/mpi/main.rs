@@ -327,6 +327,8 @@ fn a_two_dimensional_mesh_across_processes_trains_as_its_nodes_in_one_process() 
 
 #[path = "../common/f64_steps.rs"]
 mod f64_steps;
+#[path = "../common/relative_gap.rs"]
+mod relative_gap;
 
 /// A plan per dimension that stores parameters as each node's slice (FSDP-style): FC weights
 /// by rows over the nodes and by columns inside them, every conv parameter by its first dim
@@ -347,6 +349,7 @@ fn f64_grid_child() {
     use burn::backend::Flex;
     use f64_steps::*;
     use owt_hybrid::{Exchange, GridLayout, GridMesh, MeshDevice, PlanKind, SingleDevice};
+    use relative_gap::relative_gap;
     if std::env::var_os("OWT_F64_GRID_CHILD").is_none() {
         return;
     }

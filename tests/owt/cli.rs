@@ -1012,6 +1012,18 @@ fn adaptive_pool_none_feeds_fc6_the_maps_as_they_are_and_is_part_of_the_run() {
     }
 }
 
+/// A plan file in `dir` that is data parallelism with each rank's own batch statistics.
+fn local_statistics_plan(dir: &Path) -> std::path::PathBuf {
+    let plan = dir.join("local.json");
+    std::fs::write(
+        &plan,
+        r#"{"name": "dp-local", "rules": [], "default": "Replicate", "input": {"Shard": 0},
+            "ranks": null, "towers": null, "batch_stats": "local"}"#,
+    )
+    .unwrap();
+    plan
+}
+
 /// A setting that cannot change a run's numbers is handled one way for every such setting:
 /// given as a flag, it is refused up front (`flag_modes`: `--batch-stats` of a network without
 /// batch normalisation, `--base-batch` without a rate scaling); arriving otherwise (a plan
@@ -1026,13 +1038,7 @@ fn settings_that_change_nothing_are_refused_as_flags_and_never_block_a_resume() 
         assert_one_line_error(&o, &[flags[flags.len() - 2], "would be ignored"]);
     }
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("local.json");
-    std::fs::write(
-        &plan,
-        r#"{"name": "dp-local", "rules": [], "default": "Replicate", "input": {"Shard": 0},
-            "ranks": null, "towers": null, "batch_stats": "local"}"#,
-    )
-    .unwrap();
+    let plan = local_statistics_plan(dir.path());
     let with_file = ["--devices", "2", "--plan-file", plan.to_str().unwrap()];
     let without = ["--devices", "2", "--plan", "data-parallel"];
     for (first, then) in [(&with_file, &without), (&without, &with_file)] {
@@ -1068,13 +1074,7 @@ fn batch_statistics_are_part_of_the_run() {
     let o = owt(&[&base[..], &run[..], &["--epochs", "2", "--resume"]].concat());
     assert_one_line_error(&o, &["cannot resume", "--batch-stats local", "--batch-stats sync"]);
     // The same statistics from a plan file: the run goes on.
-    let plan = data.path().join("local.json");
-    std::fs::write(
-        &plan,
-        r#"{"name": "dp-local", "rules": [], "default": "Replicate", "input": {"Shard": 0},
-            "ranks": null, "towers": null, "batch_stats": "local"}"#,
-    )
-    .unwrap();
+    let plan = local_statistics_plan(data.path());
     let p = plan.to_str().unwrap();
     let o = owt(&[&base[..], &run[..], &["--epochs", "2", "--plan-file", p, "--resume"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));

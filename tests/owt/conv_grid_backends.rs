@@ -18,6 +18,7 @@ use owt::OwtError;
 use owt_hybrid::{Distributed, Hybrid, MeshDevice, Placement, Plan};
 
 use crate::conv_grid_cases::{batch, grid, init, layouts, step, GridNet, Step};
+use crate::relative_gap::relative_gap;
 
 /// f32 kernels against Flex's, relative to each tensor's largest magnitude: other kernels sum
 /// in other orders. Measured at most 5.4e-6 on the wgpu mesh (2026-12-07: a bias gradient
@@ -30,20 +31,6 @@ fn tolerance(kind: BackendKind) -> f64 {
     } else {
         1e-4
     }
-}
-
-/// Largest over tensors of max |a - b| / max |b|, and that tensor.
-fn gap(a: &[(String, Vec<f64>)], b: &[(String, Vec<f64>)]) -> (f64, String) {
-    assert_eq!(a.len(), b.len());
-    let mut worst = (0.0, String::new());
-    for ((name, x), (_, y)) in a.iter().zip(b) {
-        let scale = y.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
-        let d = x.iter().zip(y).fold(0.0f64, |m, (p, q)| m.max((p - q).abs())) / scale;
-        if d >= worst.0 {
-            worst = (d, name.clone());
-        }
-    }
-    worst
 }
 
 /// One device's step of every configuration: its starting weights (as checkpoint bytes) and
@@ -94,7 +81,7 @@ impl MeshJob for GridWalk<'_> {
                 return Ok(Err(format!("{what}: loss {loss} against {}", want.0)));
             }
             for (kind, got, want) in [("gradient of", grads, &want.1), ("updated", weights, &want.2)] {
-                let (g, tensor) = gap(&got, want);
+                let (g, tensor) = relative_gap(&got, want);
                 if g > self.tolerance {
                     return Ok(Err(format!("{what}: the {kind} {tensor} differs by {g:e} of its scale")));
                 }

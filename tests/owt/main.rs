@@ -53,6 +53,8 @@ mod writers;
 /// Issue 77's grid of convolutions, shared with the Flex binary (`parallel_training`).
 #[path = "../common/conv_grid_cases.rs"]
 mod conv_grid_cases;
+#[path = "../common/relative_gap.rs"]
+mod relative_gap;
 
 /// The repository's root, read when the test runs (cargo sets `CARGO_MANIFEST_DIR` for the
 /// test process): the path compiled in is that of the checkout that built the binary, and a

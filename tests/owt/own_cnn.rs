@@ -7,6 +7,7 @@
 #[allow(dead_code)]
 mod example;
 
+use crate::relative_gap::relative_gap;
 use burn::backend::flex::FlexDevice;
 use burn::backend::{Autodiff, Flex};
 use burn::module::Module;
@@ -18,20 +19,6 @@ use owt_hybrid::{parameter_values, Exchange, Hybrid, MeshDevice, MeshLayout};
 
 type Ref = Autodiff<Flex>;
 type H = Autodiff<Hybrid<Flex>>;
-
-/// Largest over parameters of max |a - b| / max |b|.
-fn gap(a: &[(String, Vec<f64>)], b: &[(String, Vec<f64>)]) -> (f64, String) {
-    assert_eq!(a.len(), b.len());
-    let mut worst = (0.0, String::new());
-    for ((name, x), (_, y)) in a.iter().zip(b) {
-        let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-30);
-        let d = x.iter().zip(y).fold(0.0f64, |m, (p, q)| m.max((p - q).abs())) / scale;
-        if d >= worst.0 {
-            worst = (d, name.clone());
-        }
-    }
-    worst
-}
 
 /// Trains `one` on one device and the same network made by `two` on two virtual ranks (loaded
 /// with `one`'s starting weights) under the example's plan, `steps` steps of 16 images; both
@@ -54,7 +41,7 @@ where
     let (two, two_losses) = train(two, &mesh, steps, 16);
     let moved = mesh.ledger_snapshot();
 
-    let (g, worst) = gap(&parameter_values(&layout.compute_module(&two)), &parameter_values(&one));
+    let (g, worst) = relative_gap(&parameter_values(&layout.compute_module(&two)), &parameter_values(&one));
     eprintln!("own_cnn {what}: weight gap {g:.2e} ({worst}), losses {one_losses:?} vs {two_losses:?}");
     // f32 and another summation order over 6 steps of momentum SGD; a wrong statistic (each
     // rank's own batch statistics) or a missing gradient sum is off by far more.
@@ -64,7 +51,7 @@ where
     }
     // The steps changed the weights by far more than the two runs differ (the starting
     // weights are drawn unseeded: whether 6 steps lower the loss depends on the draw).
-    let (moved_by, _) = gap(&parameter_values(&one), &initial);
+    let (moved_by, _) = relative_gap(&parameter_values(&one), &initial);
     assert!(moved_by > 1e3 * g.max(1e-7), "{what}: the steps barely moved the weights: {moved_by:e}");
     assert!(moved.total().bytes > 0);
     assert_eq!(moved.total_fallbacks(), 0, "{what}: no op gathered a whole tensor for want of a rule: {moved:?}");

@@ -92,8 +92,8 @@ pub(super) fn priced_as_run(
     assert_eq!(report.ledger.fallbacks, real.fallbacks, "{what}: ops gathered");
 
     let want = conv_flops(case);
-    for op in ["conv2d", "conv2d_weight_backward"] {
-        let ranks = flops_of(&report, op);
+    let (forward, weight_grad) = (flops_of(&report, "conv2d"), flops_of(&report, "conv2d_weight_backward"));
+    for (op, ranks) in [("conv2d", &forward), ("conv2d_weight_backward", &weight_grad)] {
         // A pass without a rule runs gathered, whole on every rank (the ledger says which).
         let whole = real.fallbacks.contains_key(op);
         let want = if whole { 2 * want } else { want };
@@ -105,8 +105,7 @@ pub(super) fn priced_as_run(
 
     let profile = DeviceProfile::preset("h200-nvlink").unwrap();
     let price = report.predict(&profile);
-    let busiest =
-        (0..2).map(|r| flops_of(&report, "conv2d")[r] + flops_of(&report, "conv2d_weight_backward")[r]).max().unwrap();
+    let busiest = forward.iter().zip(&weight_grad).map(|(f, w)| f + w).max().unwrap();
     let priced: u64 = price.phases.iter().map(|p| p.flops).sum();
     assert!(priced >= busiest, "{what}: {priced} FLOPs priced, the busiest rank's convolutions {busiest}");
     assert!(price.compute_s >= busiest as f64 / (profile.tflops * 1e12), "{what}: {price:?}");

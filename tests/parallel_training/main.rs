@@ -53,10 +53,14 @@ fn run_dir(dir: &std::path::Path, resume: bool) -> owt::train::RunDir {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[path = "../common/conv_grid_cases.rs"]
+#[allow(dead_code)] // what the backend's convolution receives: the owt binary's cuDNN tests
 mod conv_grid_cases;
 #[path = "../common/f64_steps.rs"]
 mod f64_steps;
 pub(crate) use f64_steps::*;
+#[path = "../common/relative_gap.rs"]
+mod relative_gap;
+pub(crate) use relative_gap::relative_gap;
 
 fn mesh_run(
     k: usize,
