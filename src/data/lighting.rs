@@ -104,7 +104,7 @@ impl Lighting {
     /// The CRC-32 of the components as stored (the file's JSON without its `crc32`).
     fn checksum(&self) -> u32 {
         let bare = Lighting { crc32: None, ..self.clone() };
-        crate::data::json_crc32(&bare)
+        crate::data::checksum::json_crc32(&bare)
     }
 
     /// These components with their checksum, as a run stores them.

@@ -1,5 +1,6 @@
 //! Data sources: IDX (MNIST, Fashion-MNIST), image folders, synthetic images.
 
+pub mod checksum;
 pub mod filter;
 pub mod folder;
 pub mod idx;
@@ -343,10 +344,4 @@ fn same_classes(train: &[String], test_dir: &Path, test: &[String]) -> Result<()
         return Ok(());
     }
     Err(OwtError::data(format!("class folders differ: train has {train:?}, {} has {test:?}", test_dir.display())))
-}
-
-/// The CRC-32 of `value`'s JSON: the checksum a side file stored beside its data carries
-/// (`lighting.json`, a pack's index), computed without its own checksum field.
-pub(crate) fn json_crc32<T: serde::Serialize>(value: &T) -> u32 {
-    crc32fast::hash(&serde_json::to_vec(value).unwrap_or_default())
 }

@@ -83,7 +83,7 @@ impl PackedIndex {
     /// The CRC-32 of the index's entries (its JSON without `index_crc32`).
     fn checksum(&self) -> u32 {
         let bare = PackedIndex { index_crc32: None, ..self.clone() };
-        crate::data::json_crc32(&bare)
+        crate::data::checksum::json_crc32(&bare)
     }
 
     /// This index with its checksum, as `owt prepare` writes it.
